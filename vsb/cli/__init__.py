@@ -1,0 +1,1 @@
+"""The thin command line: one module per subcommand group."""

@@ -1,0 +1,53 @@
+"""The ``vsb`` command group; subcommands live in their own modules."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from vsb import __version__
+from vsb.errors import VsbError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="vsb")
+def cli() -> None:
+    """Visual Story Benchmark: does a text-to-image model stay coherent across a story?
+
+    Typical flow: ``vsb suite generate`` -> ``vsb run`` -> ``vsb evaluate`` -> ``vsb score``
+    -> ``vsb release freeze`` -> ``vsb site build``; ``vsb release build`` does it all.
+    """
+
+
+def _register() -> None:
+    from vsb.cli import suite
+
+    cli.add_command(suite.suite)
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: any ``VsbError`` becomes one line on stderr and exit status 1."""
+    try:
+        cli.main(args=argv, prog_name="vsb", standalone_mode=False)
+    except VsbError as err:
+        click.echo(f"error: {err}", err=True)
+        return 1
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return 130
+    except click.ClickException as err:
+        err.show()
+        return err.exit_code
+    except click.exceptions.Exit as err:
+        return err.exit_code
+    except SystemExit as err:
+        return err.code if isinstance(err.code, int) else 1
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

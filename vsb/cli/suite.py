@@ -1,0 +1,103 @@
+"""``vsb suite``: generate, validate and summarise story suites."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from vsb.story.models import CATEGORIES, DIFFICULTIES, DIMENSIONS
+
+
+@click.group()
+def suite() -> None:
+    """Generate, validate and summarise story suites."""
+
+
+@suite.command()
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory to write <story>.json files and suite.json into.",
+)
+@click.option("--seed", default=0, show_default=True, help="Suite seed (same seed, same bytes).")
+@click.option("--paraphrase", is_flag=True, help="Use the paraphrase prompt style.")
+def generate(out_dir: Path, seed: int, paraphrase: bool) -> None:
+    """Generate the default suite: 10 categories x (easy, medium x2, hard) = 40 stories."""
+    from vsb.generator.generate import generate_suite, write_suite
+
+    stories = generate_suite(seed, paraphrase=paraphrase)
+    index = write_suite(stories, out_dir, seed=seed)
+    n_scenes = sum(e.scenes for e in index.stories)
+    n_reqs = sum(e.requirements for e in index.stories)
+    click.echo(
+        f"wrote {len(index.stories)} stories, {n_scenes} scenes, {n_reqs} requirements to {out_dir}"
+    )
+
+
+@suite.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+def validate(paths: tuple[Path, ...]) -> None:
+    """Check story files (or suite directories) against the schema and the state machine.
+
+    Prints one line per problem (file: JSON pointer: what was expected) and exits 1 if any.
+    """
+    from vsb.errors import InputError
+    from vsb.story.io import iter_problems, story_files
+
+    n_files = n_bad = 0
+    for root in paths:
+        try:
+            files = story_files(root)
+        except InputError as exc:
+            click.echo(f"error: {exc}", err=True)
+            n_bad += 1
+            continue
+        for f in files:
+            n_files += 1
+            problems = list(iter_problems(f))
+            for p in problems:
+                click.echo(str(p), err=True)
+            n_bad += bool(problems)
+    click.echo(f"{n_files - n_bad if n_files >= n_bad else 0} of {n_files} story files valid")
+    if n_bad:
+        sys.exit(1)
+
+
+@suite.command()
+@click.argument("suite_dir", type=click.Path(path_type=Path))
+def stats(suite_dir: Path) -> None:
+    """Print counts by category, difficulty, dimension and source."""
+    from vsb.story.io import load_suite
+    from vsb.story.stats import suite_stats
+
+    st = suite_stats(load_suite(suite_dir))
+    console = Console()
+    t = st["totals"]
+    console.print(
+        f"[bold]{t['stories']}[/] stories, [bold]{t['scenes']}[/] scenes, "
+        f"[bold]{t['requirements']}[/] requirements"
+    )
+    table = Table(title="Stories by category and difficulty")
+    table.add_column("category")
+    for d in DIFFICULTIES:
+        table.add_column(d, justify="right")
+    for c in CATEGORIES:
+        table.add_row(c, *(str(st["category_difficulty"][f"{c}/{d}"]) for d in DIFFICULTIES))
+    dims = Table(title="Requirements by dimension and source")
+    for col in ("dimension", "prompt", "memory", "total"):
+        dims.add_column(col, justify="left" if col == "dimension" else "right")
+    for d in DIMENSIONS:
+        p, m = st["dimension_source"][f"{d}/prompt"], st["dimension_source"][f"{d}/memory"]
+        dims.add_row(d, str(p), str(m), str(p + m))
+    dims.add_row(
+        "[bold]all[/]", str(st["source"]["prompt"]), str(st["source"]["memory"]),
+        str(t["requirements"]),
+    )  # fmt: skip
+    console.print(table)
+    console.print(dims)

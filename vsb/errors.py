@@ -1,0 +1,101 @@
+"""Every error vsb raises on purpose.
+
+Hierarchy::
+
+    VsbError                      base; carries optional ``file`` and ``location``
+    ├── InputError                a user-supplied file or argument is wrong
+    │   ├── StoryValidationError  a story fails its JSON Schema
+    │   ├── UnknownNameError      a registry lookup failed (lists the known names)
+    │   └── ConfigError           a config file (pricing, run manifest…) is malformed
+    ├── TransitionError           an event is impossible in the current state (vsb/state.py)
+    ├── AdapterError              a model adapter failed to produce an image
+    │   └── CredentialMissing     the adapter's API key is not in the environment
+    ├── CacheError                the generation cache is unusable
+    ├── RunError                  a run directory is missing or incomplete
+    └── ReleaseError              a release fails freezing or verification
+
+The CLI turns any ``VsbError`` into one line on stderr and exit status 1; ``str(err)``
+is that line: ``FILE: LOCATION: MESSAGE`` with absent parts left out.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from pathlib import Path
+
+
+class VsbError(Exception):
+    """Base class: a message plus the file and the location (JSON pointer, line…) it concerns."""
+
+    def __init__(
+        self, message: str, *, file: str | Path | None = None, location: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.file = str(file) if file is not None else None
+        self.location = location
+
+    def __str__(self) -> str:
+        parts = [p for p in (self.file, self.location) if p]
+        return ": ".join([*parts, self.message])
+
+
+class InputError(VsbError):
+    """A user-supplied file or argument is wrong."""
+
+
+class StoryValidationError(InputError):
+    """A story document fails schema validation."""
+
+
+class ConfigError(InputError):
+    """A configuration file is malformed."""
+
+
+class UnknownNameError(InputError):
+    """A name is not registered; the message lists the known names and a close match."""
+
+    def __init__(self, kind: str, name: str, known: Iterable[str]) -> None:
+        known_sorted = sorted(known)
+        close = difflib.get_close_matches(name, known_sorted, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        super().__init__(f"unknown {kind} {name!r}{hint}; known: {', '.join(known_sorted)}")
+        self.kind = kind
+        self.name = name
+        self.known = known_sorted
+
+
+class TransitionError(VsbError):
+    """An event cannot be applied: names the story, scene (1-based), event index and rule."""
+
+    def __init__(self, rule: str, detail: str, *, story: str, scene: int, event: int) -> None:
+        super().__init__(
+            f"impossible transition ({rule}): {detail}",
+            file=None,
+            location=f"story {story} scene {scene} event {event}",
+        )
+        self.rule = rule
+        self.story = story
+        self.scene = scene
+        self.event = event
+
+
+class AdapterError(VsbError):
+    """A model adapter failed to produce an image."""
+
+
+class CredentialMissing(AdapterError):
+    """The adapter's credential environment variable is not set."""
+
+
+class CacheError(VsbError):
+    """The generation cache cannot be used."""
+
+
+class RunError(VsbError):
+    """A run directory is missing, incomplete or inconsistent."""
+
+
+class ReleaseError(VsbError):
+    """A release cannot be frozen or fails verification."""

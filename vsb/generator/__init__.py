@@ -1,0 +1,1 @@
+"""The story generator: ten category templates and the default suite."""

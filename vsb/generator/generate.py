@@ -1,0 +1,106 @@
+"""Story generation: one template per category, three difficulties, and the default suite.
+
+The default suite holds four stories per category — easy, medium ×2 (different seeds) and
+hard — 40 stories and 210 scenes. Generation is a pure function of the seed: every random
+choice comes from a ``numpy.random.Generator`` seeded from (suite seed, story id).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from vsb.fsio import atomic_write_json, atomic_write_text, sha256_hex
+from vsb.generator import templates
+from vsb.story.models import CATEGORIES, Story, SuiteEntry, SuiteIndex
+
+#: The default suite's variants per category: (story-id suffix, difficulty).
+DEFAULT_VARIANTS: tuple[tuple[str, str], ...] = (
+    ("easy", "easy"),
+    ("medium-a", "medium"),
+    ("medium-b", "medium"),
+    ("hard", "hard"),
+)
+
+# Template draws that end up impossible (a beat's fallbacks exhausted) are redrawn with the
+# next attempt number; this bounds the loop.
+_MAX_ATTEMPTS = 50
+
+
+def story_seed(suite_seed: int, story_id: str, attempt: int = 0) -> int:
+    """The per-story seed: 63 bits of sha256 over (suite seed, story id, attempt)."""
+    digest = hashlib.sha256(f"{suite_seed}:{story_id}:{attempt}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def generate_story(
+    category: str, difficulty: str, story_id: str, *, seed: int, paraphrase: bool = False
+) -> Story:
+    """One story of ``category`` at ``difficulty``, deterministic in ``seed``."""
+    template = templates.TEMPLATES.get(category)
+    rng = np.random.default_rng(seed)
+    builder = template(rng, difficulty, story_id)
+    return builder.build(
+        category=category,
+        difficulty=difficulty,
+        seed=seed,
+        style="paraphrase" if paraphrase else "plain",
+    )
+
+
+def generate_suite(
+    seed: int = 0,
+    *,
+    paraphrase: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[Story]:
+    """The default suite (40 stories), sorted by id."""
+    jobs = [(c, d, f"{c}-{suffix}") for c in CATEGORIES for suffix, d in DEFAULT_VARIANTS]
+    stories = []
+    for i, (category, difficulty, story_id) in enumerate(jobs):
+        stories.append(
+            generate_story(
+                category,
+                difficulty,
+                story_id,
+                seed=story_seed(seed, story_id),
+                paraphrase=paraphrase,
+            )
+        )
+        if progress:
+            progress(i + 1, len(jobs))
+    return sorted(stories, key=lambda s: s.id)
+
+
+def story_json(story: Story) -> str:
+    """The canonical file text of a story (sorted keys, 2-space indent, trailing newline)."""
+    return json.dumps(story.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+
+
+def write_suite(stories: Sequence[Story], out_dir: str | Path, *, seed: int = 0) -> SuiteIndex:
+    """Write one ``<id>.json`` per story plus ``suite.json``; byte-identical for equal input."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    entries = []
+    for story in stories:
+        text = story_json(story)
+        atomic_write_text(out / f"{story.id}.json", text)
+        entries.append(
+            SuiteEntry(
+                id=story.id,
+                file=f"{story.id}.json",
+                category=story.category,
+                difficulty=story.difficulty,
+                scenes=len(story.scenes),
+                requirements=sum(len(s.requirements) for s in story.scenes),
+                sha256=sha256_hex(text.encode()),
+            )
+        )
+    style = stories[0].prompt_style if stories else "plain"
+    index = SuiteIndex(seed=seed, prompt_style=style, stories=entries)
+    atomic_write_json(out / "suite.json", index.model_dump(mode="json"))
+    return index

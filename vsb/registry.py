@@ -1,0 +1,53 @@
+"""A tiny name -> object registry used for conditions, adapters, evaluators and simulators."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
+
+from vsb.errors import UnknownNameError
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """Maps names to objects; ``get`` of an unknown name raises ``UnknownNameError``."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._items: dict[str, T] = {}
+
+    def register(self, name: str) -> Callable[[T], T]:
+        """Decorator: register the decorated object under ``name`` (names are unique)."""
+
+        def deco(obj: T) -> T:
+            if name in self._items:
+                raise ValueError(f"{self.kind} {name!r} registered twice")
+            self._items[name] = obj
+            return obj
+
+        return deco
+
+    def add(self, name: str, obj: T) -> None:
+        """Register ``obj`` under ``name`` without a decorator."""
+        self.register(name)(obj)
+
+    def get(self, name: str) -> T:
+        """The object registered as ``name``; unknown names list the known ones."""
+        try:
+            return self._items[name]
+        except KeyError:
+            raise UnknownNameError(self.kind, name, self._items) from None
+
+    def names(self) -> list[str]:
+        """Registered names in registration order."""
+        return list(self._items)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._items
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)

@@ -1,0 +1,170 @@
+"""Reading a run's evaluation tables (``RUN/evaluations/*.jsonl``) into column lists.
+
+Only the columns scoring and validation need are kept; every row is checked for them and a
+bad row raises ``InputError`` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vsb.errors import InputError, RunError
+from vsb.story.models import DIMENSIONS
+
+REQUIREMENTS_FILE = "evaluations/requirements.jsonl"
+SIGNALS_FILE = "evaluations/signals.jsonl"
+
+
+@dataclass
+class RequirementRows:
+    """``requirements.jsonl`` as parallel column lists (one entry per image × requirement)."""
+
+    model: list[str] = field(default_factory=list)
+    condition: list[str] = field(default_factory=list)
+    story_id: list[str] = field(default_factory=list)
+    scene: list[int] = field(default_factory=list)
+    dimension: list[str] = field(default_factory=list)
+    source: list[str] = field(default_factory=list)
+    subject: list[str] = field(default_factory=list)
+    attribute: list[str] = field(default_factory=list)
+    passed: list[bool] = field(default_factory=list)
+    failure: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.passed)
+
+    def append(self, row: dict[str, Any]) -> None:
+        """Add one row (already checked)."""
+        self.model.append(row["model"])
+        self.condition.append(row["condition"])
+        self.story_id.append(row["story_id"])
+        self.scene.append(int(row["scene"]))
+        self.dimension.append(row["dimension"])
+        self.source.append(row["source"])
+        self.subject.append(str(row.get("subject", "")))
+        self.attribute.append(str(row.get("attribute", "")))
+        self.passed.append(bool(row["passed"]))
+        self.failure.append(str(row.get("failure") or ""))
+
+
+@dataclass
+class SignalRows:
+    """``signals.jsonl`` as parallel column lists (one entry per frame × signal)."""
+
+    model: list[str] = field(default_factory=list)
+    condition: list[str] = field(default_factory=list)
+    story_id: list[str] = field(default_factory=list)
+    scene: list[int] = field(default_factory=list)
+    signal: list[str] = field(default_factory=list)
+    value: list[float] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.value)
+
+
+_REQ_KEYS = ("model", "condition", "story_id", "scene", "dimension", "source", "passed")
+_SIG_KEYS = ("model", "condition", "story_id", "scene", "signal", "value")
+
+
+def require_run_dir(run_dir: str | Path) -> Path:
+    """The run directory as a Path; ``RunError`` if it does not exist."""
+    p = Path(run_dir)
+    if not p.is_dir():
+        raise RunError("run directory not found", file=p)
+    return p
+
+
+def iter_jsonl(path: Path) -> Any:
+    """Yield (line number, object) for every non-blank line; ``InputError`` on bad JSON."""
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise InputError(f"invalid JSON: {err.msg}", file=path, location=f"line {n}") from err
+            if not isinstance(obj, dict):
+                raise InputError("expected a JSON object", file=path, location=f"line {n}")
+            yield n, obj
+
+
+def _check_keys(obj: dict[str, Any], keys: tuple[str, ...], path: Path, n: int) -> None:
+    missing = [k for k in keys if k not in obj]
+    if missing:
+        raise InputError(f"missing field(s) {', '.join(missing)}", file=path, location=f"line {n}")
+
+
+def load_requirements(run_dir: str | Path) -> RequirementRows:
+    """Read ``RUN/evaluations/requirements.jsonl``; ``RunError`` if absent or empty."""
+    root = require_run_dir(run_dir)
+    path = root / REQUIREMENTS_FILE
+    if not path.is_file():
+        raise RunError("run has no evaluations (run `vsb evaluate` first)", file=path)
+    rows = RequirementRows()
+    dims = set(DIMENSIONS)
+    for n, obj in iter_jsonl(path):
+        _check_keys(obj, _REQ_KEYS, path, n)
+        if obj["dimension"] not in dims:
+            raise InputError(
+                f"unknown dimension {obj['dimension']!r}", file=path, location=f"line {n}"
+            )
+        if obj["source"] not in ("prompt", "memory"):
+            raise InputError(f"unknown source {obj['source']!r}", file=path, location=f"line {n}")
+        if not isinstance(obj["passed"], bool):
+            raise InputError("'passed' must be true or false", file=path, location=f"line {n}")
+        rows.append(obj)
+    if not len(rows):
+        raise RunError("run has no evaluations (requirements.jsonl is empty)", file=path)
+    return rows
+
+
+def load_signals(run_dir: str | Path) -> SignalRows:
+    """Read ``RUN/evaluations/signals.jsonl`` (empty columns if the file is absent)."""
+    path = require_run_dir(run_dir) / SIGNALS_FILE
+    rows = SignalRows()
+    if not path.is_file():
+        return rows
+    for n, obj in iter_jsonl(path):
+        _check_keys(obj, _SIG_KEYS, path, n)
+        value = obj["value"]
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InputError("'value' must be a number", file=path, location=f"line {n}")
+        rows.model.append(obj["model"])
+        rows.condition.append(obj["condition"])
+        rows.story_id.append(obj["story_id"])
+        rows.scene.append(int(obj["scene"]))
+        rows.signal.append(str(obj["signal"]))
+        rows.value.append(float(value))
+    return rows
+
+
+def read_manifest(run_dir: Path) -> dict[str, Any]:
+    """``RUN/manifest.json`` as a dict ({} if absent); ``InputError`` if unreadable."""
+    path = run_dir / "manifest.json"
+    if not path.is_file():
+        return {}
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise InputError(f"invalid JSON: {err.msg}", file=path, location=f"line {err.lineno}") from err
+    return obj if isinstance(obj, dict) else {}
+
+
+def release_name(run_dir: Path) -> str | None:
+    """The release name from a ``MANIFEST.json`` in the run directory or its parent."""
+    for d in (run_dir, run_dir.parent):
+        path = d / "MANIFEST.json"
+        if path.is_file():
+            try:
+                obj = json.loads(path.read_text(encoding="utf-8"))
+            except json.JSONDecodeError:
+                return None
+            name = obj.get("release") if isinstance(obj, dict) else None
+            return str(name) if name is not None else None
+    return None

@@ -1,0 +1,1 @@
+"""The story layer: typed models, scene text, requirements, loading and validation."""

@@ -1,0 +1,140 @@
+"""Requirements: the checkable facts of each scene, with dimension, taxonomy and source."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from vsb import vocab
+from vsb.story.models import CausalLink, Requirement, SceneState, Value, World
+from vsb.story.text import Fact
+
+#: attribute -> (dimension, taxonomy) for character facts.
+CHARACTER_FACTS: dict[str, tuple[str, str]] = {
+    "present": ("adherence", "character_missing"),
+    "skin": ("identity", "identity_drift"),
+    "hair": ("identity", "identity_drift"),
+    "top": ("clothing", "clothing_change"),
+    "trousers": ("clothing", "clothing_change"),
+    "accessory": ("clothing", "clothing_change"),
+    "pose": ("action", "pose_mismatch"),
+}
+OBJECT_FACTS: dict[str, tuple[str, str]] = {
+    # present=True is checked as "an object of this kind AND the story's colour is visible";
+    # the checker labels a wrong-coloured one object_color_change.
+    "present": ("object_persistence", "object_disappeared"),
+    "count": ("object_persistence", "count_mismatch"),
+    "state": ("object_state", "wrong_state"),
+    "holder": ("spatial", "wrong_holder"),
+}
+SCENE_FACTS: dict[str, tuple[str, str]] = {
+    "location": ("environment", "wrong_location"),
+    "weather": ("environment", "wrong_weather"),
+    "time": ("chronology", "time_regression"),
+    "order": ("spatial", "order_swap"),
+}
+
+
+def scene_facts(state: SceneState, world: World) -> list[tuple[str, str, Value]]:
+    """Every checkable (subject, attribute, expected) of a scene's image, in a fixed order."""
+    out: list[tuple[str, str, Value]] = []
+    for c in world.characters:
+        cs = state.characters[c.name]
+        if cs.present:
+            out.append((c.name, "present", True))
+            out.append((c.name, "skin", cs.skin))
+            out.append((c.name, "hair", [cs.hair_color, cs.hair_style]))
+            out.append((c.name, "top", cs.top))
+            out.append((c.name, "trousers", cs.trousers))
+            if cs.accessory != "none" or c.accessory != "none":
+                # "none" is checked only once an accessory was taken off
+                out.append((c.name, "accessory", cs.accessory))
+            out.append((c.name, "pose", cs.pose))
+        elif cs.seen:
+            out.append((c.name, "present", False))
+    if len(state.order) >= 2:
+        out.append(("scene", "order", list(state.order)))
+    for o in world.objects:
+        os_ = state.objects[o.kind]
+        if os_.removed:
+            out.append((o.kind, "present", False))
+            continue
+        if not state.object_visible(o.kind) or os_.count == 0:
+            continue
+        kind = vocab.OBJECT_KINDS[o.kind]
+        # A held object is checked once, in its holder's hands (knock-on: disappeared);
+        # an object lying here is checked as present.
+        if os_.holder is not None:
+            out.append((o.kind, "holder", os_.holder))
+        else:
+            out.append((o.kind, "present", True))
+        if len(kind.states) > 1:
+            out.append((o.kind, "state", os_.state))
+        if os_.count is not None:
+            out.append((o.kind, "count", os_.count))
+    out.append(("scene", "location", state.location))
+    out.append(("scene", "weather", state.weather))
+    out.append(("scene", "time", state.time))
+    return out
+
+
+def _labels(subject: str, attribute: str, value: Value) -> tuple[str, str]:
+    if subject == "scene":
+        return SCENE_FACTS[attribute]
+    if subject in vocab.OBJECT_KINDS:
+        dim, tax = OBJECT_FACTS[attribute]
+        if attribute == "present" and value is False:
+            tax = "object_resurrected"
+        return dim, tax
+    dim, tax = CHARACTER_FACTS[attribute]
+    if attribute == "present" and value is False:
+        tax = "character_unexpected"
+    return dim, tax
+
+
+def build_requirements(
+    k: int,
+    state: SceneState,
+    world: World,
+    stated: set[Fact],
+    history: Sequence[SceneState],
+    causal_links: Sequence[CausalLink],
+) -> list[Requirement]:
+    """The requirements of scene ``k`` (``history`` = states of scenes 1..k-1)."""
+    reqs: list[Requirement] = []
+    for subject, attribute, expected in scene_facts(state, world):
+        dim, tax = _labels(subject, attribute, expected)
+        if attribute == "state" and any(
+            h.objects[subject].state != expected for h in history if subject in h.objects
+        ):
+            tax = "state_regression"
+        link = _causal_index(causal_links, k, subject, attribute, expected)
+        if link is not None:
+            dim, tax = "causal", "causal_break"
+        source = "prompt" if k == 1 or (subject, attribute) in stated else "memory"
+        reqs.append(
+            Requirement(
+                id=f"s{k}.{subject}.{attribute}",
+                dimension=dim,
+                taxonomy=tax,
+                source=source,
+                subject=subject,
+                attribute=attribute,
+                expected=expected,
+                causal_link=link,
+            )
+        )
+    return reqs
+
+
+def _causal_index(
+    links: Sequence[CausalLink], k: int, subject: str, attribute: str, value: Value
+) -> int | None:
+    for i, link in enumerate(links):
+        if (
+            link.subject == subject
+            and link.attribute == attribute
+            and link.value == value
+            and (k == link.cause_scene or k in link.effect_scenes)
+        ):
+            return i
+    return None

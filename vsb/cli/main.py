@@ -24,6 +24,11 @@ def _register() -> None:
     from vsb.cli import suite
 
     cli.add_command(suite.suite)
+    from vsb.cli import score
+
+    cli.add_command(score.score)
+    cli.add_command(score.compare)
+    cli.add_command(score.validate_judge)
 
 
 _register()

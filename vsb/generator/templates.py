@@ -451,7 +451,7 @@ _template(
 _template(
     "damage_state",
     _choose("vase", "book", "letter", "box", n=1),
-    [[change_state], [pose], [change_state], [weather]],
+    [[causal], [pose], [change_state], [weather]],
 )
 _template(
     "relationships",
@@ -466,5 +466,5 @@ _template(
     late_character=True,
 )
 _template("temporal_progression", _choose("candle", "flower", n=1),
-          [[time_passes, come_back], [weather], [time_passes, change_state], [time_passes]],
+          [[time_passes, come_back], [weather], [time_passes, causal], [time_passes]],
           late_character=True)  # fmt: skip

@@ -50,9 +50,7 @@ class Estimates:
     n_stories: np.ndarray
 
 
-def model_estimates(
-    table: StoryTable, weights: FloatArray, confidence: float = 0.95
-) -> Estimates:
+def model_estimates(table: StoryTable, weights: FloatArray, confidence: float = 0.95) -> Estimates:
     """Macro-averages over stories and their bootstrap percentile intervals, all cells at once."""
     vals = np.moveaxis(table.values, 2, 0)  # (stories, models, conditions, 12)
     point = nan_mean(vals, axis=0)

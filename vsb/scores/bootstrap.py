@@ -71,13 +71,30 @@ def percentile_interval(
     finite = ~np.isnan(flat)
     full = finite.all(axis=0)
     if full.any():
-        q = np.quantile(flat[:, full], [alpha, 1.0 - alpha], axis=0)
-        low[full], high[full] = q[0], q[1]
+        low[full], high[full] = _sorted_quantiles(flat[:, full], (alpha, 1.0 - alpha))
     for j in np.flatnonzero(~full & finite.any(axis=0)):
         col = flat[finite[:, j], j]
         low[j], high[j] = np.quantile(col, [alpha, 1.0 - alpha])
     shape = dist.shape[1:]
     return low.reshape(shape), high.reshape(shape)
+
+
+def _sorted_quantiles(x: FloatArray, qs: tuple[float, ...]) -> list[FloatArray]:
+    """``np.quantile(x, q, axis=0)`` (linear method, same rounding) for each q, computed by
+    sorting contiguous rows, which is several times faster than ``np.quantile`` on axis 0."""
+    rows = np.ascontiguousarray(x.T)
+    rows.sort(axis=1)
+    n = rows.shape[1]
+    out: list[FloatArray] = []
+    for q in qs:
+        h = (n - 1) * q
+        lo = int(np.floor(h))
+        hi = min(lo + 1, n - 1)
+        t = h - lo
+        a, b = rows[:, lo], rows[:, hi]
+        diff = b - a
+        out.append(a + diff * t if t < 0.5 else b - diff * (1 - t))
+    return out
 
 
 def share_positive(dist: FloatArray) -> FloatArray:

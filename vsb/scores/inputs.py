@@ -30,6 +30,7 @@ class RequirementRows:
     source: list[str] = field(default_factory=list)
     subject: list[str] = field(default_factory=list)
     attribute: list[str] = field(default_factory=list)
+    taxonomy: list[str] = field(default_factory=list)
     passed: list[bool] = field(default_factory=list)
     failure: list[str] = field(default_factory=list)
 
@@ -46,6 +47,7 @@ class RequirementRows:
         self.source.append(row["source"])
         self.subject.append(str(row.get("subject", "")))
         self.attribute.append(str(row.get("attribute", "")))
+        self.taxonomy.append(str(row.get("taxonomy", "")))
         self.passed.append(bool(row["passed"]))
         self.failure.append(str(row.get("failure") or ""))
 
@@ -86,7 +88,9 @@ def iter_jsonl(path: Path) -> Any:
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as err:
-                raise InputError(f"invalid JSON: {err.msg}", file=path, location=f"line {n}") from err
+                raise InputError(
+                    f"invalid JSON: {err.msg}", file=path, location=f"line {n}"
+                ) from err
             if not isinstance(obj, dict):
                 raise InputError("expected a JSON object", file=path, location=f"line {n}")
             yield n, obj
@@ -152,7 +156,9 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
-        raise InputError(f"invalid JSON: {err.msg}", file=path, location=f"line {err.lineno}") from err
+        raise InputError(
+            f"invalid JSON: {err.msg}", file=path, location=f"line {err.lineno}"
+        ) from err
     return obj if isinstance(obj, dict) else {}
 
 

@@ -28,8 +28,10 @@ class Estimate(BaseModel):
 
     model_config = _STRICT
     score: float = Field(description="Macro-average over the stories that have this metric.")
-    ci_low: float = Field(description="Lower bound of the percentile bootstrap CI.")
-    ci_high: float = Field(description="Upper bound of the percentile bootstrap CI.")
+    ci_low: float | None = Field(
+        description="Lower bound of the percentile bootstrap CI (null: no resample had data)."
+    )
+    ci_high: float | None = Field(description="Upper bound of the percentile bootstrap CI.")
     n_stories: int = Field(ge=0, description="Stories that contribute (have ≥1 requirement).")
 
 
@@ -84,9 +86,9 @@ class Comparison(BaseModel):
     a_score: float = Field(description="Macro-average of a over the shared stories.")
     b_score: float = Field(description="Macro-average of b over the shared stories.")
     diff: float = Field(description="a − b over the stories both have.")
-    ci_low: float
-    ci_high: float
-    p_greater: float = Field(description="Share of bootstrap resamples with Δ > 0.")
+    ci_low: float | None = Field(description="Percentile CI of the difference.")
+    ci_high: float | None
+    p_greater: float | None = Field(description="Share of bootstrap resamples with Δ > 0.")
     win_rate: float = Field(description="Share of shared stories where a > b (ties count ½).")
     n_stories: int = Field(ge=0, description="Stories both a and b have this metric for.")
 

@@ -57,7 +57,7 @@ class StoryTable:
 
 def _ordered(seen: Iterable[str], preferred: Sequence[str]) -> tuple[str, ...]:
     present = set(seen)
-    head = [x for x in preferred if x in present]
+    head = [x for x in dict.fromkeys(preferred) if x in present]
     return (*head, *sorted(present - set(head)))
 
 
@@ -99,10 +99,7 @@ def build_story_table(
         values = np.where(total > 0, npass / total, np.nan)
     values = values.reshape(n_m, n_c, n_s, n_k)
     n_req = np.bincount(run, minlength=n_m * n_c * n_s).reshape(n_m, n_c, n_s)
-    images = {
-        (r, sc)
-        for r, sc in zip(run.tolist(), rows.scene, strict=True)
-    }
+    images = {(r, sc) for r, sc in zip(run.tolist(), rows.scene, strict=True)}
     img_runs = np.fromiter((r for r, _ in images), dtype=np.int64, count=len(images))
     n_img = np.bincount(img_runs, minlength=n_m * n_c * n_s).reshape(n_m, n_c, n_s)
     return StoryTable(models, conditions, stories, values, n_img, n_req)

@@ -1,0 +1,81 @@
+"""Acceptance on a real simulator run of the default suite (run -> evaluate -> score).
+
+Kept cheap: five simulators × two conditions (independent, structured_memory) = 2,100
+images, generated once per session (``sim_run`` in conftest.py). Skipped until the
+runner and evaluators exist.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vsb.scores.compute import compare_run, score_run
+from vsb.scores.models import ModelScore, ScoresReport
+from vsb.story.models import DIMENSIONS
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def report(sim_run: Path) -> ScoresReport:
+    return score_run(sim_run, seed=0, n_resamples=2000)
+
+
+def _row(rep: ScoresReport, model: str, cond: str = "structured_memory") -> ModelScore:
+    return next(r for r in rep.scores if r.model == model and r.condition == cond)
+
+
+def test_oracle_is_perfect(report: ScoresReport) -> None:
+    for cond in report.conditions:
+        r = _row(report, "procedural-oracle", cond)
+        for d in DIMENSIONS:
+            e = r.dimensions[d]
+            assert e is not None and e.score == 1.0, (cond, d)
+        assert r.adherence is not None and r.adherence.score == 1.0
+        assert r.coherence is not None and r.coherence.score == 1.0
+
+
+def test_coherence_ranking_and_separation(report: ScoresReport) -> None:
+    names = ["procedural-oracle", "procedural-drift-low", "procedural-drift-mid"]
+    names.append("procedural-amnesiac")
+    coh = [_row(report, m).coherence for m in names]
+    assert all(c is not None for c in coh)
+    scores = [c.score for c in coh]  # type: ignore[union-attr]
+    assert scores == sorted(scores, reverse=True) and len(set(scores)) == 4
+    oracle, low, _, amnesiac = coh
+    assert oracle is not None and low is not None and amnesiac is not None
+    assert low.ci_high is not None and oracle.ci_low is not None and low.ci_high < oracle.ci_low
+    assert amnesiac.ci_high is not None and low.ci_low is not None
+    assert amnesiac.ci_high < low.ci_low
+
+
+def test_sloppy_has_lowest_adherence(report: ScoresReport) -> None:
+    for cond in report.conditions:
+        rows = [r for r in report.scores if r.condition == cond]
+        worst = min(rows, key=lambda r: r.adherence.score if r.adherence else 2.0)
+        assert worst.model == "procedural-sloppy", cond
+
+
+def test_memory_helps_drift_mid(sim_run: Path) -> None:
+    cmp = compare_run(
+        sim_run, "procedural-drift-mid:structured_memory", "procedural-drift-mid:independent"
+    )
+    coh = next(c for c in cmp if c.metric == "coherence")
+    assert coh.diff > 0 and coh.p_greater is not None and coh.p_greater > 0.95
+
+
+def test_judge_validation_on_real_run(sim_run: Path) -> None:
+    from vsb.validation.judge import validate_run
+    from vsb.validation.models import RULES_COHERENCE, RULES_SIGNAL
+
+    rep = validate_run(sim_run)
+    assert rep.n_frames == 2100 and rep.n_visual_faults > 0
+    overall = rep.taxonomy[-1]
+    assert overall.recall is not None and overall.recall > 0.8
+    assert overall.precision is not None and overall.precision > 0.8
+    rules = next(a for a in rep.auroc if a.signal == RULES_SIGNAL)
+    assert rules.auroc is not None and rules.auroc > 0.9
+    coh = next(c for c in rep.correlations if c.signal == RULES_COHERENCE)
+    assert coh.spearman is not None and coh.spearman > 0.8

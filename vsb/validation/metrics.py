@@ -1,0 +1,46 @@
+"""Rank-based statistics used by judge validation (scipy imported lazily, it is slow)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def auroc(scores: Sequence[float], labels: Sequence[bool]) -> float | None:
+    """Mann-Whitney AUROC: P(score of a positive > score of a negative), ties count ½.
+
+    Computed from average ranks (``scipy.stats.rankdata``); None if a class is empty.
+    """
+    from scipy.stats import rankdata
+
+    s = np.asarray(scores, dtype=np.float64)
+    y = np.asarray(labels, dtype=bool)
+    n_pos = int(y.sum())
+    n_neg = int(y.size - n_pos)
+    if n_pos == 0 or n_neg == 0:
+        return None
+    ranks = rankdata(s)
+    u = float(ranks[y].sum()) - n_pos * (n_pos + 1) / 2.0
+    return u / (n_pos * n_neg)
+
+
+def rank_correlations(
+    x: Sequence[float], y: Sequence[float]
+) -> tuple[float | None, float | None, float | None, float | None]:
+    """(Spearman ρ, its p, Kendall τ-b, its p); all None if n < 3 or either side is constant."""
+    from scipy.stats import kendalltau, spearmanr
+
+    a = np.asarray(x, dtype=np.float64)
+    b = np.asarray(y, dtype=np.float64)
+    if a.size < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return None, None, None, None
+    rho = spearmanr(a, b)
+    tau = kendalltau(a, b)
+    return _f(rho.statistic), _f(rho.pvalue), _f(tau.statistic), _f(tau.pvalue)
+
+
+def _f(x: object) -> float | None:
+    v = float(x)  # type: ignore[arg-type]
+    return None if math.isnan(v) else v

@@ -141,9 +141,7 @@ def _obj(s: MutableState, kind: str, ctx: EventContext, *, appeared: bool = True
     return o
 
 
-def _check_value(
-    value: str, allowed: Collection[str], what: str, ctx: EventContext
-) -> None:
+def _check_value(value: str, allowed: Collection[str], what: str, ctx: EventContext) -> None:
     if value not in allowed:
         raise ctx.fail("unknown_value", f"{value!r} is not a known {what}")
 

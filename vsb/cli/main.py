@@ -29,6 +29,17 @@ def _register() -> None:
     cli.add_command(score.score)
     cli.add_command(score.compare)
     cli.add_command(score.validate_judge)
+    from vsb.cli import ledger, run
+
+    cli.add_command(run.run)
+    cli.add_command(ledger.ledger)
+    from vsb.cli import release, site
+
+    cli.add_command(release.release)
+    cli.add_command(site.site)
+    from vsb.cli import evaluate
+
+    cli.add_command(evaluate.evaluate)
 
 
 _register()

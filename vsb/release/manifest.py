@@ -10,6 +10,7 @@ is ``sha256(canonical_json(files))`` where ``files`` is the list of ``{"path", "
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -73,22 +74,30 @@ def root_hash(files: list[FileEntry]) -> str:
     return sha256_hex(canonical_json([f.model_dump() for f in files]))
 
 
-def _entries(root: Path, paths: list[str]) -> list[FileEntry]:
+def _entries(root: Path, paths: list[str], known: Mapping[str, str]) -> list[FileEntry]:
     return [
-        FileEntry(path=rel, sha256=sha256_file(root / rel), size=(root / rel).stat().st_size)
+        FileEntry(
+            path=rel,
+            sha256=known.get(rel) or sha256_file(root / rel),
+            size=(root / rel).stat().st_size,
+        )
         for rel in paths
     ]
 
 
-def freeze(release_dir: str | Path, release: str) -> Manifest:
+def freeze(
+    release_dir: str | Path, release: str, *, known: Mapping[str, str] | None = None
+) -> Manifest:
     """Hash every file of ``release_dir`` and write ``MANIFEST.json``; returns the manifest.
 
-    Deterministic: the same files give the same manifest bytes (no timestamps)."""
+    ``known`` maps relative paths to SHA-256s the caller has just computed from those very
+    bytes (the main job's image copies), so they are not read twice. Deterministic: the same
+    files give the same manifest bytes (no timestamps)."""
     root = Path(release_dir)
     if not root.is_dir():
         raise ReleaseError("release directory does not exist", file=root)
     hashed, excluded = _walk(root)
-    files = _entries(root, hashed)
+    files = _entries(root, hashed, known or {})
     manifest = Manifest(
         release=release,
         vsb_version=__version__,
@@ -112,7 +121,9 @@ def load_manifest(release_dir: str | Path) -> Manifest:
     except ValidationError as err:
         first = err.errors()[0]
         loc = "/" + "/".join(str(x) for x in first["loc"])
-        raise ReleaseError(f"manifest is malformed: {first['msg']}", file=path, location=loc) from err
+        raise ReleaseError(
+            f"manifest is malformed: {first['msg']}", file=path, location=loc
+        ) from err
 
 
 def verify(release_dir: str | Path) -> list[str]:

@@ -1,0 +1,129 @@
+"""The main job's plumbing: assembling a release from a run, skipping up-to-date stages,
+and the same root hash whether images were generated or read from the cache."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from vsb.release import stages
+from vsb.release.build import BuildConfig, assemble, build_release
+from vsb.release.manifest import verify
+
+
+def _fake_run(run_dir: Path, *, latency: float, hit: bool, n: int = 3) -> None:
+    (run_dir / "suite").mkdir(parents=True, exist_ok=True)
+    (run_dir / "suite" / "suite.json").write_text('{"stories": []}\n')
+    (run_dir / "oracle").mkdir(exist_ok=True)
+    (run_dir / "oracle" / "faults.jsonl").write_text('{"secret": 1}\n')
+    (run_dir / "manifest.json").write_text('{"version": "1.0"}\n')
+    (run_dir / "ledger.sqlite").write_bytes(f"ledger {latency}".encode())
+    recs = []
+    for k in range(1, n + 1):
+        rel = f"images/m/c/s/scene_{k:02d}.png"
+        (run_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+        data = f"png{k}".encode()
+        (run_dir / rel).write_bytes(data)
+        recs.append(
+            {"model": "m", "condition": "c", "story_id": "s", "scene": k, "key": str(k),
+             "path": rel, "sha256": hashlib.sha256(data).hexdigest(), "cache_hit": hit,
+             "latency_s": latency * k, "cost_usd": None, "error": None}
+        )  # fmt: skip
+    (run_dir / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+
+
+def test_assemble_drops_volatile_bookkeeping(tmp_path: Path) -> None:
+    run, rel = tmp_path / "run", tmp_path / "release"
+    _fake_run(run, latency=0.5, hit=False)
+    hashes = assemble(run, rel)
+    assert sorted(hashes) == [f"images/m/c/s/scene_0{k}.png" for k in (1, 2, 3)]
+    assert hashes["images/m/c/s/scene_01.png"] == hashlib.sha256(b"png1").hexdigest()
+    assert not (rel / "ledger.sqlite").exists()
+    assert (rel / "oracle" / "faults.jsonl").is_file()
+    assert (rel / "images" / "m" / "c" / "s" / "scene_03.png").read_bytes() == b"png3"
+    rows = [json.loads(x) for x in (rel / "records.jsonl").read_text().splitlines()]
+    assert all("latency_s" not in r and "cache_hit" not in r for r in rows)
+    before = {p: p.read_bytes() for p in rel.rglob("*") if p.is_file()}
+    _fake_run(run, latency=0.001, hit=True, n=2)
+    (run / "images" / "m" / "c" / "s" / "scene_03.png").unlink()
+    assemble(run, rel)
+    after = {p: p.read_bytes() for p in rel.rglob("*") if p.is_file()}
+    gone = rel / "images" / "m" / "c" / "s" / "scene_03.png"
+    assert set(before) - set(after) == {gone}
+    assert all(after[p] == before[p] for p in after if p.name != "records.jsonl")
+
+
+class _Calls:
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    def hit(self, name: str) -> None:
+        self.counts[name] = self.counts.get(name, 0) + 1
+
+
+@pytest.fixture
+def fake_stages(monkeypatch: pytest.MonkeyPatch) -> _Calls:
+    calls = _Calls()
+    runs = iter([(0.5, False), (0.01, True), (0.02, True)])
+
+    def suite(out: Path, seed: int) -> bool:
+        calls.hit("suite")
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "suite.json").write_text("{}\n")
+        return True
+
+    def run_models(suite: Path, run_dir: Path, *a: Any) -> Any:
+        calls.hit("run")
+        latency, hit = next(runs)
+        _fake_run(run_dir, latency=latency, hit=hit)
+        return SimpleNamespace(images=3, calls=0 if hit else 3, hits=3 if hit else 0, skipped={})
+
+    def writer(name: str, rel: str) -> Any:
+        def fn(release_dir: Path, *a: Any) -> list[str]:
+            calls.hit(name)
+            (release_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+            (release_dir / rel).write_text(f"{name}\n")
+            return [rel]
+
+        return fn
+
+    def site(release_dir: Path, site_dir: Path, progress: Any) -> list[str]:
+        calls.hit("site")
+        site_dir.mkdir(parents=True, exist_ok=True)
+        (site_dir / "index.html").write_text("<html></html>")
+        return ["index.html"]
+
+    monkeypatch.setattr(stages, "write_default_suite", suite)
+    monkeypatch.setattr(stages, "run_models", run_models)
+    monkeypatch.setattr(stages, "default_models", lambda: ["m"])
+    monkeypatch.setattr(stages, "default_conditions", lambda: ["c"])
+    monkeypatch.setattr(stages, "evaluate", writer("evaluate", "evaluations/requirements.jsonl"))
+    monkeypatch.setattr(stages, "score", writer("score", "scores/scores.json"))
+    monkeypatch.setattr(stages, "validate", writer("validate", "validation/judge.json"))
+    monkeypatch.setattr(stages, "build_site_dir", site)
+    return calls
+
+
+def test_rerun_skips_fresh_stages_and_keeps_root_hash(fake_stages: _Calls, tmp_path: Path) -> None:
+    cfg = BuildConfig(name="v9.0.0", out=tmp_path)
+    first = build_release(cfg)
+    assert first.skipped == []
+    assert first.manifest is not None and verify(first.release_dir) == []
+    assert first.manifest.excluded == ["oracle/faults.jsonl"]
+    second = build_release(cfg)
+    assert second.skipped == ["evaluate", "score", "validate", "site"]
+    assert second.manifest is not None
+    assert second.manifest.root_hash == first.manifest.root_hash
+    assert fake_stages.counts == {"suite": 2, "run": 2, "evaluate": 1, "score": 1,
+                                  "validate": 1, "site": 1}  # fmt: skip
+    # a damaged output makes its stage run again
+    (first.release_dir / "scores" / "scores.json").write_text("tampered\n")
+    third = build_release(cfg)
+    assert "score" not in third.skipped and fake_stages.counts["score"] == 2
+    assert third.manifest is not None and third.manifest.root_hash == first.manifest.root_hash
+    assert (first.root / "site").is_dir() and not (first.release_dir / "site").exists()

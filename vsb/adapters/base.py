@@ -1,0 +1,128 @@
+"""The provider-neutral adapter interface: a ``GenerationRequest`` in, a PNG out.
+
+Every model (HTTP providers, stored samples, procedural simulators) is an
+``ImageModelAdapter`` registered by name (``vsb.adapters.registry``). Provider adapters
+that come later follow three rules: they take an injected ``httpx.Client`` (tests pass one
+built on ``httpx.MockTransport``), they read their credential from the environment at call
+time through ``require_env`` (a missing one raises ``CredentialMissing``; the runner skips
+and reports the model), and they never print.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from vsb.conditions import ConditionContext
+from vsb.errors import CredentialMissing
+from vsb.fsio import canonical_json, sha256_hex
+from vsb.story.models import Story
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@dataclass(frozen=True)
+class Privileged:
+    """What only a simulator may see: the story itself and where the request sits in it."""
+
+    story: Story
+    #: sha256 of the story's canonical JSON (so an edited story never hits a stale entry).
+    story_sha256: str
+    scene: int
+    condition: str
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """One image request, exactly as sent (its key is the basis of the generation cache)."""
+
+    model: str
+    version: str
+    prompt: str
+    seed: int
+    context: ConditionContext
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    reference_images: tuple[bytes, ...] = ()
+    #: Only set for adapters with ``privileged = True`` (simulators).
+    privileged: Privileged | None = None
+
+    def key_material(self) -> dict[str, Any]:
+        """The canonical description that is hashed into the cache key."""
+        ctx = self.context
+        out: dict[str, Any] = {
+            "model": self.model,
+            "version": self.version,
+            "prompt": self.prompt,
+            "seed": self.seed,
+            "parameters": dict(sorted(self.parameters.items())),
+            # what is sent, not the condition's name: scene 1 is one request under every
+            # condition (simulators add the condition below)
+            "context": {"text": ctx.text, "data": ctx.data},
+            "reference_images": [sha256_hex(b) for b in self.reference_images],
+        }
+        if self.privileged is not None:
+            p = self.privileged
+            out["story"] = {"sha256": p.story_sha256, "id": p.story.id}
+            out["scene"] = p.scene
+            out["condition"] = p.condition
+        return out
+
+    def key(self) -> str:
+        """sha256 over the canonical JSON of ``key_material``."""
+        return sha256_hex(canonical_json(self.key_material()))
+
+    def full_prompt(self) -> str:
+        """Context text/JSON followed by the scene text: what a text-only provider sends."""
+        parts: list[str] = []
+        if self.context.data is not None:
+            parts.append("State so far (JSON): " + canonical_json(self.context.data).decode())
+        if self.context.text is not None:
+            parts.append("Story so far: " + self.context.text)
+        parts.append(("Draw this scene: " if parts else "") + self.prompt)
+        return "\n\n".join(parts)
+
+
+@dataclass(frozen=True)
+class GenerationResult:
+    """A generated image (PNG bytes), provider metadata, and the cost if the provider says."""
+
+    png: bytes
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    cost_usd: float | None = None
+
+
+class ImageModelAdapter:
+    """Base class of every model adapter.
+
+    Subclasses set ``name``/``version`` and implement ``generate``. ``privileged`` adapters
+    (simulators) receive ``request.privileged``; ``process_safe`` ones may run in a forked
+    worker pool (no open network clients); ``accepts_reference_image`` says whether the
+    previous_image condition can hand them the previous frame.
+    """
+
+    name: str = "abstract"
+    version: str = "0"
+    privileged: ClassVar[bool] = False
+    process_safe: ClassVar[bool] = False
+    accepts_reference_image: ClassVar[bool] = False
+
+    def preflight(self) -> None:
+        """Check that the adapter can run (credentials present); raises ``CredentialMissing``."""
+
+    def parameters(self) -> dict[str, Any]:
+        """Generation parameters that go into every request (and so into the cache key)."""
+        return {}
+
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        """Produce one image for ``request``; raises ``AdapterError`` on failure."""
+        raise NotImplementedError
+
+
+def require_env(var: str, model: str) -> str:
+    """The value of environment variable ``var``, read now; ``CredentialMissing`` if unset."""
+    value = os.environ.get(var)
+    if not value:
+        raise CredentialMissing(f"model {model!r} needs the environment variable {var}")
+    return value

@@ -1,0 +1,58 @@
+"""The adapter registry: model name -> factory of an ``ImageModelAdapter``.
+
+Register a provider class (or any zero-argument factory) with ``@register_adapter(name)``;
+``get_adapter(name)`` builds one, and an unknown name raises ``UnknownNameError`` listing
+the known models. Factories take keyword options (an injected ``httpx.Client`` for HTTP
+providers, a fixtures directory for stored samples).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from vsb.adapters.base import ImageModelAdapter
+from vsb.registry import Registry
+
+AdapterFactory = Callable[..., ImageModelAdapter]
+F = TypeVar("F", bound=AdapterFactory)
+
+ADAPTERS: Registry[AdapterFactory] = Registry("model")
+
+
+def register_adapter(name: str) -> Callable[[F], F]:
+    """Decorator: register an adapter class or factory under the model name ``name``."""
+
+    def deco(factory: F) -> F:
+        ADAPTERS.add(name, factory)
+        return factory
+
+    return deco
+
+
+def _load_builtin() -> None:
+    # Built-in adapters register themselves on import.
+    from vsb.adapters import simulators  # noqa: F401
+
+
+def get_adapter(name: str, **options: Any) -> ImageModelAdapter:
+    """A new adapter for model ``name`` (``UnknownNameError`` lists the known models)."""
+    _load_builtin()
+    return ADAPTERS.get(name)(**options)
+
+
+def model_names() -> list[str]:
+    """Every registered model name, in registration order."""
+    _load_builtin()
+    return ADAPTERS.names()
+
+
+def resolve_models(spec: str) -> list[str]:
+    """A comma-separated list of model names (``all`` = every registered one); unknown raise."""
+    _load_builtin()
+    if spec.strip() == "all":
+        return ADAPTERS.names()
+    names = [n.strip() for n in spec.split(",") if n.strip()]
+    for n in names:
+        ADAPTERS.get(n)
+    return list(dict.fromkeys(names))

@@ -1,0 +1,112 @@
+"""The procedural simulators: registered adapters that render a corrupted true state.
+
+A simulator has privileged access to the story (``request.privileged``). On every call it
+re-simulates the whole chain from scene 1 (``vsb.adapters.faults.simulate_story``) with a
+``numpy.random.Generator`` seeded from sha256 over (model, story id, condition, seed), so
+its output is a pure function of (model, story, condition, seed, scene) whatever the cache
+holds or the order scenes are asked in. The rendered image uses a jitter seed derived from
+(story, scene, seed) only — never the model — so ``procedural-oracle`` reproduces the true
+render byte for byte. Under previous_image the simulator decides from the condition, not
+from the reference bytes it is handed (the image bonus applies to the facts visible in the
+previous frame). The faults of each image travel in ``metadata["faults"]``; the runner
+writes them to the sealed oracle file.
+
+==================== ========= =========== ===========
+simulator            p_memory  p_adherence image_bonus
+==================== ========= =========== ===========
+procedural-oracle    0.00      0.00        —
+procedural-drift-low 0.04      0.01        0.35
+procedural-drift-mid 0.12      0.02        0.35
+procedural-amnesiac  0.35      0.01        0.25
+procedural-sloppy    0.03      0.15        0.60
+==================== ========= =========== ===========
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from functools import partial
+
+import numpy as np
+
+from vsb.adapters.base import GenerationRequest, GenerationResult, ImageModelAdapter
+from vsb.adapters.faults import SceneSim, SimulatorParams, simulate_story
+from vsb.adapters.registry import ADAPTERS
+from vsb.conditions import get_condition
+from vsb.errors import AdapterError
+from vsb.fsio import canonical_json
+from vsb.story.models import Story
+
+#: Bump when the simulation or its rendering changes: it is part of every cache key.
+SIMULATOR_VERSION = "1"
+
+SIMULATORS: dict[str, SimulatorParams] = {
+    "procedural-oracle": SimulatorParams(p_memory=0.0, p_adherence=0.0),
+    "procedural-drift-low": SimulatorParams(p_memory=0.04, p_adherence=0.01, image_bonus=0.35),
+    "procedural-drift-mid": SimulatorParams(p_memory=0.12, p_adherence=0.02, image_bonus=0.35),
+    "procedural-amnesiac": SimulatorParams(p_memory=0.35, p_adherence=0.01, image_bonus=0.25),
+    "procedural-sloppy": SimulatorParams(p_memory=0.03, p_adherence=0.15, image_bonus=0.60),
+}
+
+_MEMO_SIZE = 64
+
+
+def _seed_int(*parts: object) -> int:
+    return int.from_bytes(hashlib.sha256(canonical_json(list(parts))).digest()[:16], "big")
+
+
+def jitter_seed(story_id: str, scene: int, seed: int) -> int:
+    """The renderer's jitter seed of one frame: from (story, scene, run seed), not the model."""
+    return _seed_int("jitter", story_id, scene, seed) >> 65  # 63 bits
+
+
+def chain_rng(model: str, story_id: str, condition: str, seed: int) -> np.random.Generator:
+    """The Generator that drives one (model, story, condition, seed) chain."""
+    return np.random.default_rng(_seed_int("chain", model, story_id, condition, seed))
+
+
+class ProceduralSimulator(ImageModelAdapter):
+    """A simulator with fixed corruption probabilities (``SimulatorParams``)."""
+
+    privileged = True
+    process_safe = True
+    accepts_reference_image = True
+
+    def __init__(self, name: str, params: SimulatorParams) -> None:
+        self.name = name
+        self.version = SIMULATOR_VERSION
+        self.params = params
+        self._memo: OrderedDict[tuple[str, str, int], list[SceneSim]] = OrderedDict()
+
+    def simulate(
+        self, story: Story, story_sha256: str, condition: str, seed: int
+    ) -> list[SceneSim]:
+        """Every scene's rendered state and faults (memoised; a pure function of the inputs)."""
+        key = (story_sha256, condition, seed)
+        sims = self._memo.get(key)
+        if sims is None:
+            rng = chain_rng(self.name, story.id, condition, seed)
+            sims = simulate_story(story, get_condition(condition), self.params, rng)
+            self._memo[key] = sims
+            if len(self._memo) > _MEMO_SIZE:
+                self._memo.popitem(last=False)
+        return sims
+
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        p = request.privileged
+        if p is None:
+            raise AdapterError(f"simulator {self.name!r} needs the story (privileged request)")
+        if not 1 <= p.scene <= len(p.story.scenes):
+            raise AdapterError(f"story {p.story.id} has no scene {p.scene}")
+        sim = self.simulate(p.story, p.story_sha256, p.condition, request.seed)[p.scene - 1]
+        from vsb.render import render_png
+
+        jitter = jitter_seed(p.story.id, p.scene, request.seed)
+        png = render_png(sim.rendered, seed=jitter)
+        meta = {"faults": [f.as_json() for f in sim.faults], "jitter_seed": jitter}
+        return GenerationResult(png=png, metadata=meta, cost_usd=0.0)
+
+
+for _name, _params in SIMULATORS.items():
+    ADAPTERS.add(_name, partial(ProceduralSimulator, _name, _params))

@@ -1,0 +1,77 @@
+"""``vsb run``: generate a run directory (a thin wrapper over ``vsb.runner.run``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from vsb.cache import DEFAULT_CACHE_DIR
+
+
+@click.command("run")
+@click.option(
+    "--suite", "suite_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+    help="Suite directory (suite.json + <story>.json).",
+)  # fmt: skip
+@click.option("--model", "models", required=True, help="Model name(s), comma-separated.")
+@click.option(
+    "--condition", "conditions", required=True, help="Condition name(s), comma-separated, or all."
+)
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--seed", default=0, show_default=True, help="Run seed (same seed, same images).")
+@click.option("--workers", default=2, show_default=True, help="Parallel workers (stories).")
+@click.option(
+    "--cache", "cache_dir", default=DEFAULT_CACHE_DIR, show_default=True,
+    type=click.Path(file_okay=False, path_type=Path), help="Generation cache directory.",
+)  # fmt: skip
+@click.option(
+    "--pricing", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="Pricing file (default: config/pricing.json).",
+)  # fmt: skip
+def run(
+    suite_dir: Path,
+    models: str,
+    conditions: str,
+    out_dir: Path,
+    seed: int,
+    workers: int,
+    cache_dir: Path,
+    pricing: Path | None,
+) -> None:
+    """Generate every (story, scene, model, condition) image into OUT (resumable via the cache)."""
+    from vsb.adapters.registry import resolve_models
+    from vsb.conditions import resolve_conditions
+    from vsb.runner import RunConfig
+    from vsb.runner import run as run_suite
+
+    config = RunConfig(
+        suite_dir=suite_dir,
+        models=resolve_models(models),
+        conditions=resolve_conditions(conditions),
+        out=out_dir,
+        seed=seed,
+        workers=workers,
+        cache_dir=cache_dir,
+        pricing=pricing,
+    )
+    console = Console(stderr=True)
+    columns = (
+        TextColumn("generating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+    )  # fmt: skip
+    # auto_refresh=False: no refresh thread while the worker pool forks.
+    with Progress(*columns, console=console, auto_refresh=False, transient=True) as bar:
+        task = bar.add_task("run", total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total, refresh=True)
+
+        result = run_suite(config, progress)
+    for model, reason in result.skipped.items():
+        click.echo(f"skipped {model}: {reason}", err=True)
+    click.echo(
+        f"{result.images} images ({result.calls} generated, {result.hits} from cache, "
+        f"{result.failures} failed) in {result.seconds:.1f} s -> {out_dir}"
+    )

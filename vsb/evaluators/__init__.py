@@ -1,0 +1,1 @@
+"""Evaluators: the blind extractor and rule checker, pairwise consistency, and the registry."""

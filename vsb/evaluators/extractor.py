@@ -1,0 +1,71 @@
+"""The blind structured-state extractor: an image and class names in, a ``DetectedState`` out.
+
+``extract(image, vocab)`` never sees an expected state: it is told only which classes could
+appear (``EntityVocabulary.from_world(world)``). It finds heads by skin-tone components,
+reads hair colour/style, top, trousers, accessory and pose from geometry-anchored samples
+(``vsb.evaluators.people``), classifies objects by colour plus shape signature and counts
+small components (``vsb.evaluators.objects``), and reads location, time of day and weather
+from ground, sky and weather-mark colours. One ``np.bincount`` over the index plane gives
+every colour's presence; connected components are labelled only inside each colour's
+bounding box.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from PIL import Image
+
+from vsb.evaluators import style as S
+from vsb.evaluators.decode import load_indices
+from vsb.evaluators.detected import DetectedState, EntityVocabulary
+from vsb.evaluators.objects import find_objects
+from vsb.evaluators.people import find_heads, read_person
+
+ImageInput = bytes | str | Path | Image.Image | NDArray[Any]
+
+
+def _argmax(
+    totals: NDArray[np.intp], group: str, values: tuple[str, ...], least: int
+) -> str | None:
+    best, best_n = None, least - 1
+    for v in values:
+        n = int(totals[S.INDEX[f"{group}:{v}"]])
+        if n > best_n:
+            best, best_n = v, n
+    return best
+
+
+def _weather(totals: NDArray[np.intp], voc: EntityVocabulary) -> str | None:
+    def n(mark: str) -> int:
+        return int(totals[S.INDEX[f"fx:{mark}"]])
+
+    if n("rain") >= S.MIN_WEATHER:
+        w = "rainy"
+    elif n("snow") >= S.MIN_WEATHER:
+        w = "snowy"
+    elif n("cloud") >= S.MIN_CLOUD:
+        w = "cloudy"
+    else:
+        w = "clear"
+    return w if w in voc.weathers else None
+
+
+def extract(image: ImageInput, vocab: EntityVocabulary) -> DetectedState:
+    """Read people, objects and environment from one image (see the module docstring)."""
+    img = load_indices(image)
+    totals = np.bincount(img.ravel(), minlength=256)
+    people = [
+        read_person(img, cx, y0, skin, vocab) for cx, y0, skin in find_heads(img, totals, vocab)
+    ]
+    objects = find_objects(img, totals, people, vocab)
+    return DetectedState(
+        people=tuple(people),
+        objects=tuple(objects),
+        location=_argmax(totals, "ground", vocab.locations, 1000),
+        time=_argmax(totals, "sky", vocab.times, 100),
+        weather=_weather(totals, vocab),
+    )

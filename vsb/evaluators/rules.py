@@ -1,0 +1,195 @@
+"""The rule checker: a ``DetectedState`` against a scene's requirements.
+
+Detected people are matched to the world's characters by weighted attribute distance
+(identity attributes weigh most) with ``scipy.optimize.linear_sum_assignment``; then every
+requirement is evaluated. A failure carries the requirement's taxonomy, except knock-on
+failures, which carry their root cause: a character not found fails its identity,
+clothing, pose and order checks as ``character_missing``; an object not found fails its
+holder, state and count checks as ``object_disappeared``; an object found only in another
+colour fails its presence/holder checks as ``object_color_change``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+from scipy.optimize import linear_sum_assignment
+
+from vsb.evaluators.detected import DetectedObject, DetectedPerson, DetectedState
+from vsb.story.models import CharacterState, Requirement, Scene, Value, World
+
+#: Attribute weights of the matching distance (identity first).
+WEIGHTS: dict[str, float] = {
+    "skin": 3.0,
+    "hair_color": 3.0,
+    "hair_style": 3.0,
+    "top": 1.0,
+    "trousers": 1.0,
+    "accessory": 1.0,
+    "pose": 0.5,
+}
+#: A pairing at or above this distance is no match (every identity attribute differs).
+MAX_DISTANCE = 9.0
+#: Added for characters expected absent, so present ones win ties.
+ABSENT_BIAS = 0.25
+#: Added when a person stands at another rank than the character's expected place (a weak
+#: cue, used only when as many people are seen as expected).
+ORDER_WEIGHT = 1.0
+
+
+class RequirementResult(BaseModel):
+    """One requirement checked on one image (the evaluations row minus the run columns)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    req_id: str = Field(description="Requirement id (s<scene>.<subject>.<attribute>).")
+    dimension: str = Field(description="Scored dimension of the requirement.")
+    taxonomy: str = Field(description="The requirement's own failure label.")
+    source: str = Field(description="prompt | memory.")
+    subject: str = Field(description="Character name, object kind or 'scene'.")
+    attribute: str = Field(description="Checked attribute.")
+    expected: Value = Field(description="Expected value.")
+    observed: Any = Field(description="What the image shows (JSON value; null = not found).")
+    passed: bool = Field(description="Whether the image satisfies the requirement.")
+    failure: str = Field(description="Failure label ('' when passed; root cause if knock-on).")
+    evaluator: str = Field(default="rules", description="Evaluator that produced the row.")
+
+    def row(self, *, model: str, condition: str, story_id: str, scene: int) -> dict[str, Any]:
+        """The ``requirements.jsonl`` row (expected and observed as JSON text)."""
+        return {
+            "model": model,
+            "condition": condition,
+            "story_id": story_id,
+            "scene": scene,
+            "req_id": self.req_id,
+            "dimension": self.dimension,
+            "taxonomy": self.taxonomy,
+            "source": self.source,
+            "subject": self.subject,
+            "attribute": self.attribute,
+            "expected": json.dumps(self.expected, sort_keys=True),
+            "observed": json.dumps(self.observed, sort_keys=True),
+            "passed": self.passed,
+            "failure": self.failure,
+            "evaluator": self.evaluator,
+        }
+
+
+def distance(p: DetectedPerson, c: CharacterState) -> float:
+    """Weighted attribute distance between a detected person and a character."""
+    return sum(w for a, w in WEIGHTS.items() if getattr(p, a) != getattr(c, a))
+
+
+def match_people(detected: DetectedState, scene: Scene, world: World) -> dict[str, int]:
+    """Character name -> index of the detected person shown as that character."""
+    names = [c.name for c in world.characters]
+    people = detected.people
+    if not people:
+        return {}
+    chars = [scene.state.characters[n] for n in names]
+    cost = np.array(
+        [[distance(p, c) + (0.0 if c.present else ABSENT_BIAS) for c in chars] for p in people]
+    )
+    rows, cols = linear_sum_assignment(cost)
+    return {names[j]: int(i) for i, j in zip(rows, cols, strict=True) if cost[i, j] < MAX_DISTANCE}
+
+
+class _Context:
+    def __init__(self, detected: DetectedState, scene: Scene, world: World) -> None:
+        self.d = detected
+        self.scene = scene
+        self.matched = match_people(detected, scene, world)
+        self.who = {i: n for n, i in self.matched.items()}
+
+    def person(self, name: str) -> DetectedPerson | None:
+        i = self.matched.get(name)
+        return None if i is None else self.d.people[i]
+
+    def holder_name(self, o: DetectedObject) -> str | None:
+        if o.holder is None:
+            return None
+        return self.who.get(o.holder, "?")
+
+    def find(self, kind: str) -> tuple[DetectedObject | None, DetectedObject | None]:
+        """(an object of this kind in the story's colour, any object of this kind)."""
+        color = self.scene.state.objects[kind].color
+        found = self.d.objects_of(kind)
+        exact = next((o for o in found if o.color == color), None)
+        return exact, (exact or (found[0] if found else None))
+
+
+def _result(req: Requirement, observed: Any, passed: bool, failure: str) -> RequirementResult:
+    return RequirementResult(
+        req_id=req.id,
+        dimension=req.dimension,
+        taxonomy=req.taxonomy,
+        source=req.source,
+        subject=req.subject,
+        attribute=req.attribute,
+        expected=req.expected,
+        observed=observed,
+        passed=passed,
+        failure="" if passed else failure,
+    )
+
+
+def _scene_fact(ctx: _Context, req: Requirement) -> RequirementResult:
+    if req.attribute == "order":
+        expected = list(req.expected) if isinstance(req.expected, list) else []
+        shown = sorted((ctx.d.people[i].x, n) for n, i in ctx.matched.items() if n in expected)
+        observed = [n for _, n in shown]
+        missing = any(n not in ctx.matched for n in expected)
+        label = "character_missing" if missing else req.taxonomy
+        return _result(req, observed, observed == expected, label)
+    observed = getattr(ctx.d, req.attribute)
+    return _result(req, observed, observed == req.expected, req.taxonomy)
+
+
+def _character_fact(ctx: _Context, req: Requirement) -> RequirementResult:
+    p = ctx.person(req.subject)
+    if req.attribute == "present":
+        seen = p is not None
+        return _result(req, seen, seen == req.expected, req.taxonomy)
+    if p is None:
+        return _result(req, None, False, "character_missing")
+    if req.attribute == "hair":
+        observed: Any = [p.hair_color, p.hair_style]
+    else:
+        observed = getattr(p, req.attribute)
+    return _result(req, observed, observed == req.expected, req.taxonomy)
+
+
+def _object_fact(ctx: _Context, req: Requirement) -> RequirementResult:
+    exact, any_ = ctx.find(req.subject)
+    attr = req.attribute
+    if attr == "present" and req.expected is False:
+        return _result(req, any_ is not None, any_ is None, req.taxonomy)
+    if any_ is None:
+        return _result(req, None if attr != "present" else False, False, "object_disappeared")
+    if attr in ("present", "holder") and exact is None:
+        return _result(req, {"color": any_.color}, False, "object_color_change")
+    if attr == "present":
+        return _result(req, True, True, req.taxonomy)
+    if attr == "holder":
+        assert exact is not None
+        observed = ctx.holder_name(exact)
+        return _result(req, observed, observed == req.expected, req.taxonomy)
+    observed = getattr(any_, attr)
+    return _result(req, observed, observed == req.expected, req.taxonomy)
+
+
+def check_scene(detected: DetectedState, scene: Scene, world: World) -> list[RequirementResult]:
+    """Evaluate every requirement of ``scene`` on what was detected in its image."""
+    ctx = _Context(detected, scene, world)
+    kinds = {o.kind for o in world.objects}
+    out = []
+    for req in scene.requirements:
+        if req.subject == "scene":
+            out.append(_scene_fact(ctx, req))
+        elif req.subject in kinds:
+            out.append(_object_fact(ctx, req))
+        else:
+            out.append(_character_fact(ctx, req))
+    return out

@@ -1,0 +1,298 @@
+"""The main job, ``vsb release build NAME``: suite → run → evaluate → score → validate →
+freeze → site, on a CPU with no API keys (the five procedural simulators, six conditions).
+
+Layout under ``OUT/NAME/``::
+
+    cache/      generation cache (kept: a rerun regenerates nothing)
+    suite/      the default suite
+    run/        what ``vsb run`` wrote (ledger.sqlite, records with latencies and cache hits)
+    release/    the hashed release: run/ minus its volatile bookkeeping, plus evaluations/,
+                scores/, validation/ and MANIFEST.json (the oracle is kept but not hashed)
+    site/       the static site, built from release/ (outside it: it names the root hash)
+    stages.json what each stage last consumed and produced (lets a rerun skip stages)
+
+The release holds the run's ``records.jsonl`` without ``cache_hit`` and ``latency_s`` and no
+``ledger.sqlite``, so the same inputs give the same root hash whether images were generated or
+read from the cache. A stage whose inputs (files and the vsb source of the stage) are
+unchanged since the last build, and whose outputs are intact, is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from vsb import __version__
+from vsb.errors import ReleaseError
+from vsb.fsio import atomic_write_json, atomic_write_text, canonical_json, sha256_file, sha256_hex
+from vsb.release.manifest import MANIFEST_NAME, Manifest, freeze
+
+RUN_COPY = ("manifest.json", "suite", "oracle")
+VOLATILE_RECORD_FIELDS = ("cache_hit", "latency_s")
+STAGES = ("suite", "run", "assemble", "evaluate", "score", "validate", "freeze", "site")
+_PKG = Path(__file__).resolve().parents[1]
+
+
+class Progress(Protocol):
+    """How the main job reports (the CLI draws rich bars; the library never prints)."""
+
+    def start(self, stage: str, total: int | None) -> None: ...
+    def advance(self, stage: str, done: int, total: int | None) -> None: ...
+    def note(self, stage: str, message: str) -> None: ...
+    def finish(self, stage: str, seconds: float, skipped: bool) -> None: ...
+
+
+class _Silent:
+    def start(self, stage: str, total: int | None) -> None:
+        pass
+
+    def advance(self, stage: str, done: int, total: int | None) -> None:
+        pass
+
+    def note(self, stage: str, message: str) -> None:
+        pass
+
+    def finish(self, stage: str, seconds: float, skipped: bool) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """What the main job builds."""
+
+    name: str
+    out: Path = Path("build")
+    workers: int = 2
+    seed: int = 0
+    models: tuple[str, ...] | None = None
+    conditions: tuple[str, ...] | None = None
+
+    @property
+    def root(self) -> Path:
+        return self.out / self.name
+
+
+@dataclass
+class BuildResult:
+    """What the main job did."""
+
+    root: Path
+    release_dir: Path
+    site_dir: Path
+    manifest: Manifest | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+    images: int = 0
+    generated: int = 0
+    cached: int = 0
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def index(self) -> Path:
+        return self.site_dir / "index.html"
+
+
+def source_hash(*packages: str) -> str:
+    """sha256 over the vsb source files of the given subpackages/modules (stage versions)."""
+    parts: list[str] = [__version__]
+    for pkg in packages:
+        path = _PKG / pkg
+        files = sorted(path.rglob("*")) if path.is_dir() else [path.with_suffix(".py")]
+        for f in files:
+            if f.is_file() and f.suffix in (".py", ".html", ".css", ".js", ".txt", ".json"):
+                parts.append(f"{f.relative_to(_PKG).as_posix()}:{sha256_file(f)}")
+    return sha256_hex(canonical_json(parts))
+
+
+def _files_hash(root: Path, rels: Iterable[str]) -> str:
+    return sha256_hex(
+        canonical_json([[r, sha256_file(root / r) if (root / r).is_file() else None] for r in rels])
+    )
+
+
+class _Stages:
+    """``stages.json``: per stage, the fingerprint of its inputs, the files it wrote and the
+    fingerprint of those files."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self.data: dict[str, Any] = json.loads(path.read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            self.data = {}
+
+    def fresh(self, stage: str, inputs: str, root: Path) -> bool:
+        rec = self.data.get(stage)
+        if not isinstance(rec, dict) or rec.get("inputs") != inputs:
+            return False
+        outputs = rec.get("files") or []
+        return bool(outputs) and rec.get("outputs") == _files_hash(root, outputs)
+
+    def record(self, stage: str, inputs: str, root: Path, outputs: list[str]) -> None:
+        files = sorted(outputs)
+        self.data[stage] = {"inputs": inputs, "files": files, "outputs": _files_hash(root, files)}
+        atomic_write_json(self.path, self.data)
+
+    def forget(self, stage: str) -> None:
+        if self.data.pop(stage, None) is not None:
+            atomic_write_json(self.path, self.data)
+
+
+def _sync_tree(src: Path, dest: Path) -> None:
+    """Make ``dest`` a copy of ``src`` (files whose size and bytes match are left alone)."""
+    want = {p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_file()}
+    if dest.exists():
+        for p in sorted(dest.rglob("*"), reverse=True):
+            rel = p.relative_to(dest).as_posix()
+            if p.is_file() and rel not in want:
+                p.unlink()
+            elif p.is_dir() and not any(p.iterdir()):
+                p.rmdir()
+    for rel in sorted(want):
+        s, d = src / rel, dest / rel
+        if d.is_file() and d.stat().st_size == s.stat().st_size and _same(s, d):
+            continue
+        d.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(s, d)
+
+
+def _same(a: Path, b: Path) -> bool:
+    return a.read_bytes() == b.read_bytes()
+
+
+def assemble(run_dir: Path, release_dir: Path) -> dict[str, str]:
+    """Copy a run into the release directory, without volatile bookkeeping; returns the
+    SHA-256 of every image as it now lies in the release (read from those bytes). Any
+    MANIFEST.json there is removed (it is stale until the next freeze)."""
+    release_dir.mkdir(parents=True, exist_ok=True)
+    (release_dir / MANIFEST_NAME).unlink(missing_ok=True)
+    records = []
+    with open(run_dir / "records.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                rec = json.loads(line)
+                for k in VOLATILE_RECORD_FIELDS:
+                    rec.pop(k, None)
+                records.append(rec)
+    text = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records)
+    if (
+        not (release_dir / "records.jsonl").is_file()
+        or (release_dir / "records.jsonl").read_text(encoding="utf-8") != text
+    ):
+        atomic_write_text(release_dir / "records.jsonl", text)
+    for name in RUN_COPY:
+        src = run_dir / name
+        if src.is_dir():
+            _sync_tree(src, release_dir / name)
+        elif src.is_file():
+            shutil.copyfile(src, release_dir / name)
+    # images: copy by the sha256 the run recorded; skip those already in place
+    wanted = {r["path"]: r["sha256"] for r in records if r.get("path")}
+    images = release_dir / "images"
+    if images.exists():
+        for p in sorted(images.rglob("*"), reverse=True):
+            rel = p.relative_to(release_dir).as_posix()
+            if p.is_file() and rel not in wanted:
+                p.unlink()
+            elif p.is_dir() and not any(p.iterdir()):
+                p.rmdir()
+    hashes: dict[str, str] = {}
+    for rel, sha in sorted(wanted.items()):
+        d = release_dir / rel
+        if d.is_file() and (have := sha256_file(d)) == sha:
+            hashes[rel] = have
+            continue
+        d.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(run_dir / rel, d)
+        hashes[rel] = sha256_file(d)
+    return hashes
+
+
+def _timed(
+    progress: Progress, result: BuildResult, stage: str, fn: Callable[[], bool], total: int | None
+) -> None:
+    progress.start(stage, total)
+    t0 = time.perf_counter()
+    ran = fn()
+    dt = time.perf_counter() - t0
+    result.seconds[stage] = dt
+    if not ran:
+        result.skipped.append(stage)
+    progress.finish(stage, dt, not ran)
+
+
+def build_release(config: BuildConfig, progress: Progress | None = None) -> BuildResult:
+    """Run the whole main job (see the module docstring); returns where everything is."""
+    from vsb.release import stages as st
+
+    prog = progress or _Silent()
+    root = config.root
+    root.mkdir(parents=True, exist_ok=True)
+    rel_dir, site_dir = root / "release", root / "site"
+    result = BuildResult(root=root, release_dir=rel_dir, site_dir=site_dir)
+    ledger = _Stages(root / "stages.json")
+    models = list(config.models or st.default_models())
+    conditions = list(config.conditions or st.default_conditions())
+    if not models or not conditions:
+        raise ReleaseError("nothing to build: no model or no condition")
+
+    _timed(prog, result, "suite", lambda: st.write_default_suite(root / "suite", config.seed), 1)
+
+    def run() -> bool:
+        rr = st.run_models(
+            root / "suite", root / "run", root / "cache", models, conditions, config, prog
+        )
+        result.images, result.generated, result.cached = rr.images, rr.calls, rr.hits
+        result.unavailable = dict(rr.skipped)
+        return True
+
+    _timed(prog, result, "run", run, None)
+    image_hashes: dict[str, str] = {}
+
+    def do_assemble() -> bool:
+        image_hashes.update(assemble(root / "run", rel_dir))
+        return True
+
+    _timed(prog, result, "assemble", do_assemble, None)
+
+    cached_stages = (
+        ("evaluate", ["records.jsonl", "manifest.json", "suite/suite.json"], ("evaluators",),
+         lambda: st.evaluate(rel_dir, config.workers, prog)),
+        ("score", list(st.EVALUATION_INPUTS), ("scores",), lambda: st.score(rel_dir, prog)),
+        ("validate", [*st.EVALUATION_INPUTS, "oracle/faults.jsonl"], ("validation",),
+         lambda: st.validate(rel_dir, prog)),
+    )  # fmt: skip
+    for stage, inputs, code, fn in cached_stages:
+        fp = sha256_hex(canonical_json([_files_hash(rel_dir, inputs), source_hash(*code)]))
+
+        def step(stage: str = stage, fp: str = fp, fn: Callable[[], list[str]] = fn) -> bool:
+            if ledger.fresh(stage, fp, rel_dir):
+                return False
+            ledger.forget(stage)
+            ledger.record(stage, fp, rel_dir, fn())
+            return True
+
+        _timed(prog, result, stage, step, None)
+
+    def do_freeze() -> bool:
+        result.manifest = freeze(rel_dir, config.name, known=image_hashes)
+        return True
+
+    _timed(prog, result, "freeze", do_freeze, None)
+
+    def site() -> bool:
+        assert result.manifest is not None
+        fp = sha256_hex(canonical_json([result.manifest.root_hash, source_hash("site")]))
+        if ledger.fresh("site", fp, site_dir):
+            return False
+        ledger.forget("site")
+        ledger.record("site", fp, site_dir, st.build_site_dir(rel_dir, site_dir, prog))
+        return True
+
+    _timed(prog, result, "site", site, None)
+    return result

@@ -1,0 +1,121 @@
+"""The main job's stages as calls into the layers below (suite, runner, evaluators, scores,
+validation, site); ``vsb.release.build`` orders them, times them and skips fresh ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from vsb.release.build import BuildConfig, Progress
+    from vsb.runner import RunResult
+
+#: What scoring and validation read from a release.
+EVALUATION_INPUTS: tuple[str, ...] = (
+    "evaluations/requirements.jsonl",
+    "evaluations/signals.jsonl",
+)
+
+
+def _rel(root: Path, paths: list[Path]) -> list[str]:
+    return [Path(p).resolve().relative_to(root.resolve()).as_posix() for p in paths]
+
+
+def _files_under(root: Path, folder: str) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in (root / folder).rglob("*") if p.is_file())
+
+
+def default_models() -> list[str]:
+    """The five procedural simulators (no API key needed)."""
+    from vsb.adapters.simulators import SIMULATORS
+
+    return list(SIMULATORS)
+
+
+def default_conditions() -> list[str]:
+    """Every registered prompting condition."""
+    from vsb.conditions import condition_names
+
+    return condition_names()
+
+
+def write_default_suite(out: Path, seed: int) -> bool:
+    """Generate the default suite into ``out`` (deterministic: same seed, same bytes)."""
+    from vsb.generator.generate import generate_suite, write_suite
+
+    write_suite(generate_suite(seed), out, seed=seed)
+    return True
+
+
+def run_models(
+    suite: Path,
+    run_dir: Path,
+    cache: Path,
+    models: list[str],
+    conditions: list[str],
+    config: BuildConfig,
+    progress: Progress,
+) -> RunResult:
+    """``vsb run`` over every model and condition, through the generation cache."""
+    from vsb.runner import RunConfig, run
+
+    cfg = RunConfig(
+        suite_dir=suite,
+        models=models,
+        conditions=conditions,
+        out=run_dir,
+        seed=config.seed,
+        workers=config.workers,
+        cache_dir=cache,
+    )
+    return run(cfg, lambda done, total: progress.advance("run", done, total))
+
+
+def evaluate(release_dir: Path, workers: int, progress: Progress) -> list[str]:
+    """Every installed evaluator over the release's images (writes evaluations/)."""
+    import shutil
+
+    from vsb.evaluators.evaluate import evaluate_run
+
+    shutil.rmtree(release_dir / "evaluations", ignore_errors=True)
+    evaluate_run(
+        release_dir,
+        workers=workers,
+        progress=lambda done, total: progress.advance("evaluate", done, total),
+    )
+    return _files_under(release_dir, "evaluations")
+
+
+def score(release_dir: Path, progress: Progress) -> list[str]:
+    """Scores, CIs, comparisons and rank stability (writes scores/)."""
+    from vsb.scores.compute import score_run
+    from vsb.scores.write import write_scores
+
+    report = score_run(release_dir, progress=lambda msg: progress.note("score", msg))
+    return _rel(release_dir, write_scores(release_dir, report))
+
+
+def validate(release_dir: Path, progress: Progress) -> list[str]:
+    """The rule checker and signals against the sealed oracle (writes validation/)."""
+    from vsb.validation.judge import validate_run, write_judge
+
+    report = validate_run(release_dir, progress=lambda msg: progress.note("validate", msg))
+    return _rel(release_dir, write_judge(release_dir, report))
+
+
+def build_site_dir(release_dir: Path, site_dir: Path, progress: Progress) -> list[str]:
+    """The static site of the frozen release."""
+    from vsb.site.build import build_site
+
+    result = build_site(release_dir, site_dir)
+    progress.note("site", f"{result.pages} pages, {result.images} images")
+    return _site_outputs(site_dir)
+
+
+def _site_outputs(site_dir: Path) -> list[str]:
+    """The pages and assets of a built site (images are checked through the release hash)."""
+    return sorted(
+        p.relative_to(site_dir).as_posix()
+        for p in site_dir.rglob("*")
+        if p.is_file() and "images" not in p.relative_to(site_dir).parts[:1]
+    )

@@ -1,0 +1,188 @@
+"""``vsb site build``: render the static site of a frozen release.
+
+Pages (relative to the site root)::
+
+    index.html                      leaderboard (primary condition, plots, every condition)
+    models/<slug>.html              one page per model
+    comparisons.html                paired comparisons (Δ, CI, P(Δ>0), win rate)
+    stability.html                  rank stability under Dirichlet weight perturbation
+    judge.html                      judge validation against the sealed oracle
+    stories/index.html              story browser
+    stories/<id>/<condition>.html   scene texts, image strips, pass/fail marks
+    methodology.html                the methodology text
+    static/                         CSS and JS (no CDN)
+    images/                         the release's PNGs, copied
+
+Every page names the release and its root hash (from MANIFEST.json). Templates autoescape.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+from vsb import __version__
+from vsb.errors import ReleaseError
+from vsb.fsio import sha256_hex
+from vsb.site import pages
+from vsb.site.data import SiteData, load_site_data
+from vsb.site.methodology import methodology_text, render_methodology
+from vsb.story.models import DIMENSION_LABELS
+
+#: Marker file: a directory holding it was written by ``build_site`` and may be replaced.
+MARKER = ".vsb-site"
+STATIC_FILES = ("style.css", "sort.js")
+_SAFE_PATH = re.compile(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*")
+
+
+@dataclass(frozen=True)
+class SiteResult:
+    """What a site build wrote."""
+
+    out: Path
+    pages: int
+    images: int
+
+
+def _fmt(x: float | None, digits: int = 3) -> str:
+    return "—" if x is None else f"{x:.{digits}f}"
+
+
+def _ci(est: Any) -> str:
+    if est is None or est.ci_low is None or est.ci_high is None:
+        return "—"
+    return f"[{est.ci_low:.3f}, {est.ci_high:.3f}]"
+
+
+def _pair_ci(c: Any) -> str:
+    if c.ci_low is None or c.ci_high is None:
+        return "—"
+    return f"[{c.ci_low:+.3f}, {c.ci_high:+.3f}]"
+
+
+def environment() -> Environment:
+    """The Jinja2 environment (autoescape on for every template)."""
+    env = Environment(
+        loader=PackageLoader("vsb.site", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(
+        f3=_fmt, ci=_ci, pair_ci=_pair_ci, heat=pages.heat_class,
+        dim=lambda d: DIMENSION_LABELS.get(d, d),
+        metric=lambda c: pages.metric_label(c.metric_kind, c.metric),
+        signed=lambda x: "—" if x is None else f"{x:+.3f}",
+    )  # fmt: skip
+    return env
+
+
+def _site_image_path(rel: str) -> str:
+    """Where a release image goes in the site (its own path when that is plain and safe)."""
+    if _SAFE_PATH.fullmatch(rel) and ".." not in rel.split("/"):
+        return rel if rel.startswith("images/") else f"images/{rel}"
+    suffix = Path(rel).suffix if re.fullmatch(r"\.[A-Za-z0-9]{1,5}", Path(rel).suffix) else ""
+    return f"images/_/{sha256_hex(rel.encode())[:16]}{suffix}"
+
+
+def _prepare_out(out: Path) -> None:
+    if out.exists():
+        if not out.is_dir():
+            raise ReleaseError("site output exists and is not a directory", file=out)
+        if any(out.iterdir()) and not (out / MARKER).is_file():
+            raise ReleaseError(
+                f"refusing to overwrite a non-empty directory without {MARKER}", file=out
+            )
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    (out / MARKER).write_text("written by vsb site build; replaced on every build\n")
+
+
+def _copy_images(data: SiteData, out: Path) -> dict[str, str]:
+    root = data.root.resolve()
+    mapping: dict[str, str] = {}
+    for rel in sorted({p for p in data.images.values() if p}):
+        src = (root / rel).resolve()
+        if not src.is_relative_to(root) or "oracle" in Path(rel).parts or not src.is_file():
+            continue
+        dest = _site_image_path(rel)
+        (out / dest).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, out / dest)
+        mapping[rel] = dest
+    return mapping
+
+
+class _Writer:
+    def __init__(self, env: Environment, out: Path, common: dict[str, Any]) -> None:
+        self.env, self.out, self.common, self.count = env, out, common, 0
+
+    def page(self, path: str, template: str, **ctx: Any) -> None:
+        depth = path.count("/")
+        root = "../" * depth
+        html = self.env.get_template(template).render(
+            {**self.common, **ctx, "root": root, "page_path": path}
+        )
+        dest = self.out / path
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(html, encoding="utf-8")
+        self.count += 1
+
+
+def build_site(release_dir: str | Path, out_dir: str | Path) -> SiteResult:
+    """Render every page of the site of ``release_dir`` into ``out_dir`` (replaced)."""
+    data = load_site_data(release_dir)
+    out = Path(out_dir)
+    if out.resolve().is_relative_to(data.root.resolve()):
+        raise ReleaseError("the site must live outside the hashed release directory", file=out)
+    _prepare_out(out)
+    static = resources.files("vsb.site").joinpath("static")
+    (out / "static").mkdir()
+    for name in STATIC_FILES:
+        (out / "static" / name).write_bytes(static.joinpath(name).read_bytes())
+    images = _copy_images(data, out)
+    m = data.manifest
+    common = {
+        "release": m.release,
+        "root_hash": m.root_hash,
+        "n_files": len(m.files),
+        "vsb_version": __version__,
+        "scores": data.scores,
+        "judge": data.judge,
+        "models": data.models,
+        "conditions": data.conditions,
+        "primary": data.scores.primary_condition,
+        "slugs": data.slugs,
+        "stories": data.stories,
+        "dims": list(data.scores.dimensions),
+    }
+    w = _Writer(environment(), out, common)
+    w.page("index.html", "index.html", **pages.leaderboard(data))
+    for model in data.models:
+        w.page(f"models/{data.slugs[model]}.html", "model.html", **pages.model_page(data, model))
+    w.page("comparisons.html", "comparisons.html", **pages.comparisons(data))
+    w.page("stability.html", "stability.html")
+    w.page("judge.html", "judge.html")
+    w.page("stories/index.html", "stories.html", **pages.story_index(data))
+    for story in data.stories:
+        for cond in data.conditions:
+            w.page(
+                f"stories/{story.id}/{cond}.html",
+                "story.html",
+                **pages.story_page(data, story, cond, images),
+            )
+    title, body, toc = render_methodology(methodology_text())
+    n_scenes = sum(len(s.scenes) for s in data.stories)
+    n_reqs = sum(len(sc.requirements) for s in data.stories for sc in s.scenes)
+    w.page(
+        "methodology.html", "methodology.html",
+        title=title, body=body, toc=toc, n_scenes=n_scenes, n_reqs=n_reqs,
+    )  # fmt: skip
+    return SiteResult(out=out, pages=w.count, images=len(images))

@@ -1,0 +1,170 @@
+"""Everything the site shows, read from a frozen release's files (never typed in).
+
+A release directory holds ``MANIFEST.json`` (name, root hash), ``scores/scores.json``,
+``validation/judge.json`` (optional), ``evaluations/requirements.jsonl``, ``records.jsonl``
+(image paths) and ``suite/`` (the stories). The sealed ``oracle/`` is never read here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from vsb.errors import InputError, ReleaseError
+from vsb.release.manifest import Manifest, load_manifest
+from vsb.scores.models import ScoresReport
+from vsb.story.io import load_suite
+from vsb.story.models import Story
+from vsb.validation.models import JudgeReport
+
+SCORES_FILE = "scores/scores.json"
+JUDGE_FILE = "validation/judge.json"
+REQUIREMENTS_FILE = "evaluations/requirements.jsonl"
+RECORDS_FILE = "records.jsonl"
+SUITE_DIR = "suite"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One evaluated (image, requirement): did it pass, and what was seen."""
+
+    passed: bool
+    observed: str
+    failure: str
+
+
+#: (story_id, condition, scene) -> req_id -> model -> Check
+Checks = dict[tuple[str, str, int], dict[str, dict[str, Check]]]
+
+
+@dataclass
+class SiteData:
+    """A release as the templates see it."""
+
+    root: Path
+    manifest: Manifest
+    scores: ScoresReport
+    judge: JudgeReport | None
+    stories: list[Story]
+    #: (model, condition, story_id, scene) -> image path relative to the release (None: failed)
+    images: dict[tuple[str, str, str, int], str | None]
+    #: (model, condition, story_id, scene) -> adapter error message
+    errors: dict[tuple[str, str, str, int], str]
+    checks: Checks
+    #: (model, condition) -> failure label -> count
+    failures: dict[tuple[str, str], Counter[str]]
+    slugs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def models(self) -> list[str]:
+        return list(self.scores.models)
+
+    @property
+    def conditions(self) -> list[str]:
+        """Conditions, primary first."""
+        primary = self.scores.primary_condition
+        return sorted(self.scores.conditions, key=lambda c: c != primary)
+
+
+def model_slug(name: str) -> str:
+    """A file-name-safe, collision-free slug: the name itself when it is already safe, else a
+    cleaned name plus 8 hex digits of its SHA-256."""
+    if re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,80}", name) and ".." not in name:
+        return name
+    clean = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:40] or "model"
+    return f"{clean}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+
+
+def _read_model(path: Path, model: type[BaseModel]) -> Any:
+    try:
+        return model.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError as err:
+        raise ReleaseError("release is missing this file", file=path) from err
+    except json.JSONDecodeError as err:
+        raise InputError(
+            f"invalid JSON: {err.msg}", file=path, location=f"line {err.lineno}"
+        ) from err
+    except ValidationError as err:
+        first = err.errors()[0]
+        loc = "/" + "/".join(str(x) for x in first["loc"])
+        raise InputError(
+            f"does not match {model.__name__}: {first['msg']}", file=path, location=loc
+        ) from err
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError as err:
+                raise InputError(
+                    f"invalid JSON: {err.msg}", file=path, location=f"line {n}"
+                ) from err
+    return out
+
+
+def _load_checks(path: Path) -> tuple[Checks, dict[tuple[str, str], Counter[str]]]:
+    checks: Checks = defaultdict(lambda: defaultdict(dict))
+    failures: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    intern = sys.intern
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                r = json.loads(line)
+                key = (intern(r["story_id"]), intern(r["condition"]), int(r["scene"]))
+                model, passed = intern(r["model"]), bool(r["passed"])
+                failure = intern(str(r.get("failure") or ""))
+                checks[key][intern(r["req_id"])][model] = Check(
+                    passed, intern(str(r.get("observed", ""))), failure
+                )
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+                raise InputError(
+                    f"bad requirement row: {err}", file=path, location=f"line {n}"
+                ) from err
+            if not passed:
+                failures[(model, key[1])][failure or "unlabelled"] += 1
+    return checks, failures
+
+
+def load_site_data(release_dir: str | Path) -> SiteData:
+    """Read every file the site needs from a frozen release directory."""
+    root = Path(release_dir)
+    manifest = load_manifest(root)
+    scores = _read_model(root / SCORES_FILE, ScoresReport)
+    judge_path = root / JUDGE_FILE
+    judge = _read_model(judge_path, JudgeReport) if judge_path.is_file() else None
+    stories = load_suite(root / SUITE_DIR)
+    images: dict[tuple[str, str, str, int], str | None] = {}
+    errors: dict[tuple[str, str, str, int], str] = {}
+    for r in _jsonl(root / RECORDS_FILE):
+        key = (r["model"], r["condition"], r["story_id"], int(r["scene"]))
+        images[key] = r.get("path")
+        if r.get("error"):
+            errors[key] = str(r["error"])
+    req_path = root / REQUIREMENTS_FILE
+    if not req_path.is_file():
+        raise ReleaseError("release is missing this file", file=req_path)
+    checks, failures = _load_checks(req_path)
+    data = SiteData(root, manifest, scores, judge, stories, images, errors, checks, failures)
+    slugs: dict[str, str] = {}
+    for m in data.models:
+        s = model_slug(m)
+        if s in slugs.values():
+            s = f"{s}-{hashlib.sha256(m.encode()).hexdigest()[:8]}"
+        slugs[m] = s
+    data.slugs = slugs
+    return data

@@ -153,13 +153,17 @@ def _options(w: _Work, req: Requirement) -> list[list[_Option]]:
         c = w.chars[subj]
         if attr == "present":
             return [[_Option(attr, not c["present"], tax)]]
+        # An identity drift never takes another character's own skin tone or hair colour:
+        # that would be a swap of who is who, which no image could tell from a drift.
+        true_skins = {o.skin for n, o in w.base.characters.items() if n != subj}
+        true_hair = {o.hair_color for n, o in w.base.characters.items() if n != subj}
         if attr == "skin":
             taken = {(o["skin"], o["hair_color"]) for o in w.others(subj)}
             return [
                 [
                     _Option(attr, t, tax)
                     for t in vocab.SKIN_TONES
-                    if t != c["skin"] and (t, c["hair_color"]) not in taken
+                    if t != c["skin"] and (t, c["hair_color"]) not in taken and t not in true_skins
                 ]
             ]
         if attr == "hair":
@@ -167,7 +171,7 @@ def _options(w: _Work, req: Requirement) -> list[list[_Option]]:
             colors = [
                 _Option(attr, [h, c["hair_style"]], tax)
                 for h in vocab.HAIR_COLORS
-                if h != c["hair_color"] and (c["skin"], h) not in taken
+                if h != c["hair_color"] and (c["skin"], h) not in taken and h not in true_hair
             ]
             styles = [
                 _Option(attr, [c["hair_color"], s], tax)

@@ -31,13 +31,18 @@ WEIGHTS: dict[str, float] = {
     "accessory": 1.0,
     "pose": 0.5,
 }
-#: A pairing at or above this distance is no match (every identity attribute differs).
-MAX_DISTANCE = 9.0
-#: Added for characters expected absent, so present ones win ties.
-ABSENT_BIAS = 0.25
-#: Added when a person stands at another rank than the character's expected place (a weak
-#: cue, used only when as many people are seen as expected).
-ORDER_WEIGHT = 1.0
+#: A pairing at or above this distance is no match. Above the largest possible distance:
+#: a figure whose every attribute drifted is still the character it stands in for; who it
+#: is goes to the cheapest assignment.
+MAX_DISTANCE = sum(WEIGHTS.values()) + 10.0
+#: Added for characters expected absent: a seen figure is taken for an expected character
+#: unless it resembles an absent one far better (an unexpected appearance costs 0 + bias).
+ABSENT_BIAS = 6.0
+#: Added when a person stands at another rank than the character's expected place, only for
+#: pairings in which every identity attribute differs (identity then says nothing, and the
+#: place is the remaining cue), and only when as many people are seen as are expected.
+ORDER_WEIGHT = 2.0
+_IDENTITY = ("skin", "hair_color", "hair_style")
 
 
 class RequirementResult(BaseModel):
@@ -92,6 +97,14 @@ def match_people(detected: DetectedState, scene: Scene, world: World) -> dict[st
     cost = np.array(
         [[distance(p, c) + (0.0 if c.present else ABSENT_BIAS) for c in chars] for p in people]
     )
+    order = scene.state.order
+    if len(people) == len(order):
+        rank = {i: r for r, i in enumerate(sorted(range(len(people)), key=lambda i: people[i].x))}
+        for i in range(len(people)):
+            for j, n in enumerate(names):
+                unknown = all(getattr(people[i], a) != getattr(chars[j], a) for a in _IDENTITY)
+                if unknown and n in order and order.index(n) != rank[i]:
+                    cost[i, j] += ORDER_WEIGHT
     rows, cols = linear_sum_assignment(cost)
     return {names[j]: int(i) for i, j in zip(rows, cols, strict=True) if cost[i, j] < MAX_DISTANCE}
 

@@ -37,7 +37,9 @@ def test_manifest_content(rel: Path) -> None:
     assert m.excluded == ["oracle/faults.jsonl", "run/oracle/faults.jsonl"]
     assert m.files[2].size == len('{"a": 1}\n')
     assert m.files[2].sha256 == sha256_hex(b'{"a": 1}\n')
-    assert m.root_hash == sha256_hex(canonical_json([f.model_dump() for f in m.files]))
+    body = json.loads((rel / "MANIFEST.json").read_text())
+    del body["root_hash"]
+    assert m.root_hash == sha256_hex(canonical_json(body))
     assert verify(rel) == []
 
 
@@ -125,3 +127,12 @@ def test_cli_freeze_and_verify(rel: Path, capsys: pytest.CaptureFixture[str]) ->
 def test_cli_verify_without_manifest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["release", "verify", str(tmp_path)]) == 1
     assert "no MANIFEST.json" in capsys.readouterr().err
+
+
+def test_edited_release_name_breaks_the_root_hash(rel: Path) -> None:
+    path = rel / "MANIFEST.json"
+    obj = json.loads(path.read_text())
+    obj["release"] = "v0.0.1"
+    path.write_text(json.dumps(obj))
+    problems = verify(rel)
+    assert len(problems) == 1 and problems[0].startswith("manifest root hash mismatch")

@@ -3,8 +3,9 @@
 The manifest lists every file under the release directory (relative POSIX paths, sorted),
 except itself and the sealed oracle (any path with an ``oracle`` folder component, i.e.
 ``**/oracle/**``), which is listed by path under ``excluded`` but not hashed. The root hash
-is ``sha256(canonical_json(files))`` where ``files`` is the list of ``{"path", "sha256",
-"size"}`` objects exactly as written in the manifest.
+is the sha256 of the canonical JSON of the whole manifest except ``root_hash`` itself: the
+file list (``{"path", "sha256", "size"}`` objects as written), the release name, the vsb
+version and the exclusions — so editing any field of the manifest breaks it.
 """
 
 from __future__ import annotations
@@ -40,7 +41,9 @@ class Manifest(BaseModel):
     version: str = Field(default=MANIFEST_FORMAT_VERSION, description="Manifest format version.")
     release: str = Field(description="Release name, e.g. 'v0.1.0'.")
     vsb_version: str = Field(description="Version of the vsb package that froze it.")
-    root_hash: str = Field(description="sha256 over the canonical JSON of ``files``.")
+    root_hash: str = Field(
+        description="sha256 over the canonical JSON of every other field of the manifest."
+    )
     files: list[FileEntry] = Field(description="Every hashed file, sorted by path.")
     excluded_pattern: str = Field(
         default=ORACLE_PATTERN, description="Glob of paths left out of the hash (the oracle)."
@@ -69,9 +72,9 @@ def _walk(root: Path) -> tuple[list[str], list[str]]:
     return sorted(hashed), sorted(excluded)
 
 
-def root_hash(files: list[FileEntry]) -> str:
-    """The root hash: sha256 over the canonical JSON of the file list."""
-    return sha256_hex(canonical_json([f.model_dump() for f in files]))
+def root_hash(manifest: Manifest) -> str:
+    """The root hash: sha256 over the canonical JSON of the manifest without ``root_hash``."""
+    return sha256_hex(canonical_json(manifest.model_dump(mode="json", exclude={"root_hash"})))
 
 
 def _entries(root: Path, paths: list[str], known: Mapping[str, str]) -> list[FileEntry]:
@@ -98,13 +101,10 @@ def freeze(
         raise ReleaseError("release directory does not exist", file=root)
     hashed, excluded = _walk(root)
     files = _entries(root, hashed, known or {})
-    manifest = Manifest(
-        release=release,
-        vsb_version=__version__,
-        root_hash=root_hash(files),
-        files=files,
-        excluded=excluded,
+    draft = Manifest(
+        release=release, vsb_version=__version__, root_hash="", files=files, excluded=excluded
     )
+    manifest = draft.model_copy(update={"root_hash": root_hash(draft)})
     atomic_write_json(root / MANIFEST_NAME, manifest.model_dump(mode="json"))
     return manifest
 
@@ -134,11 +134,11 @@ def verify(release_dir: str | Path) -> list[str]:
     root = Path(release_dir)
     manifest = load_manifest(root)
     problems: list[str] = []
-    actual_root = root_hash(manifest.files)
+    actual_root = root_hash(manifest)
     if actual_root != manifest.root_hash:
         problems.append(
             f"manifest root hash mismatch: {MANIFEST_NAME} says {manifest.root_hash}, "
-            f"its file list hashes to {actual_root}"
+            f"its contents hash to {actual_root}"
         )
     listed = [f.path for f in manifest.files]
     if listed != sorted(set(listed)):

@@ -81,3 +81,21 @@ def test_judge_validation_on_real_run(sim_run: Path) -> None:
     assert rules.auroc is not None and rules.auroc > 0.9
     coh = next(c for c in rep.correlations if c.signal == RULES_COHERENCE)
     assert coh.spearman is not None and coh.spearman > 0.8
+
+
+def test_rule_checker_matches_the_oracle_per_label(sim_run: Path) -> None:
+    """Issue #4: precision and recall >= 0.99 for every taxonomy label on drift-mid and the
+    amnesiac (measured against the sealed oracle of a real run)."""
+    from vsb.validation.judge import validate_run
+
+    rep = validate_run(sim_run)
+    for model in ("procedural-drift-mid", "procedural-amnesiac"):
+        rows = rep.taxonomy_by_model[model]
+        assert rows[-1].n_faults > 100, model
+        for t in rows:
+            if t.n_faults:
+                assert t.recall is not None and t.recall >= 0.99, (model, t)
+            if t.n_detections:
+                assert t.precision is not None and t.precision >= 0.99, (model, t)
+    oracle = rep.taxonomy_by_model["procedural-oracle"][-1]
+    assert oracle.n_faults == 0 and oracle.n_detections == 0

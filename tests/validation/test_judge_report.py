@@ -62,10 +62,13 @@ def test_write_and_cli(judge_run: Path, capsys: pytest.CaptureFixture) -> None:
         "taxonomy.csv",
         "auroc.csv",
         "correlations.csv",
+        "taxonomy_by_model.csv",
     ]
     back = JudgeReport.model_validate(json.loads(paths[0].read_text()))
     assert back == rep
     assert len(pd.read_csv(paths[1])) == len(rep.taxonomy)
+    per_model = pd.read_csv(paths[4])
+    assert len(per_model) == sum(len(v) for v in rep.taxonomy_by_model.values())
     assert main(["validate-judge", str(judge_run)]) == 0
     out = capsys.readouterr().out
     assert "character_missing" in out and "AUROC" in out and "Spearman" in out

@@ -143,6 +143,24 @@ def validate_judge(run_dir: Path) -> None:
                 str(t.n_label_agree),
             )
     console.print(tax)
+    pm = _table(
+        "rule checker vs oracle, per model (worst taxonomy label)",
+        ("model", "faults", "recall", "precision", "min recall", "min precision"),
+    )
+    for model, rows in report.taxonomy_by_model.items():
+        total = rows[-1]
+        labelled = [t for t in rows[:-1] if t.n_faults or t.n_detections]
+        recalls = [(t.recall, t.taxonomy) for t in labelled if t.recall is not None]
+        precisions = [(t.precision, t.taxonomy) for t in labelled if t.precision is not None]
+        pm.add_row(
+            model,
+            str(total.n_faults),
+            _pct(total.recall),
+            _pct(total.precision),
+            f"{min(recalls)[0]:.3f} ({min(recalls)[1]})" if recalls else "—",
+            f"{min(precisions)[0]:.3f} ({min(precisions)[1]})" if precisions else "—",
+        )
+    console.print(pm)
     au = _table(
         "AUROC of −signal for 'frame has ≥1 injected visual fault'",
         ("signal", "AUROC", "frames", "faulty"),

@@ -299,6 +299,14 @@ def validate_run(run_dir: str | Path, progress: Callable[[str], None] | None = N
     units = detections(rows)
     frames = set(_frames(rows))
     tax = taxonomy_metrics(faults, units, frames)
+    by_model = {
+        m: taxonomy_metrics(
+            [f for f in faults if f.frame[0] == m],
+            [u for u in units if u.frame[0] == m],
+            {fr for fr in frames if fr[0] == m},
+        )
+        for m in sorted({fr[0] for fr in frames})
+    }
     note("signal AUROC")
     per_frame = frame_signals(rows, signals)
     faulty = {f.frame for f in faults if f.visual}
@@ -317,6 +325,7 @@ def validate_run(run_dir: str | Path, progress: Callable[[str], None] | None = N
         n_faults=len(faults),
         n_visual_faults=sum(f.visual for f in faults),
         taxonomy=tax,
+        taxonomy_by_model=by_model,
         auroc=aurocs,
         correlations=corr,
     )
@@ -328,7 +337,8 @@ def _rows(models: list[Any]) -> tuple[list[str], list[list[Any]]]:
 
 
 def write_judge(run_dir: str | Path, report: JudgeReport) -> list[Path]:
-    """Write ``judge.json`` and ``taxonomy.csv``, ``auroc.csv``, ``correlations.csv``."""
+    """Write ``judge.json`` and ``taxonomy.csv``, ``auroc.csv``, ``correlations.csv``,
+    ``taxonomy_by_model.csv``."""
     out = Path(run_dir) / VALIDATION_DIR
     paths = [out / "judge.json"]
     atomic_write_json(paths[0], report.model_dump(mode="json"))
@@ -342,4 +352,14 @@ def write_judge(run_dir: str | Path, report: JudgeReport) -> list[Path]:
             out / name, csv_text(header, ([getattr(x, h) for h in header] for x in items))
         )
         paths.append(out / name)
+    per_model = [
+        [m, *(getattr(t, h) for h in TaxonomyMetrics.model_fields)]
+        for m, rows in report.taxonomy_by_model.items()
+        for t in rows
+    ]
+    atomic_write_text(
+        out / "taxonomy_by_model.csv",
+        csv_text(["model", *TaxonomyMetrics.model_fields], per_model),
+    )
+    paths.append(out / "taxonomy_by_model.csv")
     return paths

@@ -79,5 +79,8 @@ class JudgeReport(BaseModel):
     n_faults: int = Field(ge=0, description="Injected faults in the oracle (visual or not).")
     n_visual_faults: int = Field(ge=0)
     taxonomy: list[TaxonomyMetrics] = Field(description="TAXONOMY order, then 'all'.")
+    taxonomy_by_model: dict[str, list[TaxonomyMetrics]] = Field(
+        default_factory=dict, description="The same table for each model's images alone."
+    )
     auroc: list[SignalAuroc] = Field(description="rules_pass_rate first, then signals by name.")
     correlations: list[SignalCorrelation]

@@ -3,6 +3,7 @@ default suite): a verified release, a site outside it, and a rerun that generate
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,8 @@ def test_reduced_main_job(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     for need in ("scores/scores.json", "validation/judge.json", "evaluations/requirements.jsonl",
                  "records.jsonl", "suite/suite.json"):  # fmt: skip
         assert need in paths
+    for name in ("scores/scores.json", "validation/judge.json"):
+        assert json.loads((first.release_dir / name).read_text())["run"]["release"] == "v0.0.9"
     index = first.index.read_text()
     assert "v0.0.9" in index and manifest.root_hash in index
     assert (first.site_dir / "stories" / "counting-hard" / "structured_memory.html").is_file()

@@ -263,9 +263,10 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
     cached_stages = (
         ("evaluate", ["records.jsonl", "manifest.json", "suite/suite.json"], ("evaluators",),
          lambda: st.evaluate(rel_dir, config.workers, prog)),
-        ("score", list(st.EVALUATION_INPUTS), ("scores",), lambda: st.score(rel_dir, prog)),
+        ("score", list(st.EVALUATION_INPUTS), ("scores",),
+         lambda: st.score(rel_dir, prog, config.name)),
         ("validate", [*st.EVALUATION_INPUTS, "oracle/faults.jsonl"], ("validation",),
-         lambda: st.validate(rel_dir, prog)),
+         lambda: st.validate(rel_dir, prog, config.name)),
     )  # fmt: skip
     for stage, inputs, code, fn in cached_stages:
         fp = sha256_hex(canonical_json([_files_hash(rel_dir, inputs), source_hash(*code)]))

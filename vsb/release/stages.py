@@ -86,20 +86,24 @@ def evaluate(release_dir: Path, workers: int, progress: Progress) -> list[str]:
     return _files_under(release_dir, "evaluations")
 
 
-def score(release_dir: Path, progress: Progress) -> list[str]:
+def score(release_dir: Path, progress: Progress, release: str | None = None) -> list[str]:
     """Scores, CIs, comparisons and rank stability (writes scores/)."""
     from vsb.scores.compute import score_run
     from vsb.scores.write import write_scores
 
-    report = score_run(release_dir, progress=lambda msg: progress.note("score", msg))
+    report = score_run(
+        release_dir, release=release, progress=lambda msg: progress.note("score", msg)
+    )
     return _rel(release_dir, write_scores(release_dir, report))
 
 
-def validate(release_dir: Path, progress: Progress) -> list[str]:
+def validate(release_dir: Path, progress: Progress, release: str | None = None) -> list[str]:
     """The rule checker and signals against the sealed oracle (writes validation/)."""
     from vsb.validation.judge import validate_run, write_judge
 
-    report = validate_run(release_dir, progress=lambda msg: progress.note("validate", msg))
+    report = validate_run(
+        release_dir, release=release, progress=lambda msg: progress.note("validate", msg)
+    )
     return _rel(release_dir, write_judge(release_dir, report))
 
 

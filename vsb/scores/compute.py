@@ -265,13 +265,14 @@ def score_table(
     )
 
 
-def run_identity(run_dir: Path) -> RunIdentity:
-    """Identity of a run directory (manifest fields, release name, evaluation hash)."""
+def run_identity(run_dir: Path, release: str | None = None) -> RunIdentity:
+    """Identity of a run directory (manifest fields, release name, evaluation hash); the
+    release name is ``release`` if given, else read from a MANIFEST.json."""
     manifest = read_manifest(run_dir)
     seed = manifest.get("seed")
     return RunIdentity(
         run_dir=run_dir.resolve().name,
-        release=release_name(run_dir),
+        release=release if release is not None else release_name(run_dir),
         suite=str(manifest["suite"]) if manifest.get("suite") is not None else None,
         suite_sha256=manifest.get("suite_sha256"),
         run_seed=int(seed) if isinstance(seed, int) else None,
@@ -289,13 +290,14 @@ def score_run(
     n_draws: int = DEFAULT_DRAWS,
     alpha: float = 1.0,
     progress: Callable[[str], None] | None = None,
+    release: str | None = None,
 ) -> ScoresReport:
     """Score a run directory (reads ``evaluations/requirements.jsonl``); writes nothing."""
     root = require_run_dir(run_dir)
     table = load_table(root)
     return score_table(
         table,
-        run_identity(root),
+        run_identity(root, release),
         seed=seed,
         n_resamples=n_resamples,
         confidence=confidence,

@@ -288,7 +288,11 @@ def signal_correlations(
     return out
 
 
-def validate_run(run_dir: str | Path, progress: Callable[[str], None] | None = None) -> JudgeReport:
+def validate_run(
+    run_dir: str | Path,
+    progress: Callable[[str], None] | None = None,
+    release: str | None = None,
+) -> JudgeReport:
     """Validate a run's rule checker and signals against its sealed oracle; writes nothing."""
     note = progress or (lambda _msg: None)
     root = require_run_dir(run_dir)
@@ -316,7 +320,7 @@ def validate_run(run_dir: str | Path, progress: Callable[[str], None] | None = N
     return JudgeReport(
         run=JudgeIdentity(
             run_dir=root.resolve().name,
-            release=release_name(root),
+            release=release if release is not None else release_name(root),
             requirements_sha256=sha256_file(root / REQUIREMENTS_FILE),
             faults_sha256=sha256_file(root / FAULTS_FILE),
         ),

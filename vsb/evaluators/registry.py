@@ -114,3 +114,7 @@ class PairwiseEvaluator:
             for signal, value in pairwise_scores(prev.image, cur.image).items():
                 out.signals.append(_signal(cur, signal, value))
         return out
+
+
+# Optional evaluators register on import; they import this module, so they come last.
+from vsb.evaluators import vlm_judge as _vlm_judge  # noqa: E402, F401

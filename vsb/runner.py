@@ -160,7 +160,7 @@ def _run_task(task: tuple[int, str]) -> _TaskOutput:
                 prev_png = result.png if result is not None else None
                 cost = request_cost(
                     st.pricing,
-                    model,
+                    getattr(adapter, "pricing_key", model),
                     hit=hit,
                     success=result is not None,
                     reported=result.cost_usd if result is not None else None,

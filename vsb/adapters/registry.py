@@ -32,7 +32,7 @@ def register_adapter(name: str) -> Callable[[F], F]:
 
 def _load_builtin() -> None:
     # Built-in adapters register themselves on import.
-    from vsb.adapters import simulators  # noqa: F401
+    from vsb.adapters import providers  # noqa: F401  (imports the simulators first)
 
 
 def get_adapter(name: str, **options: Any) -> ImageModelAdapter:
@@ -48,10 +48,11 @@ def model_names() -> list[str]:
 
 
 def resolve_models(spec: str) -> list[str]:
-    """A comma-separated list of model names (``all`` = every registered one); unknown raise."""
+    """A comma-separated list of model names; unknown names raise. ``all`` means every
+    local model (those that need no credential: the simulators), never a paid provider."""
     _load_builtin()
     if spec.strip() == "all":
-        return ADAPTERS.names()
+        return [n for n in ADAPTERS.names() if n.startswith("procedural-")]
     names = [n.strip() for n in spec.split(",") if n.strip()]
     for n in names:
         ADAPTERS.get(n)

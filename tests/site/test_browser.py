@@ -89,8 +89,11 @@ def test_leaderboard_renders_in_chromium(
             page.goto(base_url + "stories/cause_effect-easy/structured_memory.html")
             page.wait_for_load_state("load")
             assert page.locator("td.frame img").count() == 9
-            assert page.evaluate(
-                "Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)"
+            # the strips load lazily; ask for every image now, then wait until all decoded
+            page.evaluate("document.querySelectorAll('img').forEach(i => { i.loading = 'eager'; })")
+            page.wait_for_function(
+                "Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)",
+                timeout=15_000,
             )
             page.screenshot(path=str(story), full_page=True)
             print(f"screenshot: {story}")

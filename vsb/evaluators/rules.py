@@ -61,6 +61,25 @@ class RequirementResult(BaseModel):
     failure: str = Field(description="Failure label ('' when passed; root cause if knock-on).")
     evaluator: str = Field(default="rules", description="Evaluator that produced the row.")
 
+    @classmethod
+    def of(
+        cls, req: Requirement, observed: Any, passed: bool, failure: str, evaluator: str = "rules"
+    ) -> RequirementResult:
+        """The result of checking ``req``: ``failure`` is kept only when it did not pass."""
+        return cls(
+            req_id=req.id,
+            dimension=req.dimension,
+            taxonomy=req.taxonomy,
+            source=req.source,
+            subject=req.subject,
+            attribute=req.attribute,
+            expected=req.expected,
+            observed=observed,
+            passed=passed,
+            failure="" if passed else failure,
+            evaluator=evaluator,
+        )
+
     def row(self, *, model: str, condition: str, story_id: str, scene: int) -> dict[str, Any]:
         """The ``requirements.jsonl`` row (expected and observed as JSON text)."""
         return {
@@ -134,18 +153,7 @@ class _Context:
 
 
 def _result(req: Requirement, observed: Any, passed: bool, failure: str) -> RequirementResult:
-    return RequirementResult(
-        req_id=req.id,
-        dimension=req.dimension,
-        taxonomy=req.taxonomy,
-        source=req.source,
-        subject=req.subject,
-        attribute=req.attribute,
-        expected=req.expected,
-        observed=observed,
-        passed=passed,
-        failure="" if passed else failure,
-    )
+    return RequirementResult.of(req, observed, passed, failure)
 
 
 def _scene_fact(ctx: _Context, req: Requirement) -> RequirementResult:

@@ -234,19 +234,7 @@ class VlmJudge:
             answer = parse_answer(self.transport.ask(image_png, self.system, q.text))
             passed = answer == q.expect
             out.append(
-                RequirementResult(
-                    req_id=req.id,
-                    dimension=req.dimension,
-                    taxonomy=req.taxonomy,
-                    source=req.source,
-                    subject=req.subject,
-                    attribute=req.attribute,
-                    expected=req.expected,
-                    observed=answer,
-                    passed=passed,
-                    failure="" if passed else req.taxonomy,
-                    evaluator=EVALUATOR_NAME,
-                )
+                RequirementResult.of(req, answer, passed, req.taxonomy, evaluator=EVALUATOR_NAME)
             )
         return out
 

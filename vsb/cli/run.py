@@ -31,6 +31,14 @@ from vsb.cache import DEFAULT_CACHE_DIR
     "--pricing", type=click.Path(dir_okay=False, path_type=Path), default=None,
     help="Pricing file (default: config/pricing.json).",
 )  # fmt: skip
+@click.option(
+    "--samples", "samples_dir", default=None, type=click.Path(file_okay=False, path_type=Path),
+    help="For --model stored: directory of images made elsewhere "
+    "(<dir>/<source>/<condition>/<story>/scene_<kk>.png).",
+)  # fmt: skip
+@click.option(
+    "--samples-source", default=None, help="For --model stored: the model that made the samples."
+)
 def run(
     suite_dir: Path,
     models: str,
@@ -40,9 +48,11 @@ def run(
     workers: int,
     cache_dir: Path,
     pricing: Path | None,
+    samples_dir: Path | None,
+    samples_source: str | None,
 ) -> None:
     """Generate every (story, scene, model, condition) image into OUT (resumable via the cache)."""
-    from vsb.adapters.registry import resolve_models
+    from vsb.adapters.registry import get_adapter, resolve_models
     from vsb.conditions import resolve_conditions
     from vsb.runner import RunConfig
     from vsb.runner import run as run_suite
@@ -68,7 +78,10 @@ def run(
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total, refresh=True)
 
-        result = run_suite(config, progress)
+        given = {}
+        if samples_dir is not None or samples_source is not None:
+            given["stored"] = get_adapter("stored", root=samples_dir, source=samples_source)
+        result = run_suite(config, progress, adapters=given)
     for model, reason in result.skipped.items():
         click.echo(f"skipped {model}: {reason}", err=True)
     click.echo(

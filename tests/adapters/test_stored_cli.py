@@ -1,0 +1,41 @@
+"""``vsb run --model stored --samples DIR``: a run's own images served back as a model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from vsb.cli.main import main
+
+
+def test_stored_samples_from_the_command_line(
+    tmp_path: Path, suite_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = str(tmp_path / "cache")
+    first = tmp_path / "oracle_run"
+    common = ["--suite", str(suite_dir), "--condition", "independent", "--cache", cache]
+    assert main(["run", *common, "--model", "procedural-oracle", "--out", str(first)]) == 0
+    served = tmp_path / "served"
+    args = ["run", *common, "--model", "stored", "--out", str(served)]
+    args += ["--samples", str(first / "images"), "--samples-source", "procedural-oracle"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "210 images (210 generated, 0 from cache, 0 failed)" in out
+    a = first / "images/procedural-oracle/independent/counting-hard/scene_08.png"
+    b = served / "images/stored/independent/counting-hard/scene_08.png"
+    assert np.array_equal(
+        np.asarray(Image.open(a).convert("RGB")), np.asarray(Image.open(b).convert("RGB"))
+    )
+
+
+def test_stored_without_samples_is_skipped_with_a_reason(
+    tmp_path: Path, suite_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["run", "--suite", str(suite_dir), "--condition", "independent", "--model", "stored"]
+    args += ["--out", str(tmp_path / "r"), "--cache", str(tmp_path / "c")]
+    main(args)
+    err = capsys.readouterr().err
+    assert "skipped stored" in err and "Traceback" not in err

@@ -6,8 +6,11 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from vsb.errors import InputError
 
 
 def canonical_json(obj: Any) -> bytes:
@@ -59,3 +62,20 @@ def atomic_write_json(path: str | Path, obj: Any, *, indent: int | None = 2) -> 
     """Atomically write JSON (sorted keys, trailing newline) so equal objects give equal bytes."""
     text = json.dumps(obj, indent=indent, sort_keys=True, ensure_ascii=False) + "\n"
     atomic_write_text(path, text)
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, object) for every non-blank line; ``InputError`` on bad JSON."""
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise InputError(
+                    f"invalid JSON: {err.msg}", file=path, location=f"line {n}"
+                ) from err
+            if not isinstance(obj, dict):
+                raise InputError("expected a JSON object", file=path, location=f"line {n}")
+            yield n, obj

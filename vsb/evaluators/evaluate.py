@@ -21,7 +21,7 @@ from typing import Any
 from vsb.errors import InputError, RunError
 from vsb.evaluators.decode import load_indices
 from vsb.evaluators.registry import DEFAULT_EVALUATORS, EvaluatorOutput, Frame, get_evaluator
-from vsb.fsio import atomic_write_json, atomic_write_text
+from vsb.fsio import atomic_write_json, atomic_write_text, iter_jsonl
 from vsb.story.io import load_suite
 from vsb.story.models import Story
 
@@ -59,22 +59,13 @@ def _read_records(run_dir: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise RunError("run has no records (run `vsb run` first)", file=path)
     records = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise InputError(
-                    f"invalid JSON: {err.msg}", file=path, location=f"line {n}"
-                ) from err
-            missing = [k for k in ("model", "condition", "story_id", "scene") if k not in rec]
-            if missing:
-                raise InputError(
-                    f"missing field(s) {', '.join(missing)}", file=path, location=f"line {n}"
-                )
-            records.append(rec)
+    for n, rec in iter_jsonl(path):
+        missing = [k for k in ("model", "condition", "story_id", "scene") if k not in rec]
+        if missing:
+            raise InputError(
+                f"missing field(s) {', '.join(missing)}", file=path, location=f"line {n}"
+            )
+        records.append(rec)
     if not records:
         raise RunError("run has no records (records.jsonl is empty)", file=path)
     return records

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from vsb.errors import InputError, RunError
+from vsb.fsio import iter_jsonl
 from vsb.story.models import DIMENSIONS
 
 REQUIREMENTS_FILE = "evaluations/requirements.jsonl"
@@ -77,23 +78,6 @@ def require_run_dir(run_dir: str | Path) -> Path:
     if not p.is_dir():
         raise RunError("run directory not found", file=p)
     return p
-
-
-def iter_jsonl(path: Path) -> Any:
-    """Yield (line number, object) for every non-blank line; ``InputError`` on bad JSON."""
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise InputError(
-                    f"invalid JSON: {err.msg}", file=path, location=f"line {n}"
-                ) from err
-            if not isinstance(obj, dict):
-                raise InputError("expected a JSON object", file=path, location=f"line {n}")
-            yield n, obj
 
 
 def _check_keys(obj: dict[str, Any], keys: tuple[str, ...], path: Path, n: int) -> None:

@@ -26,12 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from vsb.errors import InputError, RunError
-from vsb.fsio import atomic_write_json, atomic_write_text, sha256_file
+from vsb.fsio import atomic_write_json, atomic_write_text, iter_jsonl, sha256_file
 from vsb.scores.inputs import (
     REQUIREMENTS_FILE,
     RequirementRows,
     SignalRows,
-    iter_jsonl,
     load_requirements,
     load_signals,
     release_name,

@@ -34,6 +34,9 @@ class RequirementRows:
     taxonomy: list[str] = field(default_factory=list)
     passed: list[bool] = field(default_factory=list)
     failure: list[str] = field(default_factory=list)
+    verdict: list[str] = field(default_factory=list)
+    evaluator: list[str] = field(default_factory=list)
+    judge_model: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.passed)
@@ -51,6 +54,21 @@ class RequirementRows:
         self.taxonomy.append(str(row.get("taxonomy", "")))
         self.passed.append(bool(row["passed"]))
         self.failure.append(str(row.get("failure") or ""))
+        self.verdict.append(row_verdict(row))
+        self.evaluator.append(str(row.get("evaluator") or DEFAULT_EVALUATOR))
+        self.judge_model.append(str(row.get("judge_model") or ""))
+
+    def subset(self, keep: list[bool]) -> RequirementRows:
+        """The rows where ``keep`` is true (same columns)."""
+        out = RequirementRows()
+        for name in self.__dataclass_fields__:
+            col = getattr(self, name)
+            setattr(out, name, [v for v, k in zip(col, keep, strict=True) if k])
+        return out
+
+    def evaluators(self) -> list[str]:
+        """The evaluators present, in order of first appearance."""
+        return list(dict.fromkeys(self.evaluator))
 
 
 @dataclass
@@ -63,9 +81,29 @@ class SignalRows:
     scene: list[int] = field(default_factory=list)
     signal: list[str] = field(default_factory=list)
     value: list[float] = field(default_factory=list)
+    evaluator: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.value)
+
+
+#: Verdicts of a requirement row (docs/CONTRACTS.md); ``passed`` is true iff verdict == "passed".
+VERDICTS: tuple[str, ...] = ("passed", "failed", "unsure", "not_applicable", "parse_failure")
+#: The evaluator of rows written before the evaluator axis existed.
+DEFAULT_EVALUATOR = "rules"
+
+
+def row_verdict(row: dict[str, Any]) -> str:
+    """A row's verdict; rows written before verdicts existed read it from ``passed``."""
+    v = row.get("verdict")
+    if v is None:
+        return "passed" if row.get("passed") else "failed"
+    return str(v)
+
+
+def _signal_evaluator(signal: str) -> str:
+    """The evaluator of a signal row written before signal rows named it."""
+    return signal.split("_", 1)[0] if "_" in signal else signal
 
 
 _REQ_KEYS = ("model", "condition", "story_id", "scene", "dimension", "source", "passed")
@@ -104,6 +142,19 @@ def load_requirements(run_dir: str | Path) -> RequirementRows:
             raise InputError(f"unknown source {obj['source']!r}", file=path, location=f"line {n}")
         if not isinstance(obj["passed"], bool):
             raise InputError("'passed' must be true or false", file=path, location=f"line {n}")
+        verdict = row_verdict(obj)
+        if verdict not in VERDICTS:
+            raise InputError(
+                f"unknown verdict {verdict!r} (expected one of {', '.join(VERDICTS)})",
+                file=path,
+                location=f"line {n}",
+            )
+        if obj["passed"] != (verdict == "passed"):
+            raise InputError(
+                f"'passed' must be true exactly when verdict is 'passed' (verdict {verdict!r})",
+                file=path,
+                location=f"line {n}",
+            )
         rows.append(obj)
     if not len(rows):
         raise RunError("run has no evaluations (requirements.jsonl is empty)", file=path)
@@ -129,6 +180,7 @@ def load_signals(run_dir: str | Path) -> SignalRows:
         rows.scene.append(int(obj["scene"]))
         rows.signal.append(str(obj["signal"]))
         rows.value.append(float(value))
+        rows.evaluator.append(str(obj.get("evaluator") or _signal_evaluator(str(obj["signal"]))))
     return rows
 
 

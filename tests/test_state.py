@@ -87,10 +87,89 @@ def rule_of(*events: Event) -> str:
         ((Swap(a="Ama", b="Ama"),), "swap_self"),
         ((SetWeather(weather="foggy"),), "unknown_value"),
         ((SetPose(character="Zed", pose="sitting"),), "unknown_character"),
+        # one object per pair of hands: picking up, receiving
+        ((Pickup(object="vase", character="Ama"),), "hands_full"),
+        ((Pickup(object="vase", character="Bo"),
+          Give(object="umbrella", giver="Ama", receiver="Bo")), "hands_full"),
+        # counted objects always lie on the ground
+        ((Pickup(object="apple", character="Bo"),), "counted_held"),
+        # taking off an accessory that is not worn; changing into what one wears
+        ((ChangeAttr(character="Ama", attribute="accessory", value="none"),
+          ChangeAttr(character="Ama", attribute="accessory", value="none")), "attr_unchanged"),
+        ((ChangeAttr(character="Ama", attribute="trousers", value="blue"),), "attr_unchanged"),
+        # tops differ between characters and from the wearer's trousers
+        ((ChangeAttr(character="Ama", attribute="top", value="blue"),), "clothing_not_distinct"),
+        ((ChangeAttr(character="Ama", attribute="top", value="green"),
+          ChangeAttr(character="Bo", attribute="top", value="green")), "clothing_not_distinct"),
+        ((ChangeAttr(character="Ama", attribute="trousers", value="red"),),
+         "clothing_not_distinct"),
+        # an object changes (state, count) only where it can be seen
+        ((Move(location="kitchen"), ChangeState(object="vase", state="broken")), "object_absent"),
+        ((Move(location="kitchen"), SetCount(object="apple", count=2)), "object_absent"),
     ],
 )  # fmt: skip
 def test_refusal_rules(events: tuple[Event, ...], rule: str) -> None:
     assert rule_of(*events) == rule
+
+
+def test_taking_off_a_missing_accessory_says_so() -> None:
+    with pytest.raises(TransitionError, match="wears no accessory to take off"):
+        run(
+            ChangeAttr(character="Ama", attribute="accessory", value="none"),
+            ChangeAttr(character="Ama", attribute="accessory", value="none"),
+        )
+
+
+def _world(*objects: WorldObject, characters: tuple[Character, ...] = ()) -> World:
+    return WORLD.model_copy(
+        update={"objects": list(objects), "characters": list(characters or WORLD.characters)}
+    )
+
+
+@pytest.mark.parametrize(
+    ("world", "rule"),
+    [
+        (_world(WorldObject(kind="apple", color="red", initial_state="whole", count=2,
+                            initial_holder="Ama")), "counted_held"),
+        (_world(WorldObject(kind="vase", color="red", initial_state="intact", initial_holder="Bo"),
+                WorldObject(kind="book", color="blue", initial_state="closed",
+                            initial_holder="Bo")), "hands_full"),
+        (_world(WorldObject(kind="vase", color="red", initial_state="intact", initial_holder="Bo",
+                            initially_present=False)), "object_absent"),
+    ],
+)  # fmt: skip
+def test_world_refusal_rules(world: World, rule: str) -> None:
+    with pytest.raises(TransitionError) as info:
+        replay(world, [[]], "w")
+    assert info.value.rule == rule and info.value.scene == 0
+
+
+def test_appear_in_full_hands_or_counted_in_hands_is_refused() -> None:
+    late = _world(
+        WorldObject(kind="umbrella", color="red", initial_state="closed", initial_holder="Ama"),
+        WorldObject(kind="vase", color="blue", initial_state="intact", initially_present=False),
+        WorldObject(kind="coin", color="green", initial_state="whole", count=2,
+                    initially_present=False),
+    )  # fmt: skip
+    for ev, rule in (
+        (Appear(object="vase", holder="Ama"), "hands_full"),
+        (Appear(object="coin", holder="Bo"), "counted_held"),
+    ):
+        with pytest.raises(TransitionError) as info:
+            replay(late, [[], [ev]], "t")
+        assert info.value.rule == rule
+    states = replay(late, [[], [Appear(object="vase", holder="Bo"), Appear(object="coin")]], "t")
+    assert states[1].objects["vase"].holder == "Bo" and states[1].object_visible("coin")
+
+
+def test_removed_object_frees_the_hands_that_held_it() -> None:
+    states = replay(
+        WORLD, [[], [Remove(object="umbrella")], [Pickup(object="vase", character="Ama")]], "t"
+    )
+    gone = states[1].objects["umbrella"]
+    assert gone.removed and gone.holder is None and gone.place is None
+    assert not states[1].object_visible("umbrella")
+    assert states[2].objects["vase"].holder == "Ama"
 
 
 def test_error_names_story_scene_event_and_rule() -> None:
@@ -167,11 +246,22 @@ def test_strategy_covers_every_event_type() -> None:
     assert {types[globals()[n]] for n in EVENT_STRATEGIES} == set(EVENT_TYPES)
 
 
+LATE_WORLD = _world(
+    WorldObject(kind="umbrella", color="red", initial_state="closed", initial_holder="Ama"),
+    WorldObject(kind="vase", color="blue", initial_state="intact", initially_present=False),
+    WorldObject(kind="apple", color="green", initial_state="whole", count=3,
+                initially_present=False),
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("world", [WORLD, LATE_WORLD], ids=["all-present", "late-objects"])
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.lists(event_strategy, max_size=4), min_size=1, max_size=5))
-def test_random_events_apply_or_raise_transition_error(scenes: list[list[Event]]) -> None:
+def test_random_events_apply_or_raise_transition_error(
+    world: World, scenes: list[list[Event]]
+) -> None:
     try:
-        states = replay(WORLD, [[], *scenes], "prop")
+        states = replay(world, [[], *scenes], "prop")
     except TransitionError as err:
         assert err.rule and err.story == "prop" and err.scene >= 2
         return
@@ -179,6 +269,12 @@ def test_random_events_apply_or_raise_transition_error(scenes: list[list[Event]]
     for s in states:
         assert len(set(s.order)) == len(s.order)
         assert set(s.order) == {n for n, c in s.characters.items() if c.present}
-        for o in s.objects.values():
+        holders = [o.holder for o in s.objects.values() if o.holder is not None]
+        assert len(set(holders)) == len(holders)  # one object per pair of hands
+        for kind, o in s.objects.items():
             assert o.count is None or o.count >= 0
             assert o.holder is None or o.place is None
+            assert o.holder is None or not vocab.OBJECT_KINDS[kind].counted
+            assert not o.removed or (o.holder is None and o.place is None)
+        for c in s.characters.values():
+            assert c.top != c.trousers

@@ -8,7 +8,11 @@ Rules (the ``rule`` names): ``unknown_character``, ``unknown_object``, ``unknown
 ``time_backwards``, ``appear_present``, ``acting_on_removed``, ``object_absent``,
 ``state_backwards``, ``give_not_held``, ``give_self``, ``drop_not_held``,
 ``pickup_held_by_other``, ``pickup_not_here``, ``count_negative``, ``not_counted``,
-``identity_change``, ``swap_self``.
+``identity_change``, ``swap_self``, ``hands_full`` (a character holds at most one object),
+``counted_held`` (counted objects always lie on the ground), ``attr_unchanged`` (a clothing
+change must change something: no taking off an accessory that is not worn),
+``clothing_not_distinct`` (tops differ between characters and from the wearer's trousers).
+The world itself is checked with the same rule names (scene 0) before the first event.
 """
 
 from __future__ import annotations
@@ -152,6 +156,40 @@ def _visible_here(s: MutableState, o: _Obj) -> bool:
     return o.place == s.location
 
 
+def _held_by(s: MutableState, name: str) -> str | None:
+    """The object ``name`` holds, if any (removed objects are held by nobody)."""
+    return next((k for k, o in s.objects.items() if o.holder == name and not o.removed), None)
+
+
+def _check_hands(s: MutableState, kind: str, name: str, ctx: EventContext) -> None:
+    """``name`` may take the object ``kind``: it is not counted and their hands are free."""
+    if vocab.OBJECT_KINDS[kind].counted:
+        raise ctx.fail("counted_held", f"the {kind} is counted and always lies on the ground")
+    held = _held_by(s, name)
+    if held is not None and held != kind:
+        raise ctx.fail("hands_full", f"{name} already holds the {held}")
+
+
+def _check_clothing(
+    s: MutableState, name: str, attribute: str, value: str, ctx: EventContext
+) -> None:
+    """A clothing change must change something and keep tops distinct (rules
+    ``attr_unchanged`` and ``clothing_not_distinct``)."""
+    c = s.characters[name]
+    if getattr(c, attribute) == value:
+        if attribute == "accessory" and value == "none":
+            raise ctx.fail("attr_unchanged", f"{name} wears no accessory to take off")
+        raise ctx.fail("attr_unchanged", f"{name} already wears {value} ({attribute})")
+    if attribute == "top":
+        other = next((n for n, o in s.characters.items() if n != name and o.top == value), None)
+        if other is not None:
+            raise ctx.fail("clothing_not_distinct", f"{other} already wears a {value} top")
+        if value == c.trousers:
+            raise ctx.fail("clothing_not_distinct", f"{name}'s trousers are {value} too")
+    if attribute == "trousers" and value == c.top:
+        raise ctx.fail("clothing_not_distinct", f"{name}'s top is {value} too")
+
+
 def apply_event(s: MutableState, ev: Event, ctx: EventContext) -> None:
     """Apply one event in place, or raise ``TransitionError``."""
     match ev:
@@ -189,6 +227,7 @@ def apply_event(s: MutableState, ev: Event, ctx: EventContext) -> None:
                 raise ctx.fail("appear_present", f"the {ev.object} is already in the story")
             if ev.holder is not None:
                 _char(s, ev.holder, ctx)
+                _check_hands(s, ev.object, ev.holder, ctx)
             o.appeared = True
             o.holder = ev.holder
             o.place = None if ev.holder else s.location
@@ -197,8 +236,11 @@ def apply_event(s: MutableState, ev: Event, ctx: EventContext) -> None:
             if not _visible_here(s, o):
                 raise ctx.fail("object_absent", f"the {ev.object} is not in this scene")
             o.removed = True
+            o.holder = o.place = None  # gone for good: held by nobody, lying nowhere
         case ChangeState():
             o = _obj(s, ev.object, ctx)
+            if not _visible_here(s, o):
+                raise ctx.fail("object_absent", f"the {ev.object} is not in this scene")
             kind = vocab.OBJECT_KINDS[ev.object]
             _check_value(ev.state, kind.states, f"{ev.object} state", ctx)
             if not kind.can_change(o.state, ev.state):
@@ -214,6 +256,7 @@ def apply_event(s: MutableState, ev: Event, ctx: EventContext) -> None:
                 raise ctx.fail("give_self", f"{ev.giver} cannot give to themself")
             if o.holder != ev.giver:
                 raise ctx.fail("give_not_held", f"{ev.giver} does not hold the {ev.object}")
+            _check_hands(s, ev.object, ev.receiver, ctx)
             o.holder = ev.receiver
         case Drop():
             o = _obj(s, ev.object, ctx)
@@ -228,11 +271,14 @@ def apply_event(s: MutableState, ev: Event, ctx: EventContext) -> None:
                 raise ctx.fail("pickup_held_by_other", f"{o.holder} holds the {ev.object}")
             if o.place != s.location:
                 raise ctx.fail("pickup_not_here", f"the {ev.object} is not at the {s.location}")
+            _check_hands(s, ev.object, ev.character, ctx)
             o.holder, o.place = ev.character, None
         case SetCount():
             o = _obj(s, ev.object, ctx)
             if o.count is None:
                 raise ctx.fail("not_counted", f"the {ev.object} is not a counted object")
+            if not _visible_here(s, o):
+                raise ctx.fail("object_absent", f"the {ev.object} is not in this scene")
             if ev.count < 0:
                 raise ctx.fail("count_negative", f"count {ev.count} is below zero")
             if ev.count > vocab.MAX_COUNT:
@@ -246,6 +292,7 @@ def apply_event(s: MutableState, ev: Event, ctx: EventContext) -> None:
                 raise ctx.fail("unknown_value", f"{ev.attribute!r} is not a clothing attribute")
             allowed = vocab.ACCESSORIES if ev.attribute == "accessory" else vocab.CLOTHING_COLORS
             _check_value(ev.value, allowed, ev.attribute, ctx)
+            _check_clothing(s, ev.character, ev.attribute, ev.value, ctx)
             setattr(c, ev.attribute, ev.value)
         case Swap():
             _char(s, ev.a, ctx)
@@ -303,6 +350,14 @@ def _validate_world(world: World, s: MutableState, story_id: str) -> None:
             raise ctx.fail("count_negative", f"the {o.kind} count {o.count} is out of range")
         if o.initial_holder is not None:
             _char(s, o.initial_holder, ctx)
+            if not o.initially_present:
+                raise ctx.fail("object_absent", f"the {o.kind} is held before it appears")
+            if kind.counted:
+                raise ctx.fail("counted_held", f"the {o.kind} is counted and cannot be held")
+    holders = [o.initial_holder for o in world.objects if o.initial_holder is not None]
+    twice = sorted({h for h in holders if holders.count(h) > 1})
+    if twice:
+        raise ctx.fail("hands_full", f"{twice[0]} holds more than one object at the start")
     for loc in world.locations:
         _check_value(loc, vocab.LOCATIONS, "location", ctx)
     _check_value(world.start_time, vocab.TIMES, "time of day", ctx)

@@ -1,4 +1,4 @@
-"""``vsb release build|freeze|verify``: thin wrappers over vsb.release."""
+"""``vsb release build|freeze|verify|sign|keygen``: thin wrappers over vsb.release."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ _DIR = click.Path(file_okay=False, path_type=Path)
 
 @click.group("release")
 def release() -> None:
-    """Freeze a release directory into MANIFEST.json, verify it, or build the whole release."""
+    """Freeze a release directory into MANIFEST.json, verify or sign it, or build the whole
+    release."""
 
 
 class _RichProgress:
@@ -100,18 +101,98 @@ def freeze(release_dir: Path, name: str | None) -> None:
     click.echo(f"root hash {manifest.root_hash} -> {release_dir / MANIFEST_NAME}")
 
 
-@release.command("verify")
+_VERIFY_HELP = """Check RELEASE_DIR against its MANIFEST.json; exit 1 naming each problem.
+
+\b
+What a pass proves:
+- always: every file outside the top-level oracle/ is listed in MANIFEST.json
+  with its size and SHA-256, none is missing or extra, and the manifest hashes
+  to its own root hash. That is internal consistency only: whoever changes a
+  file and recomputes the manifest passes this check.
+- with --expect-root HASH: also that this is the release whose root hash you
+  were given (take HASH from the announcement or the site, not from the
+  release's own README.md, which is not hashed).
+- with --key PUB.pem: also that MANIFEST.json.sig is an Ed25519 signature of
+  this MANIFEST.json by the holder of the private key matching PUB.pem (as
+  trustworthy as the way you got PUB.pem).
+Never covered: the contents of the sealed oracle/ (not hashed), and whether
+the numbers are right, only that they are the ones that were published.
+"""
+
+
+@release.command("verify", help=_VERIFY_HELP)
 @click.argument("release_dir", type=_DIR)
-def verify(release_dir: Path) -> None:
-    """Check every file of RELEASE_DIR against its MANIFEST.json; exit 1 naming each problem."""
+@click.option(
+    "--expect-root",
+    "expect_root",
+    metavar="HASH",
+    default=None,
+    help="Fail unless the manifest hashes to this root hash (64 hex digits).",
+)
+@click.option("--key", "key", metavar="PUB.pem", default=None,
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="Also check MANIFEST.json.sig against this Ed25519 public key.")  # fmt: skip
+def verify(release_dir: Path, expect_root: str | None, key: Path | None) -> None:
     from vsb.errors import ReleaseError
-    from vsb.release.manifest import load_manifest
+    from vsb.release.manifest import load_manifest, parse_root_hash
     from vsb.release.manifest import verify as do_verify
 
-    problems = do_verify(release_dir)
+    if expect_root is not None:
+        parse_root_hash(expect_root)  # a malformed hash is a usage error, before any work
+    public = None
+    if key is not None:
+        from vsb.release.signing import load_public_key, signature_problems
+
+        public = load_public_key(key)
+    problems = do_verify(release_dir, expect_root=expect_root)
+    if public is not None:
+        problems += signature_problems(release_dir, public)
+    if len(problems) == 1:
+        raise ReleaseError(f"verification failed: {problems[0]}", file=release_dir)
     for p in problems:
         click.echo(p, err=True)
     if problems:
-        raise ReleaseError(f"verification failed: {len(problems)} problem(s)", file=release_dir)
+        raise ReleaseError(
+            f"verification failed: {len(problems)} problem(s), listed above", file=release_dir
+        )
     manifest = load_manifest(release_dir)
     click.echo(f"ok: {manifest.release} {manifest.root_hash} ({len(manifest.files)} files)")
+    if expect_root is None:
+        click.echo("internally consistent; pass --expect-root HASH to check it is the release")
+    else:
+        click.echo("root hash matches the expected one")
+    if public is not None:
+        from vsb.release.signing import fingerprint
+
+        click.echo(f"signed by the key {fingerprint(public)}")
+
+
+@release.command("sign")
+@click.argument("release_dir", type=_DIR)
+@click.option("--key", "key", metavar="KEY.pem", required=True,
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="Ed25519 private key (PEM), e.g. from `vsb release keygen`.")  # fmt: skip
+def sign(release_dir: Path, key: Path) -> None:
+    """Verify RELEASE_DIR, then write MANIFEST.json.sig: a detached Ed25519 signature of the
+    bytes of MANIFEST.json (readers check it with `vsb release verify --key PUB.pem`)."""
+    from vsb.release.manifest import load_manifest
+    from vsb.release.signing import sign_release
+
+    path, key_id = sign_release(release_dir, key)
+    manifest = load_manifest(release_dir)
+    click.echo(f"signed {manifest.release} (root hash {manifest.root_hash}) -> {path}")
+    click.echo(f"public key fingerprint {key_id}")
+
+
+@release.command("keygen")
+@click.option("--out", "out_dir", required=True, type=_DIR,
+              help="Directory for the key pair (created if missing).")  # fmt: skip
+def keygen(out_dir: Path) -> None:
+    """Make an Ed25519 key pair in OUT: vsb-release-private.pem (mode 0600; keep it secret,
+    outside any release) and vsb-release-public.pem (publish it). Never replaces a key."""
+    from vsb.release.signing import fingerprint, generate_keypair, load_public_key
+
+    private, public = generate_keypair(out_dir)
+    click.echo(f"private key {private} (mode 0600; keep it secret)")
+    click.echo(f"public key  {public} (publish it)")
+    click.echo(f"fingerprint {fingerprint(load_public_key(public))}")

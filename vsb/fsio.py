@@ -1,12 +1,21 @@
-"""Atomic file writes and canonical JSON hashing shared by every layer."""
+"""Atomic file writes, canonical JSON hashing and the one JSON reader, shared by every layer.
+
+Every JSON document vsb reads from disk goes through ``load_json`` / ``loads_json`` /
+``iter_jsonl``: a size cap and a nesting-depth scan run before parsing, and every way the text
+can be wrong (not UTF-8, bad syntax, too deep, an absurd number) becomes one ``InputError``
+carrying the file and the line and column. A missing file raises ``FileNotFoundError`` so that
+each caller decides whether absence is an error.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterator
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -64,18 +73,174 @@ def atomic_write_json(path: str | Path, obj: Any, *, indent: int | None = 2) -> 
     atomic_write_text(path, text)
 
 
-def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (line number, object) for every non-blank line; ``InputError`` on bad JSON."""
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
+MAX_JSON_DEPTH = 64
+"""Deepest nesting of arrays and objects accepted (vsb's own files nest about 8 deep)."""
+MAX_JSON_BYTES = 256 * 1024 * 1024
+"""Largest JSON file (or JSON-lines line) read, in bytes."""
+
+# A JSON string (skipped whole, so brackets inside it do not count), an opener, a closer.
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|([\[{])|([\]}])', re.DOTALL)
+_ESCAPE = re.compile(rb"\\.", re.DOTALL)
+_BARE_STRING = re.compile(rb'"[^"]*"')
+_NOT_STRUCTURE = bytes(c for c in range(256) if c not in b'"[]{}')
+_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def json_max_depth(text: str | bytes) -> int:
+    """Deepest nesting of arrays and objects in JSON text, brackets inside strings ignored
+    (C-speed passes: drop escapes, keep only quotes and brackets, drop strings, accumulate)."""
+    data = text.encode() if isinstance(text, str) else text
+    if b"\\" in data:
+        data = _ESCAPE.sub(b"", data)
+    data = _BARE_STRING.sub(b"", data.translate(None, _NOT_STRUCTURE)).replace(b'"', b"")
+    return max(accumulate(map(_STEP.__getitem__, data), initial=0))
+
+
+def json_too_deep(text: str, max_depth: int = MAX_JSON_DEPTH) -> int | None:
+    """Offset of the first ``[`` or ``{`` nested deeper than ``max_depth`` in ``text``
+    (brackets inside strings ignored), or None. Linear; stops at the first offender."""
+    if text.count("[") + text.count("{") <= max_depth or json_max_depth(text) <= max_depth:
+        return None
+    depth = 0
+    for m in _TOKEN.finditer(text):
+        kind = m.lastindex
+        if kind == 1:
+            depth += 1
+            if depth > max_depth:
+                return m.start()
+        elif kind == 2:
+            depth -= 1
+    return None
+
+
+def _line_col(text: str, pos: int) -> tuple[int, int]:
+    return text.count("\n", 0, pos) + 1, pos - text.rfind("\n", 0, pos)
+
+
+def loads_json(
+    text: str | bytes,
+    *,
+    file: str | Path | None = None,
+    line: int = 1,
+    max_depth: int = MAX_JSON_DEPTH,
+    max_bytes: int = MAX_JSON_BYTES,
+    unique_keys: bool = False,
+) -> Any:
+    """Parse JSON text; any problem is an ``InputError`` naming ``file`` and the line and
+    column (``line`` is the number of the text's first line in that file). Nesting deeper
+    than ``max_depth`` is refused before parsing; ``unique_keys`` refuses an object that
+    repeats a key (by default the last value wins, as in ``json.loads``)."""
+    if len(text) > max_bytes:
+        raise InputError(
+            f"JSON text of {len(text):,} bytes exceeds the {max_bytes:,}-byte limit",
+            file=file,
+            location=f"line {line}",
+        )
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as err:
+            n = line + text.count(b"\n", 0, err.start)
+            raise InputError(
+                f"not UTF-8 text (byte {err.start} cannot be decoded)",
+                file=file,
+                location=f"line {n}",
+            ) from None
+    pos = json_too_deep(text, max_depth)
+    if pos is not None:
+        ln, col = _line_col(text, pos)
+        raise InputError(
+            f"JSON nested deeper than {max_depth} levels",
+            file=file,
+            location=f"line {line + ln - 1} column {col}",
+        )
+    try:
+        return json.loads(text, object_pairs_hook=_unique_pairs if unique_keys else None)
+    except json.JSONDecodeError as err:
+        raise InputError(
+            f"invalid JSON: {err.msg}",
+            file=file,
+            location=f"line {line + err.lineno - 1} column {err.colno}",
+        ) from None
+    except _DuplicateKey as err:
+        raise InputError(
+            f"invalid JSON: an object repeats the key {err.key!r}", file=file
+        ) from None
+    except ValueError as err:  # e.g. an integer longer than int_max_str_digits
+        msg = str(err).split(":")[0]
+        raise InputError(f"invalid JSON: {msg}", file=file) from None
+    except RecursionError:  # only reachable with a max_depth above the interpreter's limit
+        raise InputError("invalid JSON: nested too deeply to parse", file=file) from None
+
+
+def read_limited(path: str | Path, max_bytes: int = MAX_JSON_BYTES) -> bytes:
+    """The bytes of a file, refusing one larger than ``max_bytes`` (read no further, so a
+    device or an endless stream cannot exhaust memory). ``FileNotFoundError`` propagates;
+    any other ``OSError`` becomes an ``InputError``."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except FileNotFoundError:
+        raise
+    except OSError as err:
+        raise InputError(f"cannot read file: {err.strerror or err}", file=path) from None
+    if len(data) > max_bytes:
+        raise InputError(f"file exceeds the {max_bytes:,}-byte limit", file=path)
+    return data
+
+
+def load_json(
+    path: str | Path,
+    *,
+    max_depth: int = MAX_JSON_DEPTH,
+    max_bytes: int = MAX_JSON_BYTES,
+    unique_keys: bool = False,
+) -> Any:
+    """Read and parse one JSON file through ``read_limited`` and ``loads_json``."""
+    data = read_limited(path, max_bytes)
+    return loads_json(
+        data, file=path, max_depth=max_depth, max_bytes=max_bytes, unique_keys=unique_keys
+    )
+
+
+def iter_jsonl(
+    path: str | Path, *, max_depth: int = MAX_JSON_DEPTH, max_bytes: int = MAX_JSON_BYTES
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, object) for every non-blank line; ``InputError`` naming the line on
+    bad JSON, a line that is not an object, a line over ``max_bytes`` or nested too deep."""
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 (closed by the with block below)
+    except FileNotFoundError:
+        raise
+    except OSError as err:
+        raise InputError(f"cannot read file: {err.strerror or err}", file=path) from None
+    with fh:
+        n = 0
+        while raw := fh.readline(max_bytes + 1):
+            n += 1
+            if len(raw) > max_bytes:
                 raise InputError(
-                    f"invalid JSON: {err.msg}", file=path, location=f"line {n}"
-                ) from err
+                    f"line exceeds the {max_bytes:,}-byte limit", file=path, location=f"line {n}"
+                )
+            raw = raw.rstrip()
+            if not raw:
+                continue
+            obj = loads_json(raw, file=path, line=n, max_depth=max_depth, max_bytes=max_bytes)
             if not isinstance(obj, dict):
                 raise InputError("expected a JSON object", file=path, location=f"line {n}")
             yield n, obj

@@ -158,7 +158,7 @@ def verify(release_dir: Path, expect_root: str | None, key: Path | None) -> None
     manifest = load_manifest(release_dir)
     click.echo(f"ok: {manifest.release} {manifest.root_hash} ({len(manifest.files)} files)")
     if expect_root is None:
-        click.echo("internally consistent; pass --expect-root HASH to check it is the release")
+        click.echo("internally consistent only; pass --expect-root HASH to check it is the release")
     else:
         click.echo("root hash matches the expected one")
     if public is not None:

@@ -120,8 +120,8 @@ This directory is a frozen release of the Visual Story Benchmark, made by vsb \
 {manifest.vsb_version}. `MANIFEST.json` lists the SHA-256 and size of each of its \
 {len(manifest.files)} hashed files; the root hash is the SHA-256 of the canonical JSON \
 (sorted keys, no whitespace) of the manifest without its `root_hash` field. The sealed \
-oracle (the top-level `oracle/` folder, {len(manifest.excluded)} files) is present but not \
-hashed; this README and `MANIFEST.json.sig` are not hashed either.
+oracle (the top-level `oracle/` folder, {len(manifest.excluded)} file(s)) is present but \
+not hashed; this README and `MANIFEST.json.sig` are not hashed either.
 
 ## How to verify
 

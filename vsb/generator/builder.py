@@ -14,8 +14,6 @@ import numpy as np
 from vsb import vocab
 from vsb.state import EventContext, MutableState, apply_event, initial_state, replay
 from vsb.story.models import (
-    CausalLink,
-    ChangeState,
     Character,
     Event,
     Scene,
@@ -23,8 +21,8 @@ from vsb.story.models import (
     World,
     WorldObject,
 )
-from vsb.story.requirements import build_requirements
-from vsb.story.text import compose_scene, paraphrase
+from vsb.story.requirements import derive_story
+from vsb.story.text import paraphrase
 
 
 def pick(rng: np.random.Generator, options: Sequence[str], exclude: Sequence[str] = ()) -> str:
@@ -76,19 +74,17 @@ class StoryBuilder:
         self.world = world
         self.state: MutableState = initial_state(world)
         self.scenes: list[list[Event]] = [[]]
-        self.causes: dict[tuple[int, int], str] = {}
 
     # -- building ----------------------------------------------------------------------------
     def next_scene(self) -> None:
         """Start the next scene."""
         self.scenes.append([])
 
-    def add(self, event: Event, *, cause: str | None = None) -> None:
-        """Append an event to the current scene (raises TransitionError if impossible)."""
+    def add(self, event: Event) -> None:
+        """Append an event to the current scene (raises TransitionError if impossible).
+        A ``ChangeState`` with a ``cause`` becomes a causal link."""
         k = len(self.scenes)
         apply_event(self.state, event, EventContext(self.story_id, k, len(self.scenes[-1])))
-        if cause is not None:
-            self.causes[(k, len(self.scenes[-1]))] = cause
         self.scenes[-1].append(event)
 
     # -- queries on the working state ------------------------------------------------------------
@@ -119,22 +115,19 @@ class StoryBuilder:
     def build(self, *, category: str, difficulty: str, seed: int, style: str = "plain") -> Story:
         """Replay, compose texts, derive causal links and requirements, and return the story."""
         states = replay(self.world, self.scenes, self.story_id)
-        links = self._causal_links(states)
-        scenes: list[Scene] = []
-        for k, events in enumerate(self.scenes, start=1):
-            before = states[k - 2] if k > 1 else None
-            causes = {i: c for (kk, i), c in self.causes.items() if kk == k}
-            text, stated = compose_scene(k, events, before, states[k - 1], self.world, causes)
-            reqs = build_requirements(k, states[k - 1], self.world, stated, states[: k - 1], links)
-            scenes.append(
-                Scene(
-                    index=k,
-                    events=list(events),
-                    text=paraphrase(text) if style == "paraphrase" else text,
-                    state=states[k - 1],
-                    requirements=reqs,
-                )
+        derived = derive_story(self.world, self.scenes, states)
+        scenes = [
+            Scene(
+                index=k,
+                events=list(events),
+                text=paraphrase(text) if style == "paraphrase" else text,
+                state=states[k - 1],
+                requirements=reqs,
             )
+            for k, (events, text, reqs) in enumerate(
+                zip(self.scenes, derived.texts, derived.requirements, strict=True), start=1
+            )
+        ]
         return Story(
             id=self.story_id,
             category=category,
@@ -143,35 +136,8 @@ class StoryBuilder:
             prompt_style=style,
             world=self.world,
             scenes=scenes,
-            causal_links=links,
+            causal_links=derived.causal_links,
         )
-
-    def _causal_links(self, states: Sequence[object]) -> list[CausalLink]:
-        links: list[CausalLink] = []
-        for (k, i), cause in sorted(self.causes.items()):
-            ev = self.scenes[k - 1][i]
-            assert isinstance(ev, ChangeState)
-            effect: list[int] = []
-            for j in range(k + 1, len(self.scenes) + 1):
-                st = states[j - 1]
-                assert hasattr(st, "objects")
-                o = st.objects[ev.object]
-                if o.removed or o.state != ev.state:
-                    break
-                if st.object_visible(ev.object):  # type: ignore[attr-defined]
-                    effect.append(j)
-            links.append(
-                CausalLink(
-                    cause_scene=k,
-                    cause_event=i,
-                    description=cause,
-                    subject=ev.object,
-                    attribute="state",
-                    value=ev.state,
-                    effect_scenes=effect,
-                )
-            )
-        return links
 
 
 def make_object(

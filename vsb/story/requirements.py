@@ -1,12 +1,27 @@
-"""Requirements: the checkable facts of each scene, with dimension, taxonomy and source."""
+"""Requirements: the checkable facts of each scene, with dimension, taxonomy and source.
+
+``derive_story`` is the single derivation of everything that follows from a story's events
+and replayed states (scene texts, causal links, requirements): the generator builds stories
+with it, and validation re-derives a stored story with it to catch requirements that
+contradict the replayed state.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from vsb import vocab
-from vsb.story.models import CausalLink, Requirement, SceneState, Value, World
-from vsb.story.text import Fact
+from vsb.story.models import (
+    CausalLink,
+    ChangeState,
+    Event,
+    Requirement,
+    SceneState,
+    Value,
+    World,
+)
+from vsb.story.text import Fact, compose_scene
 
 #: attribute -> (dimension, taxonomy) for character facts.
 CHARACTER_FACTS: dict[str, tuple[str, str]] = {
@@ -34,8 +49,11 @@ SCENE_FACTS: dict[str, tuple[str, str]] = {
 }
 
 
-def scene_facts(state: SceneState, world: World) -> list[tuple[str, str, Value]]:
-    """Every checkable (subject, attribute, expected) of a scene's image, in a fixed order."""
+def scene_facts(
+    state: SceneState, world: World, history: Sequence[SceneState] = ()
+) -> list[tuple[str, str, Value]]:
+    """Every checkable (subject, attribute, expected) of a scene's image, in a fixed order
+    (``history`` = the states of the earlier scenes)."""
     out: list[tuple[str, str, Value]] = []
     for c in world.characters:
         cs = state.characters[c.name]
@@ -45,7 +63,10 @@ def scene_facts(state: SceneState, world: World) -> list[tuple[str, str, Value]]
             out.append((c.name, "hair", [cs.hair_color, cs.hair_style]))
             out.append((c.name, "top", cs.top))
             out.append((c.name, "trousers", cs.trousers))
-            if cs.accessory != "none" or c.accessory != "none":
+            worn = c.accessory != "none" or any(
+                h.characters[c.name].accessory != "none" for h in history
+            )
+            if cs.accessory != "none" or worn:
                 # "none" is checked only once an accessory was taken off
                 out.append((c.name, "accessory", cs.accessory))
             out.append((c.name, "pose", cs.pose))
@@ -101,7 +122,7 @@ def build_requirements(
 ) -> list[Requirement]:
     """The requirements of scene ``k`` (``history`` = states of scenes 1..k-1)."""
     reqs: list[Requirement] = []
-    for subject, attribute, expected in scene_facts(state, world):
+    for subject, attribute, expected in scene_facts(state, world, history):
         dim, tax = _labels(subject, attribute, expected)
         if attribute == "state" and any(
             h.objects[subject].state != expected for h in history if subject in h.objects
@@ -138,3 +159,60 @@ def _causal_index(
         ):
             return i
     return None
+
+
+def derive_causal_links(
+    scene_events: Sequence[Sequence[Event]], states: Sequence[SceneState]
+) -> list[CausalLink]:
+    """One link per state change with a stated cause; its effect scenes are the later scenes,
+    up to the next change (or removal) of that object, in which the object is visible."""
+    links: list[CausalLink] = []
+    for k, events in enumerate(scene_events, start=1):
+        for i, ev in enumerate(events):
+            if not isinstance(ev, ChangeState) or ev.cause is None:
+                continue
+            effect: list[int] = []
+            for j in range(k + 1, len(states) + 1):
+                st = states[j - 1]
+                o = st.objects[ev.object]
+                if o.removed or o.state != ev.state:
+                    break
+                if st.object_visible(ev.object):
+                    effect.append(j)
+            links.append(
+                CausalLink(
+                    cause_scene=k,
+                    cause_event=i,
+                    description=ev.cause,
+                    subject=ev.object,
+                    attribute="state",
+                    value=ev.state,
+                    effect_scenes=effect,
+                )
+            )
+    return links
+
+
+@dataclass(frozen=True)
+class Derived:
+    """What a story's events determine: plain scene texts, causal links, requirements."""
+
+    texts: list[str]
+    causal_links: list[CausalLink]
+    requirements: list[list[Requirement]]
+
+
+def derive_story(
+    world: World, scene_events: Sequence[Sequence[Event]], states: Sequence[SceneState]
+) -> Derived:
+    """Texts (plain style), causal links and per-scene requirements of a story whose events
+    replay to ``states`` (one state per scene)."""
+    links = derive_causal_links(scene_events, states)
+    texts: list[str] = []
+    reqs: list[list[Requirement]] = []
+    for k, events in enumerate(scene_events, start=1):
+        before = states[k - 2] if k > 1 else None
+        text, stated = compose_scene(k, events, before, states[k - 1], world)
+        texts.append(text)
+        reqs.append(build_requirements(k, states[k - 1], world, stated, states[: k - 1], links))
+    return Derived(texts, links, reqs)

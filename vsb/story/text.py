@@ -23,6 +23,7 @@ from vsb.story.models import (
     Exit,
     Give,
     Move,
+    ObjectState,
     Pickup,
     Remove,
     SceneState,
@@ -72,9 +73,8 @@ def describe_character(name: str, state: SceneState) -> tuple[str, set[Fact]]:
     return text, facts
 
 
-def describe_object(kind: str, state: SceneState) -> tuple[str, set[Fact]]:
+def describe_object(kind: str, o: ObjectState) -> tuple[str, set[Fact]]:
     """A full description of a visible object: colour, state, count and where it is."""
-    o = state.objects[kind]
     k = vocab.OBJECT_KINDS[kind]
     if o.count is not None:
         head = f"{_count_phrase(kind, o.count).capitalize()}, all {o.color},"
@@ -118,9 +118,12 @@ def compose_scene(
     before: SceneState | None,
     after: SceneState,
     world: World,
-    causes: dict[int, str] | None = None,
 ) -> tuple[str, set[Fact]]:
-    """Text of scene ``k`` and the facts it states. ``before`` is None for scene 1."""
+    """Text of scene ``k`` and the facts it states. ``before`` is None for scene 1.
+
+    A character who enters or an object that appears is described as it is at that moment
+    (nothing can change while it is out of the story), so a later event of the same scene
+    reads as a change, never as a contradiction."""
     stated: set[Fact] = {("scene", "location")}
     sentences: list[str] = [_opening(k, after)]
     present = [n for n in after.order]
@@ -133,7 +136,7 @@ def compose_scene(
             stated |= f
         for o in world.objects:
             if after.object_visible(o.kind):
-                s, f = describe_object(o.kind, after)
+                s, f = describe_object(o.kind, after.objects[o.kind])
                 sentences.append(s)
                 stated |= f
         if len(after.order) >= 2:
@@ -144,8 +147,8 @@ def compose_scene(
     assert before is not None
     mentioned: set[str] = set()
     order_changed = False
-    for i, ev in enumerate(events):
-        s, f = _event_sentence(ev, before, after, (causes or {}).get(i))
+    for ev in events:
+        s, f = _event_sentence(ev, before, after)
         if s:
             sentences.append(s)
         stated |= f
@@ -170,13 +173,11 @@ def _join(names: Sequence[str]) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
-def _event_sentence(
-    ev: Event, before: SceneState, after: SceneState, cause: str | None
-) -> tuple[str, set[Fact]]:
+def _event_sentence(ev: Event, before: SceneState, after: SceneState) -> tuple[str, set[Fact]]:
     match ev:
         case Enter():
             if not before.characters[ev.character].seen:
-                desc, facts = describe_character(ev.character, after)
+                desc, facts = describe_character(ev.character, before)
                 return f"{ev.character} enters. {desc}", facts
             return f"{ev.character} comes back.", {(ev.character, "present")}
         case Exit():
@@ -190,16 +191,24 @@ def _event_sentence(
         case SetWeather():
             return f"The weather turns {ev.weather}.", {("scene", "weather")}
         case Appear():
-            desc, facts = describe_object(ev.object, after)
-            return desc.replace(" is on the ground", " appears on the ground").replace(
-                " are on the ground", " appear on the ground"
-            ), facts
+            o = before.objects[ev.object].model_copy(update={"holder": ev.holder})
+            desc, facts = describe_object(ev.object, o)
+            for verb in ("is", "are"):
+                plural = "appear" if verb == "are" else "appears"
+                desc = desc.replace(f" {verb} on the ground", f" {plural} on the ground")
+                desc = desc.replace(
+                    f" {verb} in {ev.holder}'s hands", f" {plural} in {ev.holder}'s hands"
+                )
+            return desc, facts
         case Remove():
-            return f"The {_noun(ev.object, before)} is taken away.", {(ev.object, "present")}
+            o = before.objects[ev.object]
+            noun = _noun(ev.object, before)
+            return f"The {noun} {_be(ev.object, o.count)} taken away.", {(ev.object, "present")}
         case ChangeState():
             o = after.objects[ev.object]
             noun = _noun(ev.object, after)
             tail = f"the {noun} {_be(ev.object, o.count)} {ev.state} now."
+            cause = ev.cause
             text = f"{cause[0].upper()}{cause[1:]}, so {tail}" if cause else tail.capitalize()
             return text, {(ev.object, "state")}
         case Give():

@@ -11,7 +11,7 @@ import pytest
 from vsb.cli.main import main
 from vsb.errors import RunError, UnknownNameError
 from vsb.evaluators.evaluate import REQUIREMENT_COLUMNS, evaluate_run
-from vsb.evaluators.registry import EVALUATORS
+from vsb.evaluators.registry import evaluator_info, evaluator_names
 from vsb.fsio import sha256_hex
 from vsb.generator.generate import write_suite
 from vsb.render import render_png
@@ -66,7 +66,7 @@ def test_evaluate_run_writes_the_contract_tables(small_run: tuple[Path, list[Sto
     assert {s["signal"] for s in signals} == {"pairwise_global", "pairwise_band"}
     assert len(signals) == 2 * (n_img - len(stories))
     assert all(0.0 <= s["value"] <= 1.0 for s in signals)
-    assert json.loads((ev / "manifest.json").read_text())["version"] == "1.0"
+    assert json.loads((ev / "manifest.json").read_text())["version"] == "2.0"
     # the scores layer reads what we wrote
     assert len(load_requirements(run)) == n_req and len(load_signals(run)) == len(signals)
 
@@ -85,7 +85,7 @@ def test_cli_evaluate(
 ) -> None:
     run, _ = small_run
     assert main(["evaluate", str(run), "--workers", "1"]) == 0
-    assert "100.0% passed" in capsys.readouterr().out
+    assert "100.0% of applicable passed" in capsys.readouterr().out
     assert main(["evaluate", str(run / "nope")]) == 1
     assert "run directory not found" in capsys.readouterr().err
 
@@ -121,9 +121,9 @@ def test_failed_generations_get_no_rows(small_run: tuple[Path, list[Story]]) -> 
 
 
 def test_evaluators_register_by_name() -> None:
-    assert {"rules", "pairwise"} <= set(EVALUATORS)
+    assert {"rules", "pairwise", "vlm"} <= set(evaluator_names())
     with pytest.raises(UnknownNameError, match="did you mean 'rules'"):
-        EVALUATORS.get("rulez")
+        evaluator_info("rulez")
 
 
 def test_a_simulated_run_is_evaluated(tmp_path: Path, default_suite: list[Story]) -> None:

@@ -337,5 +337,7 @@ def test_result_row_has_the_contract_columns() -> None:
     assert list(row) == [
         "model", "condition", "story_id", "scene", "req_id", "dimension", "taxonomy", "source",
         "subject", "attribute", "expected", "observed", "passed", "failure", "evaluator",
+        "verdict", "judge_model",
     ]  # fmt: skip
     assert row["evaluator"] == "rules" and row["passed"] is True and row["failure"] == ""
+    assert row["verdict"] == "passed" and row["judge_model"] == ""

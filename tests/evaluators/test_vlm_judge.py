@@ -1,39 +1,45 @@
-"""The VLM judge: question wording, answer parsing, transports (mocked HTTP), the judge."""
+"""The VLM judge: question wording, batch parsing, transports (mocked HTTP), calls, cost."""
 
 from __future__ import annotations
 
-import base64
 import json
-from collections.abc import Callable
+import re
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from eval_helpers import character, first_state, with_obj, world
+from eval_helpers import character, first_state, world
+from hypothesis import given
+from hypothesis import strategies as st
 
+from vsb.calls import Budget, BudgetExceeded, RetryableError, RetryPolicy, call_with_retries
 from vsb.errors import AdapterError, CredentialMissing, InputError
-from vsb.evaluators.decode import load_indices
-from vsb.evaluators.evaluate import REQUIREMENT_COLUMNS
-from vsb.evaluators.registry import DEFAULT_EVALUATORS, EVALUATORS, Frame
+from vsb.evaluators.judge_store import JudgeCache, JudgePrice, JudgePricing, call_key
+from vsb.evaluators.registry import evaluator_info
 from vsb.evaluators.vlm_judge import (
     SYSTEM_PROMPT,
-    VlmJudge,
-    encode_indices_png,
+    JudgeCall,
+    JudgeOptions,
+    estimate_cost,
+    execute_calls,
+    outcome_results,
     parse_answer,
-    question_for,
+    parse_batch,
+    plan_cost,
+    scene_prompt,
 )
+from vsb.evaluators.vlm_questions import Question, question_for
 from vsb.evaluators.vlm_transports import (
-    VLM_TRANSPORTS,
     AnthropicVlm,
-    FixtureVlm,
+    JudgeReply,
+    JudgeRequest,
     MockVlm,
     OpenAICompatibleVlm,
-    fixture_key,
-    fixture_row,
+    ReplayVlm,
+    build_transport,
+    is_loopback,
 )
-from vsb.generator.generate import generate_suite
-from vsb.render import render_png
 from vsb.story.models import Requirement, SceneState, Story
 
 PNG = b"\x89PNG fake image bytes"
@@ -44,11 +50,13 @@ def state() -> SceneState:
     from vsb.story.models import WorldObject
 
     w = world(
-        [character("Ama", top="red"), character("Bo", skin="tone-6", top="blue")],
+        [
+            character("Ama", skin="tone-2", hair_color="black", hair_style="short", top="red"),
+            character("Bo", skin="tone-6", hair_color="auburn", hair_style="ponytail", top="blue"),
+        ],
         [
             WorldObject(kind="umbrella", color="red", initial_state="broken"),
             WorldObject(kind="apple", color="green", initial_state="whole", count=3),
-            WorldObject(kind="flower", color="pink", initial_state="wilted", count=2),
         ],
     )
     return first_state(w)
@@ -61,46 +69,29 @@ def _req(subject: str, attribute: str, expected: Any) -> Requirement:
     )  # fmt: skip
 
 
+AMA = "the person with light skin and short black hair"
+BO = "the person with very dark skin and auburn hair in a ponytail"
 WORDING = [
-    ("Ama", "present", True, "Is Ama in the picture?", "YES"),
-    ("Ama", "present", False, "Is Ama in the picture?", "NO"),
-    ("Bo", "skin", "tone-6", "Does Bo have very dark skin?", "YES"),
-    ("Ama", "skin", "tone-1", "Does Ama have very light skin?", "YES"),
-    ("Ama", "hair", ["black", "short"], "Does Ama have short black hair?", "YES"),
-    ("Ama", "hair", ["auburn", "ponytail"], "Does Ama have auburn hair in a ponytail?", "YES"),
-    ("Ama", "hair", ["grey", "bun"], "Does Ama have grey hair in a bun?", "YES"),
-    ("Ama", "top", "red", "Is Ama wearing a red top?", "YES"),
-    ("Ama", "top", "orange", "Is Ama wearing an orange top?", "YES"),
-    ("Ama", "trousers", "navy", "Is Ama wearing navy trousers?", "YES"),
-    ("Ama", "accessory", "hat", "Is Ama wearing a hat?", "YES"),
-    ("Ama", "accessory", "glasses", "Is Ama wearing glasses?", "YES"),
-    ("Ama", "accessory", "bag", "Is Ama carrying a bag?", "YES"),
-    (
-        "Ama", "accessory", "none",
-        "Is Ama wearing a hat, a scarf or glasses, or carrying a bag?", "NO",
-    ),
-    ("Ama", "pose", "sitting", "Is Ama sitting?", "YES"),
-    ("Ama", "pose", "cheering", "Is Ama cheering with both arms raised?", "YES"),
-    ("umbrella", "holder", "Bo", "Is Bo holding the red umbrella?", "YES"),
-    ("umbrella", "present", True, "Is there a red umbrella in the picture?", "YES"),
+    ("Ama", "present", True,
+     "Is there a person with light skin and short black hair in the picture?", "YES"),
+    ("Ama", "present", False,
+     "Is there a person with light skin and short black hair in the picture?", "NO"),
+    ("Bo", "skin", "tone-6", "Does the person with auburn hair in a ponytail have very dark skin?",
+     "YES"),
+    ("Ama", "hair", ["black", "short"], "Does the person with light skin have short black hair?",
+     "YES"),
+    ("Ama", "top", "red", f"Is {AMA} wearing a red top?", "YES"),
+    ("Ama", "trousers", "navy", f"Is {AMA} wearing navy trousers?", "YES"),
+    ("Ama", "accessory", "bag", f"Is {AMA} carrying a bag?", "YES"),
+    ("Ama", "accessory", "none", f"Is {AMA} wearing a hat, a scarf or glasses, or carrying a bag?",
+     "NO"),
+    ("Ama", "pose", "cheering", f"Is {AMA} cheering with both arms raised?", "YES"),
+    ("umbrella", "holder", "Bo", f"Is {BO} holding the red umbrella?", "YES"),
     ("umbrella", "present", False, "Is there an umbrella in the picture?", "NO"),
-    ("umbrella", "state", "broken", "Is the red umbrella broken?", "YES"),
-    ("flower", "state", "wilted", "Are the pink flowers wilted?", "YES"),
     ("apple", "count", 3, "Are there exactly 3 green apples in the picture?", "YES"),
-    ("apple", "count", 1, "Is there exactly one green apple in the picture?", "YES"),
-    ("apple", "count", 0, "Are there any apples in the picture?", "NO"),
-    ("scene", "location", "park", "Is the scene set in a park?", "YES"),
-    ("scene", "location", "beach", "Is the scene set on a beach?", "YES"),
-    ("scene", "location", "kitchen", "Is the scene set in a kitchen?", "YES"),
-    ("scene", "weather", "rainy", "Is it raining?", "YES"),
-    ("scene", "weather", "clear", "Is the weather clear?", "YES"),
-    ("scene", "time", "night", "Is it night?", "YES"),
+    ("scene", "order", ["Ama", "Bo"], f"From left to right, are the people: {AMA}, then {BO}?",
+     "YES"),
     ("scene", "time", "noon", "Is it midday?", "YES"),
-    ("scene", "order", ["Ama", "Bo"], "From left to right, are the people Ama, then Bo?", "YES"),
-    (
-        "scene", "order", ["Ama", "Bo", "Kai"],
-        "From left to right, are the people Ama, then Bo, then Kai?", "YES",
-    ),
 ]  # fmt: skip
 
 
@@ -112,266 +103,310 @@ def test_question_wording(
     assert (q.text, q.expect) == (text, expect)
 
 
-def test_wording_covers_every_contract_attribute() -> None:
-    covered = {(s == "scene", s in ("umbrella", "apple", "flower"), a) for s, a, *_ in WORDING}
-    contract = (
-        {(False, False, a) for a in ("present", "skin", "hair", "top", "trousers")}
-        | {(False, False, a) for a in ("accessory", "pose")}
-        | {(False, True, a) for a in ("holder", "present", "state", "count")}
-        | {(True, False, a) for a in ("location", "weather", "time", "order")}
-    )
-    assert contract <= covered
+def test_questions_never_name_a_character_nor_reveal_the_asked_fact(
+    default_suite: list[Story],
+) -> None:
+    from vsb.evaluators.vlm_questions import hair_words, skin_words
 
-
-def test_every_generated_requirement_has_a_question(default_suite: list[Story]) -> None:
     n = 0
     for story in default_suite:
+        names = [c.name for c in story.world.characters]
         for scene in story.scenes:
             for req in scene.requirements:
                 q = question_for(req, scene.state)
                 assert q.text.endswith("?") and q.expect in ("YES", "NO")
+                assert not any(re.search(rf"\b{re.escape(nm)}\b", q.text) for nm in names), q
+                c = scene.state.characters.get(req.subject)
+                if c is not None and req.attribute in ("skin", "hair"):
+                    asked = (
+                        skin_words(c.skin)
+                        if req.attribute == "skin"
+                        else hair_words([c.hair_color, c.hair_style])
+                    )
+                    assert q.text.count(asked) == 1, q  # only as the question, not the locator
+                if c is not None and req.attribute in ("top", "trousers", "accessory"):
+                    # located by identity, never by clothes that may have changed
+                    assert q.text.count(str(c.top)) <= (req.attribute == "top"), q
                 n += 1
     assert n > 1000
-
-
-def test_unknown_attribute_is_an_input_error(state: SceneState) -> None:
-    with pytest.raises(InputError, match="no question"):
-        question_for(_req("Ama", "height", "tall"), state)
 
 
 @pytest.mark.parametrize(
     ("reply", "answer"),
     [
-        ("YES", "YES"), ("Yes.", "YES"), ("yes", "YES"), ("**NO**", "NO"), ("No!", "NO"),
-        ("answer: unsure", "UNSURE"), ("Answer: YES", "YES"), ("The answer is no.", "NO"),
-        ("Final answer: Yes", "YES"), ("  `no`  ", "NO"), ("I looked carefully.\nAnswer: NO", "NO"),
-        ("UNSURE", "UNSURE"), ("", "UNSURE"), ("maybe", "UNSURE"), ("No idea", "UNSURE"),
-        ("Yes, but actually no", "UNSURE"), ("yes no", "UNSURE"), ("Yesterday", "UNSURE"),
-        ("I cannot tell", "UNSURE"), ("Probably yes", "UNSURE"), ("Y", "UNSURE"),
+        ("YES", "YES"), ("Yes.", "YES"), ("**NO**", "NO"), ("answer: unsure", "UNSURE"),
+        ("The answer is no.", "NO"), ("I looked carefully.\nAnswer: NO", "NO"),
+        ("", None), ("maybe", None), ("Yes, but actually no", None), ("Yesterday", None),
     ],
 )  # fmt: skip
-def test_parse_answer(reply: str, answer: str) -> None:
+def test_parse_answer(reply: str, answer: str | None) -> None:
     assert parse_answer(reply) == answer
 
 
-def _judge_one(reply: str, expect_yes: bool) -> bool:
-    st = first_state(world([character("Ama")]))
-    from vsb.story.models import Scene
-
-    req = _req("Ama", "present", expect_yes)
-    scene = Scene(index=1, events=[], text="", state=st, requirements=[req])
-    return VlmJudge(MockVlm(lambda _png, _q: reply)).judge_png(PNG, scene)[0].passed
+def test_parse_batch_missing_duplicated_unparsable() -> None:
+    text = "1: YES\n2. no\n**3**: UNSURE\n4: maybe\n5: YES\n5: NO\n7: YES\n"
+    assert parse_batch(text, 6) == ["YES", "NO", "UNSURE", None, None, None]
+    assert parse_batch("Sure! Here you go:\n1) Yes\n2 - No.", 2) == ["YES", "NO"]
+    assert parse_batch("", 3) == [None, None, None]
 
 
-@pytest.mark.parametrize("expect_yes", [True, False])
-@pytest.mark.parametrize("reply", ["UNSURE", "unsure.", "cannot tell", "", "yes and no"])
-def test_unsure_never_passes(reply: str, expect_yes: bool) -> None:
-    assert _judge_one(reply, expect_yes) is False
+@given(st.text(max_size=300), st.integers(min_value=0, max_value=40))
+def test_parse_batch_never_raises(text: str, n: int) -> None:
+    out = parse_batch(text, n)
+    assert len(out) == n and all(a in ("YES", "NO", "UNSURE", None) for a in out)
+    assert parse_answer(text) in ("YES", "NO", "UNSURE", None)
 
 
-def test_a_no_question_passes_on_no() -> None:
-    assert _judge_one("NO", expect_yes=False) is True
-    assert _judge_one("YES", expect_yes=False) is False
+def _call(qs: list[Question], tmp_path: Path, reqs: list[Requirement] | None = None) -> JudgeCall:
+    img = tmp_path / "img.png"
+    img.write_bytes(PNG)
+    reqs = reqs or [_req("scene", "time", "noon") for _ in qs]
+    prompt = scene_prompt(qs)
+    return JudgeCall(
+        "m", "c", "s", 1, str(img), "ab" * 32, tuple(reqs), tuple(qs), SYSTEM_PROMPT, prompt,
+        call_key("j", SYSTEM_PROMPT, prompt, "ab" * 32),
+    )  # fmt: skip
+
+
+def test_verdicts_unsure_and_parse_failure_never_pass(tmp_path: Path) -> None:
+    from vsb.evaluators.vlm_judge import CallOutcome
+
+    qs = [Question("a?", "YES"), Question("b?", "NO"), Question("c?", "YES"), Question("d?", "NO")]
+    out = CallOutcome(_call(qs, tmp_path), reply=JudgeReply("1: YES\n2: YES\n3: UNSURE\n"))
+    res = outcome_results(out, "j")
+    assert [r.verdict for r in res] == ["passed", "failed", "unsure", "parse_failure"]
+    assert [r.passed for r in res] == [True, False, False, False]
+    assert {r.judge_model for r in res} == {"j"} and {r.evaluator for r in res} == {"vlm"}
 
 
 # --- transports ----------------------------------------------------------------------------
 
 
-def _client(reply: dict[str, Any], seen: list[httpx.Request], status: int = 200) -> httpx.Client:
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(request)
-        return httpx.Response(status, json=reply)
-
-    return httpx.Client(transport=httpx.MockTransport(handler))
+def _client(handler: Any) -> httpx.Client:
+    return httpx.Client(transport=httpx.MockTransport(handler), follow_redirects=False)
 
 
-def test_openai_compatible_transport(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MY_VLM_KEY", "sk-test")
+def _request(prompt: str = "1. Is it night?") -> JudgeRequest:
+    return JudgeRequest(PNG, "image/png", "SYS", prompt, 24, ("YES",))
+
+
+def test_openai_compatible_request_shape_and_usage(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     seen: list[httpx.Request] = []
-    reply = {"choices": [{"message": {"role": "assistant", "content": "Yes."}}]}
-    t = OpenAICompatibleVlm(
-        _client(reply, seen), model="gpt-x", base_url="http://vlm.local/v1/",
-        api_key_env="MY_VLM_KEY",
-    )  # fmt: skip
-    assert t.ask(PNG, SYSTEM_PROMPT, "Is it night?") == "Yes."
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        seen.append(req)
+        return httpx.Response(200, json={
+            "choices": [{"message": {"content": [{"type": "text", "text": "1: YES"}]}}],
+            "usage": {"prompt_tokens": 321, "completion_tokens": 5},
+        })  # fmt: skip
+
+    t = OpenAICompatibleVlm(_client(handler), model="gpt-x", base_url="https://vlm.example/v1/")
+    reply = t.ask(_request())
+    assert reply == JudgeReply("1: YES", 321, 5) and t.judge_model == "openai-compatible:gpt-x"
     (req,) = seen
-    assert str(req.url) == "http://vlm.local/v1/chat/completions"
+    assert str(req.url) == "https://vlm.example/v1/chat/completions"
     assert req.headers["authorization"] == "Bearer sk-test"
     body = json.loads(req.content)
-    assert body["model"] == "gpt-x"
-    assert body["messages"][0] == {"role": "system", "content": SYSTEM_PROMPT}
-    parts = body["messages"][1]["content"]
-    image = next(p for p in parts if p["type"] == "image_url")["image_url"]["url"]
-    assert image == "data:image/png;base64," + base64.b64encode(PNG).decode()
-    assert {"type": "text", "text": "Is it night?"} in parts
+    assert body["model"] == "gpt-x" and body["max_tokens"] == 24 and body["temperature"] == 0
+    assert body["messages"][0] == {"role": "system", "content": "SYS"}
+    image, text = body["messages"][1]["content"]
+    assert image["image_url"]["url"].startswith("data:image/png;base64,")
+    assert text == {"type": "text", "text": "1. Is it night?"}
 
 
-def test_openai_transport_default_key_and_content_parts(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-default")
-    seen: list[httpx.Request] = []
-    reply = {"choices": [{"message": {"content": [{"type": "text", "text": "NO"}]}}]}
-    t = OpenAICompatibleVlm(_client(reply, seen), model="m")
-    assert t.ask(PNG, "sys", "q?") == "NO"
-    assert str(seen[0].url) == "https://api.openai.com/v1/chat/completions"
-    assert seen[0].headers["authorization"] == "Bearer sk-default"
-
-
-def test_anthropic_transport(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_anthropic_request_shape(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "ak-test")
     seen: list[httpx.Request] = []
-    reply = {"content": [{"type": "text", "text": "**NO**"}], "stop_reason": "end_turn"}
-    t = AnthropicVlm(_client(reply, seen), model="claude-x")
-    assert t.ask(PNG, SYSTEM_PROMPT, "Is Ama wearing a red top?") == "**NO**"
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        seen.append(req)
+        return httpx.Response(200, json={
+            "content": [{"type": "text", "text": "1: NO"}],
+            "usage": {"input_tokens": 400, "output_tokens": 4},
+        })  # fmt: skip
+
+    t = AnthropicVlm(_client(handler), model="claude-x")
+    assert t.ask(_request()) == JudgeReply("1: NO", 400, 4)
     (req,) = seen
-    assert req.method == "POST"
     assert str(req.url) == "https://api.anthropic.com/v1/messages"
-    assert req.headers["x-api-key"] == "ak-test"
-    assert req.headers["anthropic-version"] == "2023-06-01"
+    assert req.headers["x-api-key"] == "ak-test" and req.headers["anthropic-version"]
     body = json.loads(req.content)
-    assert body["model"] == "claude-x" and body["system"] == SYSTEM_PROMPT
-    blocks = body["messages"][0]["content"]
-    image = next(b for b in blocks if b["type"] == "image")
-    assert image["source"] == {
-        "type": "base64", "media_type": "image/png", "data": base64.b64encode(PNG).decode(),
-    }  # fmt: skip
-    assert {"type": "text", "text": "Is Ama wearing a red top?"} in blocks
+    assert body["system"] == "SYS" and body["max_tokens"] == 24 and body["model"] == "claude-x"
+    image, text = body["messages"][0]["content"]
+    assert image["type"] == "image" and image["source"]["media_type"] == "image/png"
+    assert text == {"type": "text", "text": "1. Is it night?"}
 
 
-@pytest.mark.parametrize(
-    ("make", "env"),
-    [
-        (lambda c: OpenAICompatibleVlm(c, model="m"), "OPENAI_API_KEY"),
-        (lambda c: OpenAICompatibleVlm(c, model="m", api_key_env="OTHER_KEY"), "OTHER_KEY"),
-        (lambda c: AnthropicVlm(c, model="m"), "ANTHROPIC_API_KEY"),
-    ],
-)
-def test_missing_credential(
-    monkeypatch: pytest.MonkeyPatch, make: Callable[[httpx.Client], Any], env: str
+def test_missing_key_and_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    ok = _client(lambda r: httpx.Response(200, json={"choices": [{"message": {"content": "NO"}}]}))
+    with pytest.raises(CredentialMissing, match="OPENAI_API_KEY"):
+        OpenAICompatibleVlm(ok, model="m").ask(_request())
+    with pytest.raises(CredentialMissing, match="ANTHROPIC_API_KEY"):
+        AnthropicVlm(ok, model="m").ask(_request())
+    local = OpenAICompatibleVlm(ok, model="m", base_url="http://127.0.0.1:9/v1")
+    assert local.ask(_request()).text == "NO"
+    assert is_loopback("http://localhost:8000/v1") and not is_loopback("https://api.openai.com")
+
+
+@pytest.mark.parametrize("status", [408, 409, 429, 500, 503])
+def test_transient_statuses_are_retryable_and_honour_retry_after(
+    status: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(env, raising=False)
-    seen: list[httpx.Request] = []
-    t = make(_client({}, seen))  # constructing needs no key: it is read at call time
-    with pytest.raises(CredentialMissing, match=env):
-        t.ask(PNG, "sys", "q?")
-    assert not seen
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    t = OpenAICompatibleVlm(
+        _client(lambda r: httpx.Response(status, headers={"retry-after": "7"}, text="busy")),
+        model="m",
+    )
+    with pytest.raises(RetryableError) as info:
+        t.ask(_request())
+    assert info.value.retry_after == 7.0
 
 
-def test_http_error_is_an_adapter_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
-    t = AnthropicVlm(_client({"error": "overloaded"}, [], status=529), model="m")
-    with pytest.raises(AdapterError, match="529"):
-        t.ask(PNG, "sys", "q?")
+def test_the_key_never_appears_in_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-SECRET-123")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "ak-SECRET-456")
+
+    def echo(req: httpx.Request) -> httpx.Response:  # a hostile server echoing the request
+        return httpx.Response(400, text=f"bad request {dict(req.headers)}")
+
+    for t in (
+        OpenAICompatibleVlm(_client(echo), model="m"),
+        AnthropicVlm(_client(echo), model="m"),
+    ):
+        with pytest.raises(AdapterError) as info:
+            t.ask(_request())
+        assert "SECRET" not in str(info.value) and "***" in str(info.value)
 
 
-def test_fixture_replay_hit_and_miss(tmp_path: Path) -> None:
-    path = tmp_path / "answers.jsonl"
-    rows = [fixture_row(PNG, "Is it night?", "YES"), fixture_row(PNG, "Is it noon?", "NO")]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows) + "\n")
-    t = FixtureVlm(path)
-    assert t.ask(PNG, "any system", "Is it night?") == "YES"
-    assert t.ask(PNG, "any system", "Is it noon?") == "NO"
-    assert rows[0]["key"] == fixture_key(PNG, "Is it night?")
-    with pytest.raises(InputError, match="no stored answer") as err:
-        t.ask(PNG, "sys", "Is it raining?")
-    assert err.value.file == str(path)
-    with pytest.raises(InputError, match="no stored answer"):
-        t.ask(b"another image", "sys", "Is it night?")
+def test_redirects_are_not_followed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    hosts: list[str] = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        hosts.append(req.url.host)
+        return httpx.Response(307, headers={"location": "https://evil.example/steal"})
+
+    with pytest.raises(AdapterError, match="HTTP 307"):
+        OpenAICompatibleVlm(_client(handler), model="m").ask(_request())
+    assert hosts == ["api.openai.com"]
 
 
-def test_fixture_file_errors(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="cannot read"):
-        FixtureVlm(tmp_path / "absent.jsonl")
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"key": "k", "answer": "YES"}\n{not json\n')
-    with pytest.raises(InputError) as err:
-        FixtureVlm(bad)
-    assert err.value.location == "line 2"
+def test_build_transport_names() -> None:
+    assert build_transport("mock:0.25").judge_model == "mock:0.25"
+    assert build_transport("openai-compatible:qwen").judge_model == "openai-compatible:qwen"
+    for bad in ("gpt4", "openai-compatible:", "mock:x", "replay:"):
+        with pytest.raises(InputError):
+            build_transport(bad)
+    assert evaluator_info("vlm").reads == "any" and evaluator_info("rules").reads == "renders"
 
 
-def test_transport_registry() -> None:
-    assert set(VLM_TRANSPORTS.names()) == {"openai", "anthropic", "fixture", "mock"}
+def test_replay_round_trip(tmp_path: Path) -> None:
+    import hashlib
+
+    row = {
+        "judge_model": "anthropic:claude-x", "image_sha256": hashlib.sha256(PNG).hexdigest(),
+        "system": "SYS", "prompt": "1. Is it night?", "answer": "1: NO",
+    }  # fmt: skip
+    (tmp_path / "judge_calls.jsonl").write_text(json.dumps(row) + "\n")
+    t = ReplayVlm(tmp_path)
+    assert t.judge_model == "replay:anthropic:claude-x"
+    assert t.ask(_request()).text == "1: NO"
+    with pytest.raises(InputError, match="no recorded answer"):
+        t.ask(_request("1. Is it day?"))
+    (tmp_path / "bad.jsonl").write_text('{"answer": 1}\n')
+    with pytest.raises(InputError, match=r"bad\.jsonl: line 1"):
+        ReplayVlm(tmp_path)
 
 
-# --- the judge -----------------------------------------------------------------------------
+def test_mock_error_rate_is_seeded() -> None:
+    req = JudgeRequest(PNG, "image/png", "S", "1. a?\n2. b?", 32, ("YES",) * 200)
+    a, b = MockVlm(0.3).ask(req).text, MockVlm(0.3).ask(req).text
+    assert a == b
+    answers = parse_batch(a, 200)
+    assert 0.2 < answers.count("NO") / 200 < 0.4
 
 
-def test_registered_but_not_default() -> None:
-    assert "vlm_judge" in EVALUATORS
-    assert "vlm_judge" not in DEFAULT_EVALUATORS
-    with pytest.raises(InputError, match="needs a transport"):
-        EVALUATORS.get("vlm_judge")()
+# --- retries, budget, cache, dry run -------------------------------------------------------
 
 
-def _true_answers(story: Story, scene_index: int) -> dict[str, str]:
-    """What an ideal observer of the true state answers to each of the scene's questions:
-    each requirement's expected value is compared with the true state independently."""
-    scene = story.scenes[scene_index - 1]
-    st = scene.state
-    out = {}
-    for req in scene.requirements:
-        if req.subject == "scene":
-            true: Any = getattr(st, req.attribute)
-        elif req.subject in st.objects:
-            o = st.objects[req.subject]
-            true = st.object_visible(req.subject) if req.attribute == "present" else None
-            true = {"holder": o.holder, "state": o.state, "count": o.count}.get(req.attribute, true)
-        else:
-            c = st.characters[req.subject]
-            true = [c.hair_color, c.hair_style] if req.attribute == "hair" else None
-            true = getattr(c, req.attribute) if true is None else true
-        q = question_for(req, st)
-        holds = true == req.expected
-        out[q.text] = q.expect if holds else ("NO" if q.expect == "YES" else "YES")
-    return out
+def test_call_with_retries_backs_off_and_gives_up() -> None:
+    waits: list[float] = []
+    attempts = iter([RetryableError("x", retry_after=3.0), RetryableError("y"), "ok"])
+
+    def fn() -> str:
+        v = next(attempts)
+        if isinstance(v, Exception):
+            raise v
+        return v
+
+    assert call_with_retries(fn, RetryPolicy(base_delay_s=1.0), sleep=waits.append) == ("ok", 3)
+    assert waits == [3.0, 2.0]
+
+    def always() -> str:
+        raise RetryableError("down")
+
+    with pytest.raises(AdapterError, match="gave up after 2 attempts"):
+        call_with_retries(always, RetryPolicy(max_attempts=2), sleep=waits.append)
 
 
-def test_judge_over_a_rendered_scene() -> None:
-    story = generate_suite(0)[0]
-    k = len(story.scenes)
-    scene = story.scenes[k - 1]
-    image = load_indices(render_png(scene.state, seed=1))
-    frames = [Frame("m", "independent", story.id, k, image), Frame("m", "c", story.id, 1, None)]
-    truth = _true_answers(story, k)
-    styles = ["Yes.", "**YES**", "answer: yes"]
-
-    def ideal(png: bytes, question: str) -> str:
-        assert load_indices(png).tolist() == image.tolist()  # the judge sends the frame
-        a = truth[question]
-        return styles[len(question) % 3] if a == "YES" else "No."
-
-    mock = MockVlm(ideal)
-    out = VlmJudge(mock).evaluate_story(story, frames[:1])
-    n = len(scene.requirements)
-    assert n > 0 and len(out.requirements) == n and len(mock.questions) == n
-    assert all(r["passed"] for r in out.requirements)
-    assert {r["evaluator"] for r in out.requirements} == {"vlm_judge"}
-    assert set(out.requirements[0]) == set(REQUIREMENT_COLUMNS)
-    assert {json.loads(r["observed"]) for r in out.requirements} <= {"YES", "NO"}
-    assert out.signals == [
-        {"model": "m", "condition": "independent", "story_id": story.id, "scene": k,
-         "signal": "vlm_pass_rate", "value": 1.0},
-    ]  # fmt: skip
-
-    unsure = VlmJudge(MockVlm(lambda _png, _q: "UNSURE")).evaluate_story(story, frames)
-    assert len(unsure.requirements) == n  # the failed frame (image None) gets no rows
-    assert not any(r["passed"] for r in unsure.requirements)
-    assert all(r["failure"] == r["taxonomy"] for r in unsure.requirements)
-    assert {json.loads(r["observed"]) for r in unsure.requirements} == {"UNSURE"}
-    assert [s["value"] for s in unsure.signals] == [0.0]
+def test_budget_refuses_a_call_that_could_exceed() -> None:
+    b = Budget(0.10)
+    held = b.reserve(0.06)
+    with pytest.raises(BudgetExceeded, match="could exceed"):
+        b.reserve(0.05)
+    b.settle(held, 0.01)
+    b.reserve(0.05)
+    with pytest.raises(BudgetExceeded, match="unknown price"):
+        Budget(1.0).reserve(None)
+    assert Budget(None).reserve(None) == 0.0
 
 
-def test_judge_fails_a_contradicted_fact(state: SceneState) -> None:
-    from vsb.story.models import Scene
+class _Counting:
+    """A paid transport answering YES to everything, counting calls."""
 
-    broken = with_obj(state, "umbrella", state="broken")
-    reqs = [_req("umbrella", "state", "broken"), _req("scene", "time", "noon")]
-    scene = Scene(index=1, events=[], text="", state=broken, requirements=reqs)
-    answers = {"Is the red umbrella broken?": "NO", "Is it midday?": "YES"}
-    results = VlmJudge(MockVlm(lambda _p, q: answers[q])).judge_png(PNG, scene)
-    assert [(r.observed, r.passed) for r in results] == [("NO", False), ("YES", True)]
+    paid = True
+    judge_model = "test:counting"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def ask(self, request: JudgeRequest) -> JudgeReply:
+        self.calls += 1
+        n = request.prompt.count("\n") + 1
+        return JudgeReply("\n".join(f"{i}: YES" for i in range(1, n + 1)), 1000, 10)
 
 
-def test_encode_indices_png_round_trips() -> None:
-    story = generate_suite(0)[0]
-    image = load_indices(render_png(story.scenes[0].state, seed=1))
-    assert load_indices(encode_indices_png(image)).tolist() == image.tolist()
+def test_cache_dry_run_and_budget(tmp_path: Path) -> None:
+    pricing = JudgePricing("2025-01-01", {"test:counting": JudgePrice(1.0, 2.0, 255)})
+    calls = []
+    for i in range(5):
+        img = tmp_path / f"{i}.png"
+        img.write_bytes(PNG + bytes([i]))
+        qs = (Question("a?", "YES"),)
+        calls.append(JudgeCall(
+            "m", "c", "s", i + 1, str(img), f"{i:064d}", (_req("scene", "time", "noon"),), qs,
+            SYSTEM_PROMPT, scene_prompt(qs), call_key("t", SYSTEM_PROMPT, "1. a?", str(i)),
+        ))  # fmt: skip
+    t = _Counting()
+    opts = JudgeOptions(cache_dir=tmp_path / "cache", pricing=pricing, concurrency=2)
+    plan = plan_cost(calls, t, opts)
+    assert (plan.calls, plan.cached, plan.to_make) == (5, 0, 5)
+    assert plan.estimated_usd == pytest.approx(5 * estimate_cost(calls[0], pricing, t.judge_model))
+    assert plan.per_cell == {("m", "c"): 5}
+    tight = JudgeOptions(
+        cache_dir=tmp_path / "cache", pricing=pricing, budget_usd=2.5e-3, concurrency=1
+    )
+    with pytest.raises(BudgetExceeded, match="could exceed --budget") as info:
+        execute_calls(calls, t, tight)
+    made = t.calls
+    assert 1 <= made < 5 and f"{made} calls made and cached, {5 - made} not made" in str(info.value)
+    outs = execute_calls(calls, t, opts)
+    assert t.calls == 5 and sum(o.cache_hit for o in outs) == made
+    assert all(o.cost_usd == pytest.approx(1000e-6 + 20e-6) for o in outs if not o.cache_hit)
+    assert plan_cost(calls, t, opts).to_make == 0
+    execute_calls(calls, t, opts)
+    assert t.calls == 5  # a rerun pays nothing
+    assert JudgeCache(tmp_path / "cache").lookup(calls[0].key) is not None

@@ -1,4 +1,4 @@
-"""``vsb evaluate``: evaluate a run directory (a thin wrapper over ``evaluate_run``)."""
+"""``vsb evaluate``: judge a run directory (a thin wrapper over ``evaluate_run``)."""
 
 from __future__ import annotations
 
@@ -9,27 +9,179 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 
+def _names(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    return names or None
+
+
+def _usd(x: float | None) -> str:
+    return "unknown" if x is None else f"{x:.4f} USD"
+
+
 @click.command("evaluate")
 @click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--workers", default=1, show_default=True, help="Parallel worker processes.")
-def evaluate(run_dir: Path, workers: int) -> None:
-    """Run the extractor, rule checker and pairwise signals over RUN_DIR's images."""
-    from vsb.evaluators.evaluate import evaluate_run
+@click.option(
+    "--evaluator",
+    "evaluators",
+    default=None,
+    metavar="NAME[,NAME…]",
+    help="Evaluators to run: rules, pairwise, vlm. Default: rules and pairwise, plus vlm when "
+    "--judge is given. Only the named evaluators' rows are replaced; others are kept.",
+)
+@click.option("--model", "models", default=None, help="Only these models (comma-separated).")
+@click.option(
+    "--condition", "conditions", default=None, help="Only these conditions (comma-separated)."
+)
+@click.option(
+    "--judge",
+    default=None,
+    metavar="KIND:ARG",
+    help="The VLM judge: openai-compatible:MODEL (key from OPENAI_API_KEY, optional for a "
+    "loopback --base-url), anthropic:MODEL (ANTHROPIC_API_KEY), replay:DIR (answers from "
+    "judge_calls.jsonl files), mock[:ERROR_RATE] (pipeline checks only).",
+)
+@click.option(
+    "--base-url",
+    default=None,
+    help="Judge endpoint, e.g. http://127.0.0.1:8000/v1 (vLLM, Ollama, LM Studio) or "
+    "https://openrouter.ai/api/v1.",
+)
+@click.option(
+    "--judge-batch",
+    default=0,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Questions per judge call; 0 = every question of a scene in one call; 1 = one "
+    "question per call (judges that cannot batch).",
+)
+@click.option(
+    "--judge-concurrency",
+    default=4,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Judge calls in flight at once.",
+)
+@click.option(
+    "--budget",
+    default=None,
+    type=click.FloatRange(min=0),
+    metavar="USD",
+    help="Stop before a judge call that could take spending past this (cached calls are free).",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the judge calls not yet cached and their estimated cost; call nothing.",
+)
+@click.option(
+    "--cache-dir",
+    default=".vsb-cache",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where judge answers are cached (a rerun pays nothing).",
+)
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Worker processes for the local evaluators.",
+)
+def evaluate(
+    run_dir: Path,
+    evaluators: str | None,
+    models: str | None,
+    conditions: str | None,
+    judge: str | None,
+    base_url: str | None,
+    judge_batch: int,
+    judge_concurrency: int,
+    budget: float | None,
+    dry_run: bool,
+    cache_dir: Path,
+    workers: int,
+) -> None:
+    """Judge RUN_DIR's images: the extractor + rule checker and pairwise signals on renders,
+    and the VLM judge on any image (one call per scene, cached, priced, in the ledger).
 
+    \b
+    Examples:
+      vsb evaluate run
+      vsb evaluate run --evaluator vlm --judge openai-compatible:gpt-4o --budget 5 --dry-run
+      vsb evaluate run --evaluator vlm --judge openai-compatible:qwen2.5-vl \\
+          --base-url http://127.0.0.1:8000/v1 --model stored:flux --condition independent
+    """
+    from vsb.evaluators.evaluate import evaluate_run, plan_judge
+    from vsb.evaluators.judge_store import JudgePricing
+    from vsb.evaluators.vlm_judge import JudgeOptions
+    from vsb.evaluators.vlm_transports import build_transport
+
+    transport = build_transport(judge, base_url=base_url) if judge else None
+    if base_url and not judge:
+        raise click.UsageError("--base-url is only used with --judge")
+    options = JudgeOptions(
+        batch=judge_batch,
+        concurrency=judge_concurrency,
+        budget_usd=budget,
+        cache_dir=cache_dir,
+        pricing=JudgePricing.load(),
+    )
+    model_list, cond_list = _names(models), _names(conditions)
+    if dry_run:
+        if transport is None:
+            raise click.UsageError("--dry-run plans judge calls: give --judge")
+        plan = plan_judge(run_dir, transport, options, models=model_list, conditions=cond_list)
+        click.echo(
+            f"{transport.judge_model}: {plan.calls} calls, {plan.cached} cached, "
+            f"{plan.to_make} to make, estimated cost {_usd(plan.estimated_usd)}"
+        )
+        for (m, c), n in sorted(plan.per_cell.items()):
+            click.echo(f"  {m} / {c}: {n} calls")
+        return
     console = Console(stderr=True)
     columns = (
-        TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-    )  # fmt: skip
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
     # auto_refresh=False: no refresh thread while the worker pool forks.
     with Progress(*columns, console=console, auto_refresh=False, transient=True) as bar:
-        task = bar.add_task("evaluate", total=None)
+        local = bar.add_task("evaluating", total=None)
+        judged = bar.add_task("judging", total=None, visible=transport is not None)
 
         def progress(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total, refresh=True)
+            bar.update(local, completed=done, total=total, refresh=True)
 
-        result = evaluate_run(run_dir, progress=progress, workers=workers)
-    rate = result.passed / result.requirements if result.requirements else 0.0
+        def judge_progress(done: int, total: int) -> None:
+            bar.update(judged, completed=done, total=total, refresh=True)
+
+        result = evaluate_run(
+            run_dir,
+            progress=progress,
+            workers=workers,
+            evaluators=_names(evaluators),
+            models=model_list,
+            conditions=cond_list,
+            judge=transport,
+            judge_options=options,
+            judge_progress=judge_progress,
+        )
+    for line in result.warnings:
+        click.echo(f"warning: {line}", err=True)
+    judged_rows = result.requirements - result.not_applicable
+    rate = result.passed / judged_rows if judged_rows else 0.0
     click.echo(
-        f"{result.images} images, {result.requirements} requirement checks "
-        f"({rate:.1%} passed), {result.signals} signals -> {result.out_dir}"
+        f"{', '.join(result.evaluators)}: {result.images} images, {result.requirements} "
+        f"requirement checks ({rate:.1%} of applicable passed, {result.not_applicable} "
+        f"not applicable), {result.signals} signals -> {result.out_dir}"
     )
+    if result.judge is not None:
+        j = result.judge
+        verdicts = ", ".join(f"{k} {v}" for k, v in sorted(j.verdicts.items()))
+        click.echo(
+            f"judge {j.judge_model}: {j.calls} calls, {j.cache_hits} cached, "
+            f"cost {_usd(j.cost_usd)}; verdicts: {verdicts}"
+        )

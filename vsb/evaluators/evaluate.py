@@ -1,10 +1,17 @@
-"""``vsb evaluate``: run the registered evaluators over a run directory.
+"""``vsb evaluate``: run evaluators over a run directory (all of it, or some models/conditions).
 
 Reads ``RUN/manifest.json``, ``RUN/records.jsonl``, ``RUN/images/…`` and ``RUN/suite/``
 (docs/CONTRACTS.md) and writes ``RUN/evaluations/requirements.{jsonl,csv}``,
 ``RUN/evaluations/signals.{jsonl,csv}`` and ``RUN/evaluations/manifest.json`` atomically.
-Work is split into (model, condition, story) sequences, run in a fork process pool when
-``workers > 1``. Progress goes to ``progress(done_images, total_images)``; nothing prints.
+
+The evaluator is an axis of the rows: evaluating some evaluators (and some models and
+conditions) replaces exactly those rows and keeps every other evaluator's, so the rule
+checker's and a judge's verdicts sit side by side. Local evaluators run per (model,
+condition, story) sequence, in a fork process pool when ``workers > 1``; evaluators that
+read renders only mark images that are not renders ``not_applicable`` (one warning per
+model). The VLM judge runs as one call per scene through vlm_judge.py (cache, ledger,
+concurrency, retries, budget), and its calls are written to ``judge_calls.jsonl``.
+Progress goes to ``progress(done, total)`` and ``judge_progress(done, total)``.
 """
 
 from __future__ import annotations
@@ -13,26 +20,68 @@ import csv
 import io
 import json
 import multiprocessing
+from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from vsb.errors import InputError, RunError
-from vsb.evaluators.decode import load_indices
-from vsb.evaluators.registry import DEFAULT_EVALUATORS, EvaluatorOutput, Frame, get_evaluator
+
+try:
+    from vsb.evaluators.decode import decode_render
+except ImportError:  # TEMPORARY until the robust decoder lands
+    from vsb.evaluators.decode import load_indices as _li
+
+    class _D:
+        def __init__(self, p: Any) -> None:
+            self.indices = _li(p)
+            self.is_render = True
+            self.reason = ""
+
+    def decode_render(image: Any) -> Any:  # type: ignore[misc]
+        return _D(image)
+
+
+from vsb.evaluators.registry import (
+    DEFAULT_EVALUATORS,
+    EvaluatorOutput,
+    Frame,
+    evaluator_info,
+    get_evaluator,
+)
+from vsb.evaluators.vlm_judge import (
+    EVALUATOR_NAME as JUDGE,
+)
+from vsb.evaluators.vlm_judge import (
+    CallOutcome,
+    CostPlan,
+    JudgeCall,
+    JudgeOptions,
+    execute_calls,
+    failed_calls_error,
+    plan_calls,
+    plan_cost,
+    rows_from_outcomes,
+    transcript_row,
+)
+from vsb.evaluators.vlm_transports import VlmTransport
 from vsb.fsio import atomic_write_json, atomic_write_text, iter_jsonl
 from vsb.story.io import load_suite
 from vsb.story.models import Story
 
-EVALUATIONS_FORMAT_VERSION = "1.0"
+EVALUATIONS_FORMAT_VERSION = "2.0"
 ProgressFn = Callable[[int, int], None]
 
 REQUIREMENT_COLUMNS: tuple[str, ...] = (
     "model", "condition", "story_id", "scene", "req_id", "dimension", "taxonomy", "source",
     "subject", "attribute", "expected", "observed", "passed", "failure", "evaluator",
+    "verdict", "judge_model",
 )  # fmt: skip
-SIGNAL_COLUMNS: tuple[str, ...] = ("model", "condition", "story_id", "scene", "signal", "value")
+SIGNAL_COLUMNS: tuple[str, ...] = (
+    "model", "condition", "story_id", "scene", "signal", "value", "evaluator",
+)  # fmt: skip
+TRANSCRIPT_FILE = "judge_calls.jsonl"
 
 
 @dataclass(frozen=True)
@@ -44,14 +93,35 @@ class _Task:
 
 
 @dataclass(frozen=True)
+class JudgeSummary:
+    """What a judge pass did."""
+
+    judge_model: str
+    calls: int
+    cache_hits: int
+    cost_usd: float | None
+    verdicts: dict[str, int]
+
+
+@dataclass(frozen=True)
 class EvaluationResult:
-    """What an evaluation wrote."""
+    """What an evaluation wrote (counts cover the rows written by this evaluation)."""
 
     out_dir: Path
     images: int
     requirements: int
     passed: int
     signals: int
+    evaluators: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    not_applicable: int = 0
+    judge: JudgeSummary | None = None
+
+
+@dataclass
+class _Local:
+    out: EvaluatorOutput = field(default_factory=EvaluatorOutput)
+    not_renders: list[tuple[str, str]] = field(default_factory=list)  # (model, reason)
 
 
 def _read_records(run_dir: Path) -> list[dict[str, Any]]:
@@ -69,6 +139,19 @@ def _read_records(run_dir: Path) -> list[dict[str, Any]]:
     if not records:
         raise RunError("run has no records (records.jsonl is empty)", file=path)
     return records
+
+
+def _select(records: list[dict[str, Any]], key: str, wanted: Sequence[str] | None) -> set[str]:
+    present = list(dict.fromkeys(str(r[key]) for r in records))
+    if wanted is None:
+        return set(present)
+    unknown = [w for w in wanted if w not in present]
+    if unknown:
+        raise InputError(
+            f"{key} {', '.join(map(repr, unknown))} is not in this run "
+            f"(it has: {', '.join(present)})"
+        )
+    return set(wanted)
 
 
 def _tasks(run_dir: Path, records: list[dict[str, Any]], stories: dict[str, Story]) -> list[_Task]:
@@ -96,20 +179,27 @@ def _tasks(run_dir: Path, records: list[dict[str, Any]], stories: dict[str, Stor
 _SHARED: tuple[dict[str, Story], tuple[str, ...]] | None = None
 
 
-def _run_task(task: _Task) -> EvaluatorOutput:
+def _frame(task: _Task, scene: int, path: str | None) -> Frame:
+    if path is None:
+        return Frame(task.model, task.condition, task.story_id, scene, None)
+    d = decode_render(path)
+    return Frame(
+        task.model, task.condition, task.story_id, scene, d.indices if d.is_render else None,
+        path=path, is_render=d.is_render, reason=d.reason,
+    )  # fmt: skip
+
+
+def _run_task(task: _Task) -> _Local:
     assert _SHARED is not None
     stories, names = _SHARED
     story = stories[task.story_id]
-    frames = [
-        Frame(task.model, task.condition, task.story_id, k, None if p is None else load_indices(p))
-        for k, p in task.images
-    ]
-    out = EvaluatorOutput()
+    frames = [_frame(task, k, p) for k, p in task.images]
+    res = _Local(not_renders=[(f.model, f.reason) for f in frames if f.path and not f.is_render])
     for name in names:
         part = get_evaluator(name).evaluate_story(story, frames)
-        out.requirements += part.requirements
-        out.signals += part.signals
-    return out
+        res.out.requirements += part.requirements
+        res.out.signals += part.signals
+    return res
 
 
 def _jsonl(rows: Sequence[dict[str, Any]]) -> str:
@@ -124,75 +214,269 @@ def _csv(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
     return buf.getvalue()
 
 
-def evaluate_run(
-    run_dir: str | Path,
-    *,
-    progress: ProgressFn | None = None,
-    workers: int = 1,
-    evaluators: Sequence[str] = DEFAULT_EVALUATORS,
-) -> EvaluationResult:
-    """Evaluate every image of a run directory and write ``RUN/evaluations/``."""
-    global _SHARED
+def resolve_evaluators(
+    evaluators: Sequence[str] | None, judge: VlmTransport | None
+) -> tuple[str, ...]:
+    """The evaluators to run: the named ones, else the defaults (plus the judge if given)."""
+    names = tuple(evaluators) if evaluators else (*DEFAULT_EVALUATORS, *((JUDGE,) if judge else ()))
+    for name in names:
+        evaluator_info(name)  # unknown names fail before any work
+    if JUDGE in names and judge is None:
+        raise InputError(
+            "--evaluator vlm needs a judge: --judge openai-compatible:MODEL [--base-url URL], "
+            "anthropic:MODEL, replay:DIR or mock[:ERROR_RATE]"
+        )
+    if judge is not None and JUDGE not in names:
+        raise InputError("--judge is only used by the vlm evaluator: add vlm to --evaluator")
+    return names
+
+
+@dataclass(frozen=True)
+class _Selection:
+    root: Path
+    stories: dict[str, Story]
+    tasks: list[_Task]
+    cells: set[tuple[str, str]]
+
+
+def _prepare(
+    run_dir: str | Path, models: Sequence[str] | None, conditions: Sequence[str] | None
+) -> _Selection:
     root = Path(run_dir)
     if not root.is_dir():
         raise RunError("run directory not found", file=root)
     if not (root / "manifest.json").is_file():
         raise RunError("run is incomplete (no manifest.json)", file=root / "manifest.json")
-    names = tuple(evaluators)
-    for name in names:
-        get_evaluator(name)  # unknown names fail before any work
     suite_dir = root / "suite"
     if not suite_dir.is_dir():
         raise RunError("run has no copy of its suite", file=suite_dir)
     stories = {s.id: s for s in load_suite(suite_dir)}
     records = _read_records(root)
+    keep_m = _select(records, "model", models)
+    keep_c = _select(records, "condition", conditions)
+    records = [r for r in records if r["model"] in keep_m and r["condition"] in keep_c]
     tasks = _tasks(root, records, stories)
-    total = sum(len(t.images) for t in tasks)
+    return _Selection(root, stories, tasks, {(t.model, t.condition) for t in tasks})
+
+
+def _judge_calls(sel: _Selection, judge: VlmTransport, options: JudgeOptions) -> list[JudgeCall]:
+    frames = [
+        (t.model, t.condition, t.story_id, k, p, sel.stories[t.story_id].scenes[k - 1])
+        for t in sel.tasks
+        for k, p in t.images
+        if p is not None
+    ]
+    return plan_calls(frames, judge.judge_model, options.batch)
+
+
+def plan_judge(
+    run_dir: str | Path,
+    judge: VlmTransport,
+    options: JudgeOptions,
+    *,
+    models: Sequence[str] | None = None,
+    conditions: Sequence[str] | None = None,
+) -> CostPlan:
+    """The dry run of a judge pass: calls not yet cached and their estimated cost."""
+    sel = _prepare(run_dir, models, conditions)
+    return plan_cost(_judge_calls(sel, judge, options), judge, options)
+
+
+def _run_local(
+    sel: _Selection, names: tuple[str, ...], workers: int, progress: ProgressFn | None
+) -> _Local:
+    global _SHARED
+    total = sum(len(t.images) for t in sel.tasks)
     done = 0
-    req_rows: list[dict[str, Any]] = []
-    sig_rows: list[dict[str, Any]] = []
-    _SHARED = (stories, names)
+    acc = _Local()
+    _SHARED = (sel.stories, names)
+
+    def add(task: _Task, res: _Local) -> None:
+        nonlocal done
+        acc.out.requirements += res.out.requirements
+        acc.out.signals += res.out.signals
+        acc.not_renders += res.not_renders
+        done += len(task.images)
+        if progress:
+            progress(done, total)
+
     try:
-        if workers > 1 and len(tasks) > 1:
+        if workers > 1 and len(sel.tasks) > 1:
             ctx = multiprocessing.get_context("fork")
             with ctx.Pool(workers) as pool:
-                for task, out in zip(tasks, pool.imap(_run_task, tasks), strict=True):
-                    req_rows += out.requirements
-                    sig_rows += out.signals
-                    done += len(task.images)
-                    if progress:
-                        progress(done, total)
+                for task, res in zip(sel.tasks, pool.imap(_run_task, sel.tasks), strict=True):
+                    add(task, res)
         else:
-            for task in tasks:
-                out = _run_task(task)
-                req_rows += out.requirements
-                sig_rows += out.signals
-                done += len(task.images)
-                if progress:
-                    progress(done, total)
+            for task in sel.tasks:
+                add(task, _run_task(task))
     finally:
         _SHARED = None
-    out_dir = root / "evaluations"
-    atomic_write_text(out_dir / "requirements.jsonl", _jsonl(req_rows))
-    atomic_write_text(out_dir / "requirements.csv", _csv(req_rows, REQUIREMENT_COLUMNS))
-    atomic_write_text(out_dir / "signals.jsonl", _jsonl(sig_rows))
-    atomic_write_text(out_dir / "signals.csv", _csv(sig_rows, SIGNAL_COLUMNS))
+    return acc
+
+
+def _ledger_entry(out: CallOutcome, judge_model: str) -> Any:
+    from vsb.ledger import LedgerEntry
+
+    c = out.call
+    return LedgerEntry(
+        key=c.key, model=f"judge:{judge_model}", latency_s=out.latency_s,
+        success=out.reply is not None, cache_hit=out.cache_hit, cost_usd=out.cost_usd,
+        condition=c.condition, story_id=c.story_id, scene=c.scene, error=out.error,
+    )  # fmt: skip
+
+
+def _run_judge(
+    sel: _Selection,
+    judge: VlmTransport,
+    options: JudgeOptions,
+    progress: ProgressFn | None,
+) -> tuple[list[CallOutcome], list[dict[str, Any]], list[dict[str, Any]]]:
+    from vsb.ledger import Ledger
+
+    check = getattr(judge, "check_credentials", None)
+    if check is not None:
+        check()
+    calls = _judge_calls(sel, judge, options)
+    done = 0
+    with Ledger(sel.root / "ledger.sqlite") as ledger:
+        ledger.start_session(f"evaluate {JUDGE} {judge.judge_model}")
+
+        def on_done(out: CallOutcome) -> None:
+            nonlocal done
+            ledger.record_many([_ledger_entry(out, judge.judge_model)])
+            done += 1
+            if progress:
+                progress(done, len(calls))
+
+        outcomes = execute_calls(calls, judge, options, on_done=on_done)
+    err = failed_calls_error(outcomes)
+    if err is not None:
+        raise err
+    reqs, sigs = rows_from_outcomes(outcomes, judge.judge_model)
+    return outcomes, reqs, sigs
+
+
+def _existing(path: Path) -> list[dict[str, Any]]:
+    return [row for _, row in iter_jsonl(path)] if path.is_file() else []
+
+
+def _row_evaluator(row: dict[str, Any]) -> str:
+    ev = row.get("evaluator")
+    if ev:
+        return str(ev)
+    sig = str(row.get("signal", ""))
+    return sig.split("_", 1)[0] if sig else "rules"
+
+
+def _merge(
+    old: list[dict[str, Any]],
+    new: list[dict[str, Any]],
+    names: tuple[str, ...],
+    cells: set[tuple[str, str]],
+) -> list[dict[str, Any]]:
+    """Old rows not replaced by this evaluation, then the new rows."""
+    kept = [
+        r for r in old
+        if not (_row_evaluator(r) in names and (r.get("model"), r.get("condition")) in cells)
+    ]  # fmt: skip
+    return kept + new
+
+
+def _warnings(
+    not_renders: list[tuple[str, str]], images: Counter[str], names: tuple[str, ...]
+) -> list[str]:
+    by_model: dict[str, list[str]] = {}
+    for model, reason in not_renders:
+        by_model.setdefault(model, []).append(reason)
+    render_only = [n for n in names if evaluator_info(n).reads == "renders"]
+    out = []
+    for model, reasons in sorted(by_model.items()):
+        common = Counter(reasons).most_common(1)[0][0]
+        out.append(
+            f"{model}: {len(reasons)} of {images[model]} images are not renders ({common}); "
+            f"{', '.join(render_only)} marked them not_applicable — judge them with "
+            "`vsb evaluate RUN --evaluator vlm --judge …`"
+        )
+    return out
+
+
+def evaluate_run(
+    run_dir: str | Path,
+    *,
+    progress: ProgressFn | None = None,
+    workers: int = 1,
+    evaluators: Sequence[str] | None = None,
+    models: Sequence[str] | None = None,
+    conditions: Sequence[str] | None = None,
+    judge: VlmTransport | None = None,
+    judge_options: JudgeOptions | None = None,
+    judge_progress: ProgressFn | None = None,
+) -> EvaluationResult:
+    """Evaluate the images of a run directory and write ``RUN/evaluations/``."""
+    names = resolve_evaluators(evaluators, judge)
+    sel = _prepare(run_dir, models, conditions)
+    local_names = tuple(n for n in names if n != JUDGE)
+    local = _Local()
+    if local_names:
+        local = _run_local(sel, local_names, workers, progress)
+    req_rows, sig_rows = local.out.requirements, local.out.signals
+    summary: JudgeSummary | None = None
+    transcript: list[dict[str, Any]] = []
+    if judge is not None:
+        opts = judge_options or JudgeOptions()
+        outcomes, jreq, jsig = _run_judge(sel, judge, opts, judge_progress)
+        req_rows, sig_rows = req_rows + jreq, sig_rows + jsig
+        transcript = [transcript_row(o, judge.judge_model) for o in outcomes]
+        costs = [o.cost_usd for o in outcomes]
+        summary = JudgeSummary(
+            judge_model=judge.judge_model,
+            calls=sum(not o.cache_hit for o in outcomes),
+            cache_hits=sum(o.cache_hit for o in outcomes),
+            cost_usd=None if any(c is None for c in costs) else sum(c or 0.0 for c in costs),
+            verdicts=dict(Counter(str(r["verdict"]) for r in jreq)),
+        )
+    out_dir = sel.root / "evaluations"
+    all_req = _merge(_existing(out_dir / "requirements.jsonl"), req_rows, names, sel.cells)
+    all_sig = _merge(_existing(out_dir / "signals.jsonl"), sig_rows, names, sel.cells)
+    atomic_write_text(out_dir / "requirements.jsonl", _jsonl(all_req))
+    atomic_write_text(out_dir / "requirements.csv", _csv(all_req, REQUIREMENT_COLUMNS))
+    atomic_write_text(out_dir / "signals.jsonl", _jsonl(all_sig))
+    atomic_write_text(out_dir / "signals.csv", _csv(all_sig, SIGNAL_COLUMNS))
+    if judge is not None:
+        old = _existing(out_dir / TRANSCRIPT_FILE)
+        atomic_write_text(
+            out_dir / TRANSCRIPT_FILE, _jsonl(_merge(old, transcript, names, sel.cells))
+        )
+    images = Counter(t.model for t in sel.tasks for _, p in t.images if p is not None)
+    warnings = _warnings(local.not_renders, images, local_names) if local_names else []
     result = EvaluationResult(
         out_dir=out_dir,
-        images=sum(p is not None for t in tasks for _, p in t.images),
+        images=sum(images.values()),
         requirements=len(req_rows),
         passed=sum(bool(r["passed"]) for r in req_rows),
         signals=len(sig_rows),
+        evaluators=names,
+        warnings=tuple(warnings),
+        not_applicable=sum(r.get("verdict") == "not_applicable" for r in req_rows),
+        judge=summary,
     )
+    present = list(dict.fromkeys(_row_evaluator(r) for r in [*all_req, *all_sig]))
     atomic_write_json(
         out_dir / "manifest.json",
         {
             "version": EVALUATIONS_FORMAT_VERSION,
-            "evaluators": list(names),
+            "evaluators": present,
+            "last": {
+                "evaluators": list(names),
+                "models": sorted({m for m, _ in sel.cells}),
+                "conditions": sorted({c for _, c in sel.cells}),
+                "judge_model": summary.judge_model if summary else None,
+                "warnings": warnings,
+            },
             "images": result.images,
-            "requirements": result.requirements,
-            "passed": result.passed,
-            "signals": result.signals,
+            "requirements": len(all_req),
+            "passed": sum(bool(r["passed"]) for r in all_req),
+            "signals": len(all_sig),
         },
     )
     return result

@@ -1,37 +1,52 @@
-"""The evaluator registry: evaluators register by name with a decorator.
+"""The evaluator registry: what each evaluator is, reads and costs, and how to build it.
 
 An evaluator is a class with a ``name`` and ``evaluate_story(story, frames)`` returning the
-requirement rows and signal rows of one (model, condition, story) sequence of frames.
-The rule checker (``rules``) and pairwise consistency (``pairwise``) are built in; the VLM
-judge and embedding evaluators plug in the same way.
+requirement rows and signal rows of one (model, condition, story) sequence of frames. Its
+``EvaluatorInfo`` declares its kind (requirement ``verdicts`` or continuous ``signals``),
+what it reads (``renders`` only, or ``any`` image), whether it costs money, and where its
+class lives. Built-ins are listed by import path and imported on first use, so no evaluator
+module imports this one at import time of the other (no registration circle); a plug-in
+registers with ``register_evaluator``.
+
+Built-ins:
+
+- ``rules``: blind extractor + rule checker (renders only);
+- ``pairwise``: colour-histogram intersection of consecutive frames (renders only);
+- ``vlm``: the VLM question-answering judge (any image; needs ``--judge``; paid).
 """
 
 from __future__ import annotations
 
+import importlib
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
+from vsb.errors import UnknownNameError
 from vsb.evaluators.detected import EntityVocabulary
 from vsb.evaluators.extractor import extract
 from vsb.evaluators.pairwise import pairwise_scores
-from vsb.evaluators.rules import check_scene
-from vsb.registry import Registry
+from vsb.evaluators.rules import RequirementResult, check_scene
 from vsb.story.models import Story
 
 
 @dataclass(frozen=True)
 class Frame:
-    """One generated image of a run (``image`` is None when generation failed)."""
+    """One image of a run. ``path`` is None when generation failed; ``image`` holds the
+    canonical palette indices when the image is a render (``is_render``), else None and
+    ``reason`` says why it is not one."""
 
     model: str
     condition: str
     story_id: str
     scene: int
     image: NDArray[np.uint8] | None
+    path: str | None = None
+    is_render: bool = True
+    reason: str = ""
 
 
 @dataclass
@@ -52,22 +67,74 @@ class Evaluator(Protocol):
         ...
 
 
-EVALUATORS: Registry[type[Evaluator]] = Registry("evaluator")
-#: Evaluators ``vsb evaluate`` runs by default.
+@dataclass(frozen=True)
+class EvaluatorInfo:
+    """The declaration of an evaluator."""
+
+    name: str
+    kind: Literal["verdicts", "signals"]
+    reads: Literal["renders", "any"]
+    paid: bool
+    target: str  # "module:Class"
+    needs: str = ""  # what it needs beyond the run ("--judge", model weights …)
+    description: str = ""
+
+    def load(self) -> type[Any]:
+        """The evaluator class (imported now)."""
+        module, _, cls = self.target.partition(":")
+        return getattr(importlib.import_module(module), cls)
+
+
+_INFO: dict[str, EvaluatorInfo] = {}
+#: Evaluators ``vsb evaluate`` runs when none is named (a judge joins them with --judge).
 DEFAULT_EVALUATORS: tuple[str, ...] = ("rules", "pairwise")
 
 
-def register_evaluator(name: str) -> Any:
-    """Class decorator: register an evaluator under ``name``."""
-    return EVALUATORS.register(name)
+def register_evaluator(
+    name: str,
+    *,
+    kind: Literal["verdicts", "signals"] = "verdicts",
+    reads: Literal["renders", "any"] = "any",
+    paid: bool = False,
+    needs: str = "",
+    description: str = "",
+) -> Any:
+    """Class decorator: register a plug-in evaluator under ``name``."""
+
+    def deco(cls: type[Any]) -> type[Any]:
+        add(EvaluatorInfo(name, kind, reads, paid, f"{cls.__module__}:{cls.__qualname__}",
+                          needs, description))  # fmt: skip
+        return cls
+
+    return deco
 
 
-def get_evaluator(name: str) -> Evaluator:
+def add(info: EvaluatorInfo) -> None:
+    """Register a declaration (names are unique)."""
+    if info.name in _INFO:
+        raise ValueError(f"evaluator {info.name!r} registered twice")
+    _INFO[info.name] = info
+
+
+def evaluator_info(name: str) -> EvaluatorInfo:
+    """The declaration of ``name``; unknown names list the known ones."""
+    try:
+        return _INFO[name]
+    except KeyError:
+        raise UnknownNameError("evaluator", name, _INFO) from None
+
+
+def evaluator_names() -> list[str]:
+    """Registered evaluator names, built-ins first."""
+    return list(_INFO)
+
+
+def get_evaluator(name: str, *args: Any, **kwargs: Any) -> Evaluator:
     """A fresh instance of the evaluator registered as ``name``."""
-    return EVALUATORS.get(name)()
+    return evaluator_info(name).load()(*args, **kwargs)
 
 
-def _signal(f: Frame, signal: str, value: float) -> dict[str, Any]:
+def _signal(f: Frame, signal: str, value: float | None, evaluator: str) -> dict[str, Any]:
     return {
         "model": f.model,
         "condition": f.condition,
@@ -75,13 +142,14 @@ def _signal(f: Frame, signal: str, value: float) -> dict[str, Any]:
         "scene": f.scene,
         "signal": signal,
         "value": value,
+        "evaluator": evaluator,
     }
 
 
-@register_evaluator("rules")
 class RulesEvaluator:
     """Blind extractor + rule checker: one row per (image, requirement). Frames without an
-    image (generation failed) get no rows; the run's records report them."""
+    image (generation failed) get no rows; images that are not renders get one
+    ``not_applicable`` row per requirement."""
 
     name = "rules"
 
@@ -89,10 +157,16 @@ class RulesEvaluator:
         out = EvaluatorOutput()
         voc = EntityVocabulary.from_world(story.world)
         for f in frames:
-            if f.image is None:
+            if f.path is None and f.image is None:
                 continue
             scene = story.scenes[f.scene - 1]
-            results = check_scene(extract(f.image, voc), scene, story.world)
+            if f.image is None or not f.is_render:
+                results = [
+                    RequirementResult.of(r, None, False, "", "rules", verdict="not_applicable")
+                    for r in scene.requirements
+                ]
+            else:
+                results = check_scene(extract(f.image, voc), scene, story.world)
             out.requirements += [
                 r.row(model=f.model, condition=f.condition, story_id=f.story_id, scene=f.scene)
                 for r in results
@@ -100,21 +174,36 @@ class RulesEvaluator:
         return out
 
 
-@register_evaluator("pairwise")
 class PairwiseEvaluator:
-    """Histogram intersection with the previous frame (from scene 2 on)."""
+    """Histogram intersection with the previous frame (from scene 2 on); a pair that is not
+    two renders gets null values (not applicable)."""
 
     name = "pairwise"
 
     def evaluate_story(self, story: Story, frames: list[Frame]) -> EvaluatorOutput:
         out = EvaluatorOutput()
         for prev, cur in itertools.pairwise(frames):
-            if prev.image is None or cur.image is None or cur.scene != prev.scene + 1:
+            if cur.scene != prev.scene + 1:
+                continue
+            if prev.image is None or cur.image is None:
+                if prev.path is not None and cur.path is not None:
+                    for signal in ("pairwise_global", "pairwise_band"):
+                        out.signals.append(_signal(cur, signal, None, self.name))
                 continue
             for signal, value in pairwise_scores(prev.image, cur.image).items():
-                out.signals.append(_signal(cur, signal, value))
+                out.signals.append(_signal(cur, signal, value, self.name))
         return out
 
 
-# Optional evaluators register on import; they import this module, so they come last.
-from vsb.evaluators import vlm_judge as _vlm_judge  # noqa: E402, F401
+add(EvaluatorInfo(
+    "rules", "verdicts", "renders", False, "vsb.evaluators.registry:RulesEvaluator",
+    description="blind extractor + rule checker (renders only)",
+))  # fmt: skip
+add(EvaluatorInfo(
+    "pairwise", "signals", "renders", False, "vsb.evaluators.registry:PairwiseEvaluator",
+    description="colour-histogram intersection of consecutive frames (renders only)",
+))  # fmt: skip
+add(EvaluatorInfo(
+    "vlm", "verdicts", "any", True, "vsb.evaluators.vlm_judge:VlmJudge", needs="--judge",
+    description="VLM question-answering judge, one call per scene (any image)",
+))  # fmt: skip

@@ -12,7 +12,7 @@ colour fails its presence/holder checks as ``object_color_change``.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -37,6 +37,8 @@ WEIGHTS: dict[str, float] = {
 MAX_DISTANCE = sum(WEIGHTS.values()) + 10.0
 #: Added for characters expected absent: a seen figure is taken for an expected character
 #: unless it resembles an absent one far better (an unexpected appearance costs 0 + bias).
+#: What a requirement row can say (docs/CONTRACTS.md); ``passed`` iff verdict == "passed".
+Verdict = Literal["", "passed", "failed", "unsure", "not_applicable", "parse_failure"]
 ABSENT_BIAS = 6.0
 #: Added when a person stands at another rank than the character's expected place, only for
 #: pairings in which every identity attribute differs (identity then says nothing, and the
@@ -60,12 +62,26 @@ class RequirementResult(BaseModel):
     passed: bool = Field(description="Whether the image satisfies the requirement.")
     failure: str = Field(description="Failure label ('' when passed; root cause if knock-on).")
     evaluator: str = Field(default="rules", description="Evaluator that produced the row.")
+    verdict: Verdict = Field(
+        default="",
+        description="passed | failed | unsure | not_applicable | parse_failure ('' = from passed).",
+    )
+    judge_model: str = Field(default="", description="The judge model ('' for non-judges).")
 
     @classmethod
     def of(
-        cls, req: Requirement, observed: Any, passed: bool, failure: str, evaluator: str = "rules"
+        cls,
+        req: Requirement,
+        observed: Any,
+        passed: bool,
+        failure: str,
+        evaluator: str = "rules",
+        *,
+        verdict: Verdict = "",
+        judge_model: str = "",
     ) -> RequirementResult:
-        """The result of checking ``req``: ``failure`` is kept only when it did not pass."""
+        """The result of checking ``req``: ``failure`` is kept only when it did not pass.
+        ``verdict`` defaults to passed/failed from ``passed``."""
         return cls(
             req_id=req.id,
             dimension=req.dimension,
@@ -78,6 +94,8 @@ class RequirementResult(BaseModel):
             passed=passed,
             failure="" if passed else failure,
             evaluator=evaluator,
+            verdict=verdict or ("passed" if passed else "failed"),
+            judge_model=judge_model,
         )
 
     def row(self, *, model: str, condition: str, story_id: str, scene: int) -> dict[str, Any]:
@@ -98,6 +116,8 @@ class RequirementResult(BaseModel):
             "passed": self.passed,
             "failure": self.failure,
             "evaluator": self.evaluator,
+            "verdict": self.verdict or ("passed" if self.passed else "failed"),
+            "judge_model": self.judge_model,
         }
 
 

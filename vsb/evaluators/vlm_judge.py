@@ -1,263 +1,445 @@
-"""The VLM question-answering judge (optional; not run by ``vsb evaluate`` by default).
+"""The VLM question-answering judge (evaluator ``vlm``): one call per scene.
 
-Every requirement becomes one YES/NO question in plain words (``question_for``), asked with
-a calibrated system prompt (``SYSTEM_PROMPT``) through a transport (vlm_transports.py). The
-reply is parsed strictly (``parse_answer``): YES, NO or UNSURE, anything else is UNSURE.
-A requirement passes only when the answer equals the question's expected answer; UNSURE
-never passes. Rows have the rules rows' shape with ``evaluator = "vlm_judge"`` and
-``observed`` = the answer; each judged frame also gets the signal ``vlm_pass_rate``.
+Every requirement of a scene becomes a YES/NO question (vlm_questions.py). The questions of
+one image go in one call, numbered ``1. …``, ``2. …``; the judge answers one per line,
+``1: YES``, ``2: NO``, ``3: UNSURE`` (``parse_batch``). A missing, duplicated or
+unparsable answer is a ``parse_failure`` for that question: counted and shown, never a pass.
+``JudgeOptions.batch`` caps the questions per call (``1``: one question per call, answered
+with a single word, for judges that cannot batch).
 
-Library use (a transport must be given; the registered name alone cannot build one)::
+Verdicts: the expected answer -> ``passed``; the other one -> ``failed``; UNSURE ->
+``unsure`` (never a pass). Each judged frame also gets the signal ``vlm_pass_rate``.
 
-    judge = VlmJudge(AnthropicVlm(httpx.Client(timeout=60), model="..."))
-    out = judge.evaluate_story(story, frames)
-
-``Frame.image`` holds canonical palette indices, so ``evaluate_story`` re-encodes them as an
-indexed PNG; that is exact for renders but loses colours outside the palette. To judge an
-arbitrary image, pass its original bytes to ``judge_png``.
+The judge reads the image's original bytes (the run's file), never a re-encoding. Calls use
+the same machinery as generation: the answer cache (judge_store.py), one ledger row per call
+with its cost (token prices from ``config/pricing.json``), concurrency, retries with backoff
+(vsb.calls), a budget checked before each call, and a dry run (``plan_cost``).
 """
 
 from __future__ import annotations
 
-import io
+import hashlib
+import math
 import re
-from dataclasses import dataclass
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
-from numpy.typing import NDArray
-from PIL import Image
-
-from vsb.errors import InputError
-from vsb.evaluators import style
-from vsb.evaluators.registry import EvaluatorOutput, Frame, register_evaluator
-from vsb.evaluators.rules import RequirementResult
-from vsb.evaluators.vlm_transports import VlmTransport
-from vsb.story.models import Requirement, Scene, SceneState, Story
-from vsb.vocab import OBJECT_KINDS
+from vsb.calls import Budget, BudgetExceeded, RetryPolicy, call_with_retries
+from vsb.errors import AdapterError, RunError
+from vsb.evaluators.judge_store import JudgeCache, JudgePricing, call_key
+from vsb.evaluators.registry import EvaluatorOutput, Frame
+from vsb.evaluators.rules import RequirementResult, Verdict
+from vsb.evaluators.vlm_questions import Question, question_for
+from vsb.evaluators.vlm_transports import JudgeReply, JudgeRequest, VlmTransport
+from vsb.story.models import Requirement, Scene, Story
 
 Answer = Literal["YES", "NO", "UNSURE"]
-EVALUATOR_NAME = "vlm_judge"
+EVALUATOR_NAME = "vlm"
 SIGNAL_NAME = "vlm_pass_rate"
 
+_RULES = (
+    "Look only at the picture. Answer YES only if the picture clearly shows it is true, and NO "
+    "only if it clearly shows it is false. Answer UNSURE when the picture does not let you tell "
+    "(the thing is too small, hidden or ambiguous, or you cannot tell which person is meant). "
+    "Do not guess. Do not explain."
+)
 SYSTEM_PROMPT = (
-    "You are checking one picture from an illustrated story against a single fact. "
-    "Look only at the picture. Answer with exactly one word: YES, NO or UNSURE. "
-    "Answer YES only if the picture clearly shows the fact is true, and NO only if it clearly "
-    "shows the fact is false. Answer UNSURE when the picture does not let you tell (the thing "
-    "is too small, hidden, ambiguous, or you cannot tell who is who). Do not guess. "
-    "Do not explain."
+    "You are checking one picture from an illustrated story. You get numbered questions about "
+    "it. Answer every question on its own line, in order, as its number, a colon and one word: "
+    "YES, NO or UNSURE (for example `1: YES`). " + _RULES
+)
+SYSTEM_PROMPT_SINGLE = (
+    "You are checking one picture from an illustrated story against a single question. "
+    "Answer with exactly one word: YES, NO or UNSURE. " + _RULES
 )
 
-_SKIN = {
-    "tone-1": "very light",
-    "tone-2": "light",
-    "tone-3": "medium-light",
-    "tone-4": "medium-dark",
-    "tone-5": "dark",
-    "tone-6": "very dark",
-}
-_POSE = {
-    "standing": "standing",
-    "sitting": "sitting",
-    "waving": "waving",
-    "cheering": "cheering with both arms raised",
-}
-_ACCESSORY = {
-    "hat": "wearing a hat",
-    "scarf": "wearing a scarf",
-    "glasses": "wearing glasses",
-    "bag": "carrying a bag",
-}
-_PLACE = {
-    "beach": "on a beach",
-    "street": "on a street",
-}
-_WEATHER = {
-    "clear": "Is the weather clear?",
-    "cloudy": "Is it cloudy?",
-    "rainy": "Is it raining?",
-    "snowy": "Is it snowing?",
-}
-_TIME = {
-    "morning": "Is it morning?",
-    "noon": "Is it midday?",
-    "afternoon": "Is it afternoon?",
-    "evening": "Is it evening?",
-    "night": "Is it night?",
-}
-
-
-@dataclass(frozen=True)
-class Question:
-    """One requirement as a question, and the answer that satisfies the requirement."""
-
-    text: str
-    expect: Literal["YES", "NO"]
-
-
-def _a(words: str) -> str:
-    return ("an " if words[:1] in "aeiou" else "a ") + words
-
-
-def _hair(value: Any) -> str:
-    parts = [str(v) for v in value] if isinstance(value, list) else [str(value)]
-    color, hair_style = [*parts, "", ""][:2]
-    if hair_style in ("bun", "ponytail"):
-        return f"{color} hair in {_a(hair_style)}"
-    return f"{hair_style} {color} hair".strip()
-
-
-def _character_question(req: Requirement) -> Question:
-    who, attr, value = req.subject, req.attribute, req.expected
-    if attr == "present":
-        return Question(f"Is {who} in the picture?", "YES" if value is True else "NO")
-    if attr == "skin":
-        return Question(f"Does {who} have {_SKIN.get(str(value), str(value))} skin?", "YES")
-    if attr == "hair":
-        return Question(f"Does {who} have {_hair(value)}?", "YES")
-    if attr == "top":
-        return Question(f"Is {who} wearing {_a(f'{value} top')}?", "YES")
-    if attr == "trousers":
-        return Question(f"Is {who} wearing {value} trousers?", "YES")
-    if attr == "accessory":
-        if value == "none":
-            return Question(f"Is {who} wearing a hat, a scarf or glasses, or carrying a bag?", "NO")
-        return Question(f"Is {who} {_ACCESSORY.get(str(value), f'wearing {value}')}?", "YES")
-    if attr == "pose":
-        return Question(f"Is {who} {_POSE.get(str(value), str(value))}?", "YES")
-    raise InputError(f"the VLM judge has no question for character attribute {attr!r}")
-
-
-def _object_question(req: Requirement, state: SceneState) -> Question:
-    kind, attr, value = req.subject, req.attribute, req.expected
-    spec = OBJECT_KINDS.get(kind)
-    color = state.objects[kind].color if kind in state.objects else ""
-    thing = f"{color} {kind}".strip()
-    if attr == "present":
-        if value is False:  # removed: no object of this kind, in any colour, may be seen
-            return Question(f"Is there {_a(kind)} in the picture?", "NO")
-        return Question(f"Is there {_a(thing)} in the picture?", "YES")
-    if attr == "holder":
-        return Question(f"Is {value} holding the {thing}?", "YES")
-    if attr == "state":
-        if spec is not None and spec.counted:
-            return Question(f"Are the {color} {spec.plural} {value}?".replace("  ", " "), "YES")
-        return Question(f"Is the {thing} {value}?", "YES")
-    if attr == "count":
-        n = int(value) if isinstance(value, int) else 0
-        plural = spec.plural if spec is not None else f"{kind}s"
-        if n == 0:
-            return Question(f"Are there any {plural} in the picture?", "NO")
-        if n == 1:
-            return Question(f"Is there exactly one {thing} in the picture?", "YES")
-        return Question(f"Are there exactly {n} {color} {plural} in the picture?", "YES")
-    raise InputError(f"the VLM judge has no question for object attribute {attr!r}")
-
-
-def _scene_question(req: Requirement) -> Question:
-    attr, value = req.attribute, req.expected
-    if attr == "location":
-        where = _PLACE.get(str(value), f"in {_a(str(value))}")
-        return Question(f"Is the scene set {where}?", "YES")
-    if attr == "weather":
-        return Question(_WEATHER.get(str(value), f"Is the weather {value}?"), "YES")
-    if attr == "time":
-        return Question(_TIME.get(str(value), f"Is it {value}?"), "YES")
-    if attr == "order":
-        names = list(value) if isinstance(value, list) else [str(value)]
-        return Question(f"From left to right, are the people {', then '.join(names)}?", "YES")
-    raise InputError(f"the VLM judge has no question for scene attribute {attr!r}")
-
-
-def question_for(req: Requirement, state: SceneState) -> Question:
-    """The plain-words question for ``req`` (``state`` gives the story's object colours)."""
-    if req.subject == "scene":
-        return _scene_question(req)
-    if req.subject in state.objects:
-        return _object_question(req, state)
-    return _character_question(req)
-
-
-_ANSWER = re.compile(
+_WORD = re.compile(
     r"^(?:(?:the\s+)?(?:final\s+)?(?:answer|verdict)(?:\s+is)?\s*[:\-]?\s*|[^:\n]{0,40}:\s*)?"
     r"(yes|no|unsure)[\s.!]*$"
 )
-_STRIP = str.maketrans("", "", "*_`\"'[]()<>")
+_NUMBERED = re.compile(r"^\s*(?:q(?:uestion)?\s*)?(\d{1,4})\s*[:.)\-]\s*(.*)$")
+_STRIP = str.maketrans("", "", "*_`\"'[]()<>#")
+_STRIP_BATCH = str.maketrans("", "", "*_`\"'[]<>#")
 
 
-def parse_answer(text: str) -> Answer:
-    """YES, NO or UNSURE from a reply: the whole reply (or its last line) must be the word,
-    optionally after a short label ("Answer:"); case, markdown and final punctuation are
-    ignored. Anything else is UNSURE."""
+def _word(text: str) -> Answer | None:
+    m = _WORD.match(text.strip())
+    if not m:
+        return None
+    return "YES" if m.group(1) == "yes" else "NO" if m.group(1) == "no" else "UNSURE"
+
+
+def parse_answer(text: str) -> Answer | None:
+    """YES, NO or UNSURE from a one-question reply: the whole reply (or its last line) must be
+    the word, optionally after a short label ("Answer:"); case, markdown and final punctuation
+    are ignored. Anything else is None (a parse failure)."""
     cleaned = text.translate(_STRIP).strip().lower()
     lines = [ln.strip() for ln in cleaned.splitlines() if ln.strip()]
     for candidate in (cleaned, lines[-1] if lines else ""):
-        m = _ANSWER.match(candidate)
+        answer = _word(candidate)
+        if answer is not None:
+            return answer
+    return None
+
+
+def parse_batch(text: str, n: int) -> list[Answer | None]:
+    """Answers to questions 1..n from ``N: WORD`` lines; None where the answer is missing,
+    duplicated (the number appears twice) or unparsable. Never raises."""
+    seen: dict[int, list[Answer | None]] = {}
+    for line in text.translate(_STRIP_BATCH).lower().splitlines():
+        m = _NUMBERED.match(line)
         if m:
-            return "YES" if m.group(1) == "yes" else "NO" if m.group(1) == "no" else "UNSURE"
-    return "UNSURE"
+            seen.setdefault(int(m.group(1)), []).append(_word(m.group(2).strip("() ")))
+    return [v[0] if len(v := seen.get(i, [])) == 1 else None for i in range(1, n + 1)]
 
 
-def encode_indices_png(indices: NDArray[np.uint8]) -> bytes:
-    """An indexed PNG of a canonical palette-index array (unknown pixels drawn black)."""
-    h, w = indices.shape
-    im = Image.frombytes("P", (w, h), np.ascontiguousarray(indices, dtype=np.uint8).tobytes())
-    pal = bytes(v for rgb in style.PALETTE for v in rgb)
-    im.putpalette(pal + bytes(768 - len(pal)))
-    buf = io.BytesIO()
-    im.save(buf, format="PNG", compress_level=1)
-    return buf.getvalue()
+def scene_prompt(questions: Sequence[Question]) -> str:
+    """The user prompt of a batched call: one numbered question per line."""
+    return "\n".join(f"{i}. {q.text}" for i, q in enumerate(questions, start=1))
 
 
-@register_evaluator(EVALUATOR_NAME)
+def verdict_of(answer: Answer | None, expect: str) -> Verdict:
+    """A question's verdict from its parsed answer."""
+    if answer is None:
+        return "parse_failure"
+    if answer == "UNSURE":
+        return "unsure"
+    return "passed" if answer == expect else "failed"
+
+
+@dataclass(frozen=True)
+class JudgeOptions:
+    """How the judge calls: batching, concurrency, budget, retries, cache, prices."""
+
+    batch: int = 0
+    concurrency: int = 4
+    budget_usd: float | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    cache_dir: Path | None = Path(".vsb-cache")
+    pricing: JudgePricing | None = None
+    sleep: Callable[[float], None] = time.sleep
+
+
+@dataclass(frozen=True)
+class JudgeCall:
+    """One call: the questions of (part of) one image."""
+
+    model: str
+    condition: str
+    story_id: str
+    scene: int
+    image_path: str
+    image_sha256: str
+    requirements: tuple[Requirement, ...]
+    questions: tuple[Question, ...]
+    system: str
+    prompt: str
+    key: str
+
+    @property
+    def max_tokens(self) -> int:
+        """Room for ``N: UNSURE`` per question and some slack."""
+        return 8 * len(self.questions) + 16
+
+
+@dataclass
+class CallOutcome:
+    """What became of one call (``reply`` None: it failed or was not made)."""
+
+    call: JudgeCall
+    reply: JudgeReply | None = None
+    cache_hit: bool = False
+    latency_s: float = 0.0
+    cost_usd: float | None = None
+    attempts: int = 0
+    error: str | None = None
+
+
+def media_type(data: bytes) -> str:
+    """The image's MIME type from its magic bytes (PNG unless recognisably otherwise)."""
+    if data.startswith(b"\xff\xd8"):
+        return "image/jpeg"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return "image/png"
+
+
+def plan_calls(
+    frames: Iterable[tuple[str, str, str, int, str, Scene]],
+    judge_model: str,
+    batch: int = 0,
+) -> list[JudgeCall]:
+    """The calls for ``(model, condition, story_id, scene, image_path, scene)`` frames."""
+    calls = []
+    for model, condition, story_id, k, path, scene in frames:
+        reqs = list(scene.requirements)
+        if not reqs:
+            continue
+        sha = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        size = batch if batch > 0 else len(reqs)
+        for start in range(0, len(reqs), size):
+            part = tuple(reqs[start : start + size])
+            qs = tuple(question_for(r, scene.state) for r in part)
+            single = batch == 1
+            system = SYSTEM_PROMPT_SINGLE if single else SYSTEM_PROMPT
+            prompt = qs[0].text if single else scene_prompt(qs)
+            calls.append(
+                JudgeCall(
+                    model,
+                    condition,
+                    story_id,
+                    k,
+                    str(path),
+                    sha,
+                    part,
+                    qs,
+                    system,
+                    prompt,
+                    call_key(judge_model, system, prompt, sha),
+                )
+            )
+    return calls
+
+
+def estimate_cost(call: JudgeCall, pricing: JudgePricing | None, judge_model: str) -> float | None:
+    """An upper estimate of a call's cost (text at ~4 characters a token, the image at the
+    listed tokens, every output token used); None when the price is unknown."""
+    price = pricing.price(judge_model) if pricing else None
+    if price is None:
+        return None
+    tokens_in = price.image_tokens + math.ceil((len(call.system) + len(call.prompt)) / 4)
+    return price.cost(tokens_in, call.max_tokens)
+
+
+def _actual_cost(
+    reply: JudgeReply, call: JudgeCall, pricing: JudgePricing | None, judge_model: str
+) -> float | None:
+    price = pricing.price(judge_model) if pricing else None
+    if price is None:
+        return None
+    if reply.input_tokens is None or reply.output_tokens is None:
+        return estimate_cost(call, pricing, judge_model)
+    return price.cost(reply.input_tokens, reply.output_tokens)
+
+
+@dataclass(frozen=True)
+class CostPlan:
+    """What a judge pass would cost: calls in all, already cached, and the estimate."""
+
+    calls: int
+    cached: int
+    to_make: int
+    estimated_usd: float | None
+    per_cell: dict[tuple[str, str], int]
+
+
+def plan_cost(
+    calls: Sequence[JudgeCall], transport: VlmTransport, options: JudgeOptions
+) -> CostPlan:
+    """The dry run: which calls are not cached yet and what they would cost."""
+    cache = JudgeCache(options.cache_dir) if options.cache_dir and transport.paid else None
+    todo = [c for c in calls if cache is None or cache.lookup(c.key) is None]
+    costs = [estimate_cost(c, options.pricing, transport.judge_model) for c in todo]
+    total = None if any(c is None for c in costs) else sum(c or 0.0 for c in costs)
+    if not transport.paid:
+        total = 0.0
+    per_cell: dict[tuple[str, str], int] = {}
+    for c in todo:
+        per_cell[(c.model, c.condition)] = per_cell.get((c.model, c.condition), 0) + 1
+    return CostPlan(len(calls), len(calls) - len(todo), len(todo), total, per_cell)
+
+
+def _request(call: JudgeCall) -> JudgeRequest:
+    data = Path(call.image_path).read_bytes()
+    return JudgeRequest(
+        image=data,
+        media_type=media_type(data),
+        system=call.system,
+        prompt=call.prompt,
+        max_tokens=call.max_tokens,
+        expected=tuple(q.expect for q in call.questions),
+    )
+
+
+def execute_calls(
+    calls: Sequence[JudgeCall],
+    transport: VlmTransport,
+    options: JudgeOptions,
+    *,
+    on_done: Callable[[CallOutcome], None] | None = None,
+) -> list[CallOutcome]:
+    """Make every call (cached ones cost nothing), ``options.concurrency`` at a time.
+    ``on_done`` runs in the calling thread as each call finishes (ledger rows, progress).
+    A budget stop lets running calls finish, then raises ``BudgetExceeded``."""
+    cache = JudgeCache(options.cache_dir) if options.cache_dir and transport.paid else None
+    budget = Budget(options.budget_usd if transport.paid else None)
+    stop = threading.Event()
+    stopped: list[BudgetExceeded] = []
+    judge = transport.judge_model
+
+    def one(call: JudgeCall) -> CallOutcome:
+        out = CallOutcome(call)
+        if cache is not None and (hit := cache.lookup(call.key)) is not None:
+            out.reply, out.cache_hit, out.cost_usd = hit, True, 0.0
+            return out
+        if stop.is_set():
+            out.error = "not made: the budget was reached"
+            return out
+        try:
+            held = budget.reserve(estimate_cost(call, options.pricing, judge))
+        except BudgetExceeded as err:
+            stop.set()
+            stopped.append(err)
+            out.error = "not made: the budget was reached"
+            return out
+        t0 = time.perf_counter()
+        try:
+            reply, out.attempts = call_with_retries(
+                lambda: transport.ask(_request(call)), options.retry, sleep=options.sleep
+            )
+        except AdapterError as err:
+            budget.settle(held, 0.0)
+            out.error, out.latency_s = err.message, time.perf_counter() - t0
+            return out
+        out.latency_s = time.perf_counter() - t0
+        out.reply = reply
+        out.cost_usd = _actual_cost(reply, call, options.pricing, judge)
+        budget.settle(held, out.cost_usd)
+        if cache is not None:
+            cache.put(call.key, judge, reply)
+        return out
+
+    outcomes: list[CallOutcome] = []
+    with ThreadPoolExecutor(max_workers=max(1, options.concurrency)) as pool:
+        for out in pool.map(one, calls):
+            outcomes.append(out)
+            if on_done is not None:
+                on_done(out)
+    if stopped:
+        made = sum(o.reply is not None and not o.cache_hit for o in outcomes)
+        missing = sum(o.reply is None for o in outcomes)
+        raise BudgetExceeded(
+            f"{stopped[0].message}; {made} calls made and cached, {missing} not made "
+            "(rerun with a larger --budget: cached calls cost nothing)"
+        )
+    return outcomes
+
+
+def outcome_results(out: CallOutcome, judge_model: str) -> list[RequirementResult]:
+    """One result per question of a finished call (a failed call gives none)."""
+    if out.reply is None:
+        return []
+    call = out.call
+    if len(call.questions) == 1 and call.system == SYSTEM_PROMPT_SINGLE:
+        answers: list[Answer | None] = [parse_answer(out.reply.text)]
+    else:
+        answers = parse_batch(out.reply.text, len(call.questions))
+    results = []
+    for req, q, answer in zip(call.requirements, call.questions, answers, strict=True):
+        v = verdict_of(answer, q.expect)
+        results.append(
+            RequirementResult.of(
+                req,
+                answer,
+                v == "passed",
+                req.taxonomy,
+                EVALUATOR_NAME,
+                verdict=v,
+                judge_model=judge_model,
+            )
+        )
+    return results
+
+
+def rows_from_outcomes(
+    outcomes: Sequence[CallOutcome], judge_model: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Requirement rows and ``vlm_pass_rate`` signal rows of finished calls."""
+    req_rows: list[dict[str, Any]] = []
+    frames: dict[tuple[str, str, str, int], list[bool]] = {}
+    for out in outcomes:
+        c = out.call
+        for r in outcome_results(out, judge_model):
+            req_rows.append(
+                r.row(model=c.model, condition=c.condition, story_id=c.story_id, scene=c.scene)
+            )
+            frames.setdefault((c.model, c.condition, c.story_id, c.scene), []).append(r.passed)
+    sig_rows = [
+        {
+            "model": m,
+            "condition": cond,
+            "story_id": s,
+            "scene": k,
+            "signal": SIGNAL_NAME,
+            "value": sum(passed) / len(passed),
+            "evaluator": EVALUATOR_NAME,
+        }
+        for (m, cond, s, k), passed in frames.items()
+    ]
+    return req_rows, sig_rows
+
+
+def transcript_row(out: CallOutcome, judge_model: str) -> dict[str, Any]:
+    """One line of ``judge_calls.jsonl`` (what was asked, what came back; replayable)."""
+    c, reply = out.call, out.reply
+    return {
+        "evaluator": EVALUATOR_NAME,
+        "judge_model": judge_model,
+        "model": c.model,
+        "condition": c.condition,
+        "story_id": c.story_id,
+        "scene": c.scene,
+        "key": c.key,
+        "image_sha256": c.image_sha256,
+        "system": c.system,
+        "prompt": c.prompt,
+        "answer": None if reply is None else reply.text,
+        "input_tokens": None if reply is None else reply.input_tokens,
+        "output_tokens": None if reply is None else reply.output_tokens,
+        "cache_hit": out.cache_hit,
+        "cost_usd": out.cost_usd,
+        "error": out.error,
+    }
+
+
+def failed_calls_error(outcomes: Sequence[CallOutcome]) -> RunError | None:
+    """A one-line error when some calls failed (the others are cached), else None."""
+    failed = [o for o in outcomes if o.reply is None]
+    if not failed:
+        return None
+    return RunError(
+        f"{len(failed)} of {len(outcomes)} judge calls failed (last: {failed[-1].error}); "
+        "the answers received are cached: rerun to retry only the failed calls"
+    )
+
+
 class VlmJudge:
-    """Asks a VLM one question per requirement of each frame."""
+    """The ``vlm`` evaluator for library use: ``VlmJudge(transport).evaluate_story(story,
+    frames)`` (``vsb evaluate`` runs the same calls for a whole run at once)."""
 
     name = EVALUATOR_NAME
 
-    def __init__(self, transport: VlmTransport | None = None, *, system: str = SYSTEM_PROMPT):
-        if transport is None:
-            raise InputError(
-                "the vlm_judge evaluator needs a transport: build "
-                "VlmJudge(transport) from vsb.evaluators.vlm_judge "
-                "(OpenAICompatibleVlm, AnthropicVlm, FixtureVlm or MockVlm)"
-            )
+    def __init__(self, transport: VlmTransport, options: JudgeOptions | None = None) -> None:
         self.transport = transport
-        self.system = system
-
-    def judge_png(self, image_png: bytes, scene: Scene) -> list[RequirementResult]:
-        """Every requirement of ``scene`` asked about one image."""
-        out = []
-        for req in scene.requirements:
-            q = question_for(req, scene.state)
-            answer = parse_answer(self.transport.ask(image_png, self.system, q.text))
-            passed = answer == q.expect
-            out.append(
-                RequirementResult.of(req, answer, passed, req.taxonomy, evaluator=EVALUATOR_NAME)
-            )
-        return out
+        self.options = options or JudgeOptions(cache_dir=None)
 
     def evaluate_story(self, story: Story, frames: list[Frame]) -> EvaluatorOutput:
-        out = EvaluatorOutput()
-        for f in frames:
-            if f.image is None:
-                continue
-            scene = story.scenes[f.scene - 1]
-            results = self.judge_png(encode_indices_png(f.image), scene)
-            out.requirements += [
-                r.row(model=f.model, condition=f.condition, story_id=f.story_id, scene=f.scene)
-                for r in results
-            ]
-            if results:
-                out.signals.append(
-                    {
-                        "model": f.model,
-                        "condition": f.condition,
-                        "story_id": f.story_id,
-                        "scene": f.scene,
-                        "signal": SIGNAL_NAME,
-                        "value": sum(r.passed for r in results) / len(results),
-                    }
-                )
-        return out
+        """Rows for one (model, condition, story); frames whose generation failed get none."""
+        todo = [
+            (f.model, f.condition, f.story_id, f.scene, f.path, story.scenes[f.scene - 1])
+            for f in frames
+            if f.path is not None
+        ]
+        judge = self.transport.judge_model
+        calls = plan_calls(todo, judge, self.options.batch)
+        outcomes = execute_calls(calls, self.transport, self.options)
+        err = failed_calls_error(outcomes)
+        if err is not None:
+            raise err
+        reqs, sigs = rows_from_outcomes(outcomes, judge)
+        return EvaluatorOutput(requirements=reqs, signals=sigs)

@@ -1,73 +1,140 @@
-"""Transports of the VLM judge: one question about one image in, the model's raw text out.
+"""Transports of the VLM judge: one image and one prompt in, the model's raw reply out.
 
-Every transport offers ``ask(image_png, system, question) -> str``:
+Every transport has a ``judge_model`` name (what rows, the cache key and the price list call
+it) and ``ask(JudgeRequest) -> JudgeReply``:
 
-- ``OpenAICompatibleVlm``: ``POST {base_url}/chat/completions`` (the image as a data URI);
-- ``AnthropicVlm``: ``POST {base_url}/v1/messages`` (a base64 image block);
-- ``FixtureVlm``: replays answers stored in a JSONL file, keyed by ``fixture_key``;
-- ``MockVlm``: answers from a function (tests, pipelines without a model).
+- ``OpenAICompatibleVlm`` (``openai-compatible:MODEL``): ``POST {base_url}/chat/completions``
+  with the image as a data URI; OpenAI, vLLM, Ollama, LM Studio, OpenRouter… The key comes
+  from ``OPENAI_API_KEY`` and may be absent for a loopback base URL (a local server).
+- ``AnthropicVlm`` (``anthropic:MODEL``): ``POST {base_url}/v1/messages`` with a base64 image
+  block; key from ``ANTHROPIC_API_KEY``.
+- ``ReplayVlm`` (``replay:DIR``): answers recorded in ``judge_calls.jsonl`` files
+  (``vsb evaluate`` writes one beside its evaluations), looked up by image and prompt.
+- ``MockVlm`` (``mock[:ERROR_RATE]``): answers every question with its expected answer,
+  flipped YES<->NO with probability ERROR_RATE (seeded by the image and prompt), for
+  pipelines and tests; it is not a judge of anything.
 
-HTTP transports take an injected ``httpx.Client`` and read their API key from the
-environment at call time (``CredentialMissing`` when absent). They register by name in
-``VLM_TRANSPORTS``.
+HTTP transports take an injected ``httpx.Client`` (never following redirects), read the key
+at call time, and never put it in an error: 408/409/429/5xx and dropped connections raise
+``RetryableError`` (with the server's Retry-After), other failures ``AdapterError``.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import ipaddress
 import json
 import os
-from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import httpx
+import numpy as np
 
+from vsb.calls import RETRY_STATUSES, RetryableError, parse_retry_after, redact
 from vsb.errors import AdapterError, CredentialMissing, InputError
-from vsb.registry import Registry
+from vsb.fsio import iter_jsonl
+
+#: Read timeout for a judge call (a batched scene can take a while), short connect timeout.
+DEFAULT_TIMEOUT = httpx.Timeout(120.0, connect=15.0)
+_EXCERPT = 200
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """One call: an image (its original bytes), the system prompt and the user prompt.
+    ``expected`` holds the questions' satisfying answers; only ``MockVlm`` reads it."""
+
+    image: bytes
+    media_type: str
+    system: str
+    prompt: str
+    max_tokens: int
+    expected: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class JudgeReply:
+    """The reply text and the token usage the service reported (None if it did not)."""
+
+    text: str
+    input_tokens: int | None = None
+    output_tokens: int | None = None
 
 
 class VlmTransport(Protocol):
-    """Asks a vision-language model one question about one image."""
+    """Asks a vision-language model about one image."""
 
-    def ask(self, image_png: bytes, system: str, question: str) -> str:
-        """The model's raw answer text."""
+    judge_model: str
+    #: Whether answers cost money (and are worth caching): HTTP judges yes, mock/replay no.
+    paid: bool
+
+    def ask(self, request: JudgeRequest) -> JudgeReply:
+        """The model's raw reply."""
         ...
 
 
-VLM_TRANSPORTS: Registry[type[Any]] = Registry("VLM transport")
+def default_client() -> httpx.Client:
+    """A real client: generous read timeout, no redirects (a key never follows one)."""
+    return httpx.Client(timeout=DEFAULT_TIMEOUT, follow_redirects=False)
 
 
-def _credential(env: str) -> str:
+def is_loopback(url: str) -> bool:
+    """Whether ``url`` points at this machine (a local judge needs no key)."""
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _key(env: str, *, optional: bool) -> str | None:
     key = os.environ.get(env)
-    if not key:
+    if not key and not optional:
         raise CredentialMissing(f"the VLM judge needs an API key: set {env}")
-    return key
+    return key or None
 
 
-def _b64(image_png: bytes) -> str:
-    return base64.b64encode(image_png).decode("ascii")
-
-
-def _post(client: httpx.Client, url: str, headers: dict[str, str], body: dict[str, Any]) -> Any:
+def _post(
+    client: httpx.Client,
+    url: str,
+    headers: dict[str, str],
+    body: dict[str, Any],
+    secret: str | None,
+) -> Any:
     try:
         resp = client.post(url, headers=headers, json=body)
+    except httpx.TransportError as err:
+        raise RetryableError(redact(f"VLM request to {url} failed: {err}", secret)) from None
     except httpx.HTTPError as err:
-        raise AdapterError(f"VLM request to {url} failed: {err}") from err
-    if resp.status_code >= 400:
-        raise AdapterError(
-            f"VLM request to {url} failed: HTTP {resp.status_code}: {resp.text[:200]}"
-        )
+        raise AdapterError(redact(f"VLM request to {url} failed: {err}", secret)) from None
+    if resp.status_code >= 300:
+        flat = " ".join(resp.text.split())[:_EXCERPT]
+        msg = redact(f"VLM request to {url} failed: HTTP {resp.status_code}: {flat}", secret)
+        if resp.status_code in RETRY_STATUSES:
+            raise RetryableError(
+                msg, retry_after=parse_retry_after(resp.headers.get("retry-after"))
+            )
+        raise AdapterError(msg)
     try:
         return resp.json()
-    except ValueError as err:
-        raise AdapterError(f"VLM response from {url} is not JSON") from err
+    except ValueError:
+        raise AdapterError(f"VLM response from {url} is not JSON") from None
 
 
-@VLM_TRANSPORTS.register("openai")
+def _int(x: Any) -> int | None:
+    return x if isinstance(x, int) and not isinstance(x, bool) else None
+
+
 class OpenAICompatibleVlm:
-    """An OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, llama.cpp, …)."""
+    """An OpenAI-compatible chat-completions endpoint."""
+
+    paid = True
 
     def __init__(
         self,
@@ -76,48 +143,58 @@ class OpenAICompatibleVlm:
         model: str,
         base_url: str = "https://api.openai.com/v1",
         api_key_env: str = "OPENAI_API_KEY",
-        max_tokens: int = 16,
     ) -> None:
         self.client = client
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.api_key_env = api_key_env
-        self.max_tokens = max_tokens
+        self.judge_model = f"openai-compatible:{model}"
+        self.key_optional = is_loopback(self.base_url)
 
-    def ask(self, image_png: bytes, system: str, question: str) -> str:
-        key = _credential(self.api_key_env)
+    def check_credentials(self) -> None:
+        """``CredentialMissing`` now rather than at the first call."""
+        _key(self.api_key_env, optional=self.key_optional)
+
+    def ask(self, request: JudgeRequest) -> JudgeReply:
+        key = _key(self.api_key_env, optional=self.key_optional)
+        data_uri = f"data:{request.media_type};base64,{base64.b64encode(request.image).decode()}"
         body = {
             "model": self.model,
             "temperature": 0,
-            "max_tokens": self.max_tokens,
+            "max_tokens": request.max_tokens,
             "messages": [
-                {"role": "system", "content": system},
+                {"role": "system", "content": request.system},
                 {
                     "role": "user",
                     "content": [
-                        {
-                            "type": "image_url",
-                            "image_url": {"url": f"data:image/png;base64,{_b64(image_png)}"},
-                        },
-                        {"type": "text", "text": question},
+                        {"type": "image_url", "image_url": {"url": data_uri}},
+                        {"type": "text", "text": request.prompt},
                     ],
                 },
             ],
         }
         url = f"{self.base_url}/chat/completions"
-        data = _post(self.client, url, {"Authorization": f"Bearer {key}"}, body)
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        data = _post(self.client, url, headers, body, key)
         try:
             content = data["choices"][0]["message"]["content"]
-        except (KeyError, IndexError, TypeError) as err:
-            raise AdapterError(f"VLM response from {url} has no message content") from err
+        except (KeyError, IndexError, TypeError):
+            raise AdapterError(f"VLM response from {url} has no message content") from None
         if isinstance(content, list):  # content parts
-            return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-        return "" if content is None else str(content)
+            text = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+        else:
+            text = "" if content is None else str(content)
+        usage = data.get("usage") if isinstance(data, dict) else None
+        usage = usage if isinstance(usage, dict) else {}
+        return JudgeReply(
+            text, _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
+        )
 
 
-@VLM_TRANSPORTS.register("anthropic")
 class AnthropicVlm:
     """The Anthropic Messages API."""
+
+    paid = True
 
     def __init__(
         self,
@@ -127,22 +204,26 @@ class AnthropicVlm:
         base_url: str = "https://api.anthropic.com",
         api_key_env: str = "ANTHROPIC_API_KEY",
         version: str = "2023-06-01",
-        max_tokens: int = 16,
     ) -> None:
         self.client = client
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.api_key_env = api_key_env
         self.version = version
-        self.max_tokens = max_tokens
+        self.judge_model = f"anthropic:{model}"
 
-    def ask(self, image_png: bytes, system: str, question: str) -> str:
-        key = _credential(self.api_key_env)
+    def check_credentials(self) -> None:
+        """``CredentialMissing`` now rather than at the first call."""
+        _key(self.api_key_env, optional=False)
+
+    def ask(self, request: JudgeRequest) -> JudgeReply:
+        key = _key(self.api_key_env, optional=False)
+        assert key is not None
         body = {
             "model": self.model,
-            "max_tokens": self.max_tokens,
+            "max_tokens": request.max_tokens,
             "temperature": 0,
-            "system": system,
+            "system": request.system,
             "messages": [
                 {
                     "role": "user",
@@ -151,98 +232,133 @@ class AnthropicVlm:
                             "type": "image",
                             "source": {
                                 "type": "base64",
-                                "media_type": "image/png",
-                                "data": _b64(image_png),
+                                "media_type": request.media_type,
+                                "data": base64.b64encode(request.image).decode(),
                             },
                         },
-                        {"type": "text", "text": question},
+                        {"type": "text", "text": request.prompt},
                     ],
                 }
             ],
         }
         url = f"{self.base_url}/v1/messages"
         headers = {"x-api-key": key, "anthropic-version": self.version}
-        data = _post(self.client, url, headers, body)
+        data = _post(self.client, url, headers, body, key)
         blocks = data.get("content") if isinstance(data, dict) else None
         if not isinstance(blocks, list):
             raise AdapterError(f"VLM response from {url} has no content blocks")
-        return "".join(
+        text = "".join(
             str(b.get("text", ""))
             for b in blocks
             if isinstance(b, dict) and b.get("type") == "text"
         )
+        usage = data.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
+        return JudgeReply(text, _int(usage.get("input_tokens")), _int(usage.get("output_tokens")))
 
 
-def fixture_key(image_png: bytes, question: str) -> str:
-    """sha256 over canonical JSON of (the image's sha256, the question)."""
-    doc = {"image_sha256": hashlib.sha256(image_png).hexdigest(), "question": question}
+def replay_key(image_sha256: str, system: str, prompt: str) -> str:
+    """sha256 over canonical JSON of (image sha256, system prompt, user prompt)."""
+    doc = {"image_sha256": image_sha256, "prompt": prompt, "system": system}
     canon = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canon.encode("utf-8")).hexdigest()
 
 
-def fixture_row(image_png: bytes, question: str, answer: str) -> dict[str, str]:
-    """One line of a fixture file (``key`` and ``answer``; the rest is for readers)."""
-    return {
-        "key": fixture_key(image_png, question),
-        "image_sha256": hashlib.sha256(image_png).hexdigest(),
-        "question": question,
-        "answer": answer,
-    }
+class ReplayVlm:
+    """Replays answers from ``judge_calls.jsonl`` files in a directory."""
 
+    paid = False
 
-@VLM_TRANSPORTS.register("fixture")
-class FixtureVlm:
-    """Replays stored answers: a JSONL file of ``{"key": fixture_key(...), "answer": ...}``."""
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.answers: dict[str, str] = {}
-        try:
-            lines = self.path.read_text(encoding="utf-8").splitlines()
-        except OSError as err:
-            raise InputError(f"cannot read VLM fixtures: {err.strerror}", file=self.path) from err
-        for n, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise InputError(
-                    f"invalid JSON: {err.msg}", file=self.path, location=f"line {n}"
-                ) from err
-            if not (
-                isinstance(row, dict)
-                and isinstance(row.get("key"), str)
-                and isinstance(row.get("answer"), str)
-            ):
-                raise InputError(
-                    "a fixture line needs string fields 'key' and 'answer'",
-                    file=self.path,
-                    location=f"line {n}",
-                )
-            self.answers[row["key"]] = row["answer"]
-
-    def ask(self, image_png: bytes, system: str, question: str) -> str:
-        key = fixture_key(image_png, question)
-        try:
-            return self.answers[key]
-        except KeyError:
-            sha = hashlib.sha256(image_png).hexdigest()
+    def __init__(self, directory: str | Path) -> None:
+        self.dir = Path(directory)
+        files = sorted(self.dir.glob("*.jsonl")) if self.dir.is_dir() else []
+        if not files:
             raise InputError(
-                f"no stored answer for question {question!r} on image sha256 {sha[:12]}… "
-                f"(fixture key {key})",
-                file=self.path,
+                "no judge_calls.jsonl (or other *.jsonl) to replay here", file=self.dir
+            )
+        self.answers: dict[str, str] = {}
+        models: set[str] = set()
+        for path in files:
+            for n, row in iter_jsonl(path):
+                fields = ("image_sha256", "system", "prompt", "answer")
+                if not all(isinstance(row.get(f), str) for f in fields):
+                    raise InputError(
+                        "a replay line needs string fields " + ", ".join(fields),
+                        file=path,
+                        location=f"line {n}",
+                    )
+                key = replay_key(row["image_sha256"], row["system"], row["prompt"])
+                self.answers[key] = row["answer"]
+                models.add(str(row.get("judge_model") or ""))
+        recorded = sorted(m for m in models if m)
+        self.judge_model = (
+            f"replay:{recorded[0]}" if len(recorded) == 1 else f"replay:{self.dir.name}"
+        )
+
+    def ask(self, request: JudgeRequest) -> JudgeReply:
+        sha = hashlib.sha256(request.image).hexdigest()
+        try:
+            return JudgeReply(self.answers[replay_key(sha, request.system, request.prompt)])
+        except KeyError:
+            raise InputError(
+                f"no recorded answer for image sha256 {sha[:12]}… with this prompt", file=self.dir
             ) from None
 
 
-@VLM_TRANSPORTS.register("mock")
 class MockVlm:
-    """Deterministic answers from ``answer(image_png, question)``; records every question."""
+    """Expected answers flipped with probability ``error_rate`` (seeded per call)."""
 
-    def __init__(self, answer: Callable[[bytes, str], str]) -> None:
-        self.answer = answer
-        self.questions: list[str] = []
+    paid = False
 
-    def ask(self, image_png: bytes, system: str, question: str) -> str:
-        self.questions.append(question)
-        return self.answer(image_png, question)
+    def __init__(self, error_rate: float = 0.0) -> None:
+        if not 0.0 <= error_rate <= 1.0:
+            raise InputError(f"mock judge error rate must be in [0, 1], got {error_rate}")
+        self.error_rate = error_rate
+        self.judge_model = f"mock:{error_rate:g}"
+        self.calls = 0
+
+    def ask(self, request: JudgeRequest) -> JudgeReply:
+        self.calls += 1
+        seed = hashlib.sha256(request.image + request.prompt.encode("utf-8")).digest()
+        rng = np.random.default_rng(int.from_bytes(seed[:8], "big"))
+        flips = rng.random(len(request.expected)) < self.error_rate
+        answers = [
+            ("NO" if e == "YES" else "YES") if f else e
+            for e, f in zip(request.expected, flips, strict=True)
+        ]
+        if len(answers) == 1 and not request.prompt.lstrip().startswith("1."):
+            return JudgeReply(answers[0])
+        return JudgeReply("\n".join(f"{i}: {a}" for i, a in enumerate(answers, start=1)))
+
+
+#: Judge kinds ``--judge KIND:ARG`` accepts.
+JUDGE_KINDS: tuple[str, ...] = ("openai-compatible", "anthropic", "replay", "mock")
+
+
+def build_transport(
+    spec: str, *, base_url: str | None = None, client: httpx.Client | None = None
+) -> VlmTransport:
+    """A transport from ``--judge`` (``openai-compatible:MODEL``, ``anthropic:MODEL``,
+    ``replay:DIR``, ``mock[:ERROR_RATE]``) and ``--base-url``."""
+    kind, _, arg = spec.partition(":")
+    if kind == "mock":
+        try:
+            rate = float(arg) if arg else 0.0
+        except ValueError:
+            raise InputError(f"--judge mock:{arg}: the error rate must be a number") from None
+        return MockVlm(rate)
+    if kind == "replay":
+        if not arg:
+            raise InputError("--judge replay:DIR needs a directory")
+        return ReplayVlm(arg)
+    if kind in ("openai-compatible", "anthropic"):
+        if not arg:
+            raise InputError(f"--judge {kind}:MODEL needs a model name")
+        http = client or default_client()
+        if kind == "anthropic":
+            return AnthropicVlm(http, model=arg, **({"base_url": base_url} if base_url else {}))
+        return OpenAICompatibleVlm(http, model=arg, **({"base_url": base_url} if base_url else {}))
+    raise InputError(
+        f"unknown judge {spec!r}: use one of openai-compatible:MODEL, anthropic:MODEL, "
+        "replay:DIR, mock[:ERROR_RATE]"
+    )

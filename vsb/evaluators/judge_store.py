@@ -1,0 +1,136 @@
+"""What the VLM judge keeps between runs: its answer cache and its price list.
+
+``JudgeCache`` (``CACHE/judge.sqlite``, WAL mode, beside the generation cache's index) maps a
+call key to the reply: ``get(key, compute) -> (reply, hit)``, like the generation cache.
+The key (``call_key``) is sha256 over the canonical JSON of the judge model, the system
+prompt, the user prompt (the questions) and the image's sha256, so a rerun pays nothing.
+
+``JudgePricing`` reads the ``judges`` section of ``config/pricing.json``: USD per million
+input and output tokens and the tokens an image costs, per judge model. A judge that is
+not listed has an unknown price, reported as unknown, never as zero.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from vsb.errors import CacheError, ConfigError
+from vsb.evaluators.vlm_transports import JudgeReply
+from vsb.fsio import canonical_json, sha256_hex
+
+DEFAULT_PRICING = Path(__file__).resolve().parents[2] / "config" / "pricing.json"
+CACHE_NAME = "judge.sqlite"
+_SCHEMA = """CREATE TABLE IF NOT EXISTS answers (
+    key TEXT PRIMARY KEY, judge_model TEXT NOT NULL, text TEXT NOT NULL,
+    input_tokens INTEGER, output_tokens INTEGER)"""
+
+
+def call_key(judge_model: str, system: str, prompt: str, image_sha256: str) -> str:
+    """The cache key of one judge call."""
+    doc = {"judge_model": judge_model, "system": system, "prompt": prompt, "image": image_sha256}
+    return sha256_hex(canonical_json(doc))
+
+
+class JudgeCache:
+    """Replies by call key, in SQLite; one connection per thread."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.path = Path(root) / CACHE_NAME
+        self._local = threading.local()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self._db() as db:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute(_SCHEMA)
+        except (OSError, sqlite3.Error) as err:
+            raise CacheError(f"cannot open the judge cache: {err}", file=self.path) from None
+
+    def _db(self) -> sqlite3.Connection:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.path, timeout=60.0)
+            self._local.db = db
+        return db
+
+    def lookup(self, key: str) -> JudgeReply | None:
+        """The cached reply, or None."""
+        row = (
+            self._db()
+            .execute("SELECT text, input_tokens, output_tokens FROM answers WHERE key = ?", (key,))
+            .fetchone()
+        )
+        return None if row is None else JudgeReply(str(row[0]), row[1], row[2])
+
+    def put(self, key: str, judge_model: str, reply: JudgeReply) -> None:
+        """Store a reply (committed before returning)."""
+        with self._db() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?)",
+                (key, judge_model, reply.text, reply.input_tokens, reply.output_tokens),
+            )
+
+    def get(
+        self, key: str, judge_model: str, compute: Callable[[], JudgeReply]
+    ) -> tuple[JudgeReply, bool]:
+        """``(reply, hit)``: the cached reply, or ``compute()`` stored under ``key``."""
+        cached = self.lookup(key)
+        if cached is not None:
+            return cached, True
+        reply = compute()
+        self.put(key, judge_model, reply)
+        return reply, False
+
+
+@dataclass(frozen=True)
+class JudgePrice:
+    """Token prices of one judge model."""
+
+    usd_per_mtok_input: float
+    usd_per_mtok_output: float
+    image_tokens: int
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        """USD for a call with these token counts."""
+        return (
+            input_tokens * self.usd_per_mtok_input + output_tokens * self.usd_per_mtok_output
+        ) / 1e6
+
+
+@dataclass(frozen=True)
+class JudgePricing:
+    """Prices by judge model (``judges`` section of the pricing file)."""
+
+    as_of: str | None
+    prices: dict[str, JudgePrice]
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> JudgePricing:
+        """Read the pricing file (default ``config/pricing.json``; absent default = unknown)."""
+        p = Path(path) if path is not None else DEFAULT_PRICING
+        if path is None and not p.is_file():
+            return cls(None, {})
+        try:
+            obj = json.loads(p.read_text(encoding="utf-8"))
+            judges = obj.get("judges", {})
+            prices = {
+                str(name): JudgePrice(
+                    float(e["usd_per_mtok_input"]),
+                    float(e["usd_per_mtok_output"]),
+                    int(e["image_tokens"]),
+                )
+                for name, e in judges.items()
+            }
+        except FileNotFoundError:
+            raise ConfigError("pricing file not found", file=p) from None
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as err:
+            raise ConfigError(f"malformed judges section: {err}", file=p) from None
+        return cls(obj.get("as_of"), prices)
+
+    def price(self, judge_model: str) -> JudgePrice | None:
+        """The judge's prices, or None when unknown."""
+        return self.prices.get(judge_model)

@@ -1,0 +1,211 @@
+"""A simulated VLM judge: an OpenAI chat-completions server on 127.0.0.1 that answers from the
+sealed oracle of a simulator run, wrong on purpose at a known rate.
+
+It exists to validate the judging pipeline end to end (``vsb evaluate --evaluator vlm
+--judge openai-compatible:sim --base-url URL`` then ``vsb validate-judge``) and to measure
+judge throughput (``benchmarks/bench_judge.py``): the pipeline must recover the injected
+error rate, send one request per scene, and pay nothing on a rerun.
+
+How it answers one request: the image's sha256 names the frame (model, condition, story,
+scene) through ``records.jsonl``; the numbered questions are the frame's requirements in
+order (``vsb.evaluators.vlm_judge.scene_prompt``). A requirement is true unless the oracle
+holds a visual fault on its subject and attribute, or its subject (or, for a holder, the
+holder; for an order, anyone in it) is missing. Each answer is flipped with probability
+``error_rate``, drawn from ``numpy.random.default_rng([seed, hash of frame and question])``.
+Only vsb.validation reads the oracle; this module belongs here for that reason.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import threading
+import time
+from collections import defaultdict
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vsb.evaluators.vlm_questions import question_for
+from vsb.fsio import iter_jsonl
+from vsb.story.io import load_suite
+from vsb.story.models import Requirement
+
+FrameKey = tuple[str, str, str, int]
+_ALIASES = {"hair_color": "hair", "hair_style": "hair", "color": "present"}
+_DATA_URI = re.compile(r"^data:[^;]+;base64,(.*)$", re.S)
+
+
+def _missing(faults: set[tuple[str, str]], subject: str) -> bool:
+    return (subject, "present") in faults
+
+
+def requirement_true(req: Requirement, faults: set[tuple[str, str]]) -> bool:
+    """Whether the rendered image satisfies ``req``, given the frame's visual faults as
+    (subject, normalised attribute) pairs."""
+    if req.subject == "scene":
+        if (req.subject, req.attribute) in faults:
+            return False
+        if req.attribute == "order" and isinstance(req.expected, list):
+            return not any(_missing(faults, str(n)) for n in req.expected)
+        return True
+    if (req.subject, req.attribute) in faults:
+        return False
+    if req.attribute != "present" and _missing(faults, req.subject):
+        return False
+    return not (req.attribute == "holder" and _missing(faults, str(req.expected)))
+
+
+class SimJudge:
+    """The answering logic (no HTTP): frames, questions, truth and seeded errors."""
+
+    def __init__(self, run_dir: str | Path, *, error_rate: float = 0.0, seed: int = 0) -> None:
+        root = Path(run_dir)
+        self.error_rate = error_rate
+        self.seed = seed
+        stories = {s.id: s for s in load_suite(root / "suite")}
+        self.frames: dict[str, FrameKey] = {}
+        for _, rec in iter_jsonl(root / "records.jsonl"):
+            if rec.get("error") is None:
+                sha = hashlib.sha256((root / rec["path"]).read_bytes()).hexdigest()
+                self.frames.setdefault(
+                    sha, (rec["model"], rec["condition"], rec["story_id"], int(rec["scene"]))
+                )
+        self.faults: dict[FrameKey, set[tuple[str, str]]] = defaultdict(set)
+        oracle = root / "oracle" / "faults.jsonl"
+        if oracle.is_file():
+            for _, f in iter_jsonl(oracle):
+                if f.get("visual", True):
+                    key = (f["model"], f["condition"], f["story_id"], int(f["scene"]))
+                    attr = _ALIASES.get(str(f["attribute"]), str(f["attribute"]))
+                    self.faults[key].add((str(f["subject"]), attr))
+        self.stories = stories
+
+    def answers(self, image: bytes, questions: list[str]) -> list[str]:
+        """YES/NO answers to the questions (texts as asked) about the image's scene; each text
+        is matched to the first requirement of the scene whose question it is."""
+        frame = self.frames.get(hashlib.sha256(image).hexdigest())
+        if frame is None:
+            return ["UNSURE"] * len(questions)
+        model, cond, sid, k = frame
+        scene = self.stories[sid].scenes[k - 1]
+        asked = [(r, question_for(r, scene.state)) for r in scene.requirements]
+        faults = self.faults.get(frame, set())
+        out = []
+        for text in questions:
+            i = next((j for j, (_, q) in enumerate(asked) if q.text == text), None)
+            if i is None:
+                out.append("UNSURE")
+                continue
+            req, q = asked.pop(i)
+            answer = (
+                q.expect
+                if requirement_true(req, faults)
+                else ("NO" if q.expect == "YES" else "YES")
+            )
+            digest = hashlib.sha256(f"{model}|{cond}|{sid}|{k}|{req.id}".encode()).digest()
+            rng = np.random.default_rng([self.seed, int.from_bytes(digest[:8], "big")])
+            if rng.random() < self.error_rate:
+                answer = "NO" if answer == "YES" else "YES"
+            out.append(answer)
+        return out
+
+
+class SimJudgeServer:
+    """``SimJudge`` behind ``POST /v1/chat/completions`` on 127.0.0.1 (a daemon thread).
+
+    ``latency_s`` delays every answer (throughput benchmarks); ``fail_first`` answers the
+    first N requests with HTTP 429 and ``Retry-After: 0`` (retry tests); ``requests``
+    counts the chat requests that got an answer, ``attempts`` every POST."""
+
+    def __init__(
+        self,
+        run_dir: str | Path,
+        *,
+        error_rate: float = 0.0,
+        seed: int = 0,
+        latency_s: float = 0.0,
+        fail_first: int = 0,
+    ) -> None:
+        self.judge = SimJudge(run_dir, error_rate=error_rate, seed=seed)
+        self.latency_s = latency_s
+        self.fail_first = fail_first
+        self.requests = 0
+        self.attempts = 0
+        self.bodies: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                status, reply = server.handle(self.path, body)
+                data = json.dumps(reply).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                if status == 429:
+                    self.send_header("retry-after", "0")
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        """The base URL to give ``--base-url``."""
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def handle(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """(status, JSON reply) of one POST."""
+        with self._lock:
+            self.attempts += 1
+            if self.attempts <= self.fail_first:
+                return 429, {"error": {"message": "rate limited"}}
+        if not path.endswith("/chat/completions"):
+            return 404, {"error": {"message": f"no route {path}"}}
+        if self.latency_s:
+            time.sleep(self.latency_s)
+        user = body["messages"][-1]["content"]
+        uri = next(p["image_url"]["url"] for p in user if p.get("type") == "image_url")
+        text = next(p["text"] for p in user if p.get("type") == "text")
+        m = _DATA_URI.match(uri)
+        image = base64.b64decode(m.group(1)) if m else b""
+        numbered = re.findall(r"^\d+\. (.*)$", text, flags=re.M)
+        answers = self.judge.answers(image, numbered or [text.strip()])
+        n = len(answers)
+        content = (
+            "\n".join(f"{i}: {a}" for i, a in enumerate(answers, start=1))
+            if numbered
+            else answers[0]
+        )
+        with self._lock:
+            self.requests += 1
+            self.bodies.append(body)
+        usage = {"prompt_tokens": 300 + len(text) // 4, "completion_tokens": 4 * n}
+        return 200, {
+            "choices": [{"message": {"role": "assistant", "content": content}}],
+            "usage": usage,
+        }
+
+    def close(self) -> None:
+        """Stop serving."""
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def __enter__(self) -> SimJudgeServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

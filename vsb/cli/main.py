@@ -28,7 +28,9 @@ def _register() -> None:
 
     cli.add_command(score.score)
     cli.add_command(score.compare)
-    cli.add_command(score.validate_judge)
+    from vsb.cli import validate
+
+    cli.add_command(validate.validate_judge)
     from vsb.cli import ledger, run
 
     cli.add_command(run.run)

@@ -1,5 +1,5 @@
-"""``vsb score``, ``vsb compare`` and ``vsb validate-judge``: thin wrappers over vsb.scores
-and vsb.validation that print rich tables."""
+"""``vsb score`` and ``vsb compare``: thin wrappers over vsb.scores that print rich tables
+(``vsb validate-judge`` lives in vsb/cli/validate.py)."""
 
 from __future__ import annotations
 
@@ -117,62 +117,3 @@ def compare(run_dir: Path, a: str, b: str, seed: int, resamples: int) -> None:
         )
     _console().print(table)
 
-
-@click.command("validate-judge")
-@click.argument("run_dir", type=_RUN)
-def validate_judge(run_dir: Path) -> None:
-    """Validate the rule checker and the signals against the sealed oracle of a simulator
-    run; writes RUN_DIR/validation/."""
-    from vsb.validation.judge import validate_run, write_judge
-
-    report = validate_run(run_dir)
-    paths = write_judge(run_dir, report)
-    console = _console()
-    tax = _table(
-        "rule checker vs oracle (per taxonomy)",
-        ("taxonomy", "faults", "recall", "detections", "precision", "label agrees"),
-    )
-    for t in report.taxonomy:
-        if t.n_faults or t.n_detections:
-            tax.add_row(
-                t.taxonomy,
-                str(t.n_faults),
-                _pct(t.recall),
-                str(t.n_detections),
-                _pct(t.precision),
-                str(t.n_label_agree),
-            )
-    console.print(tax)
-    pm = _table(
-        "rule checker vs oracle, per model (worst taxonomy label)",
-        ("model", "faults", "recall", "precision", "min recall", "min precision"),
-    )
-    for model, rows in report.taxonomy_by_model.items():
-        total = rows[-1]
-        labelled = [t for t in rows[:-1] if t.n_faults or t.n_detections]
-        recalls = [(t.recall, t.taxonomy) for t in labelled if t.recall is not None]
-        precisions = [(t.precision, t.taxonomy) for t in labelled if t.precision is not None]
-        pm.add_row(
-            model,
-            str(total.n_faults),
-            _pct(total.recall),
-            _pct(total.precision),
-            f"{min(recalls)[0]:.3f} ({min(recalls)[1]})" if recalls else "—",
-            f"{min(precisions)[0]:.3f} ({min(precisions)[1]})" if precisions else "—",
-        )
-    console.print(pm)
-    au = _table(
-        "AUROC of −signal for 'frame has ≥1 injected visual fault'",
-        ("signal", "AUROC", "frames", "faulty"),
-    )
-    for s in report.auroc:
-        au.add_row(s.signal, _pct(s.auroc), str(s.n_frames), str(s.n_faulty))
-    console.print(au)
-    co = _table(
-        "story-level rank correlation with oracle coherence",
-        ("signal", "Spearman ρ", "Kendall τ", "units"),
-    )
-    for c in report.correlations:
-        co.add_row(c.signal, _pct(c.spearman), _pct(c.kendall), str(c.n_units))
-    console.print(co)
-    click.echo(f"wrote {len(paths)} files to {Path(run_dir) / 'validation'}")

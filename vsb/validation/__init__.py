@@ -1,6 +1,8 @@
-"""Judge validation: the rule checker and continuous signals against the sealed oracle.
+"""Judge validation: every evaluator (rule checker, VLM judge…) and continuous signal against
+the sealed oracle.
 
 The only package that reads ``RUN/oracle/faults.jsonl``. Entry points:
-``vsb.validation.judge.validate_run`` (-> ``JudgeReport``) and
-``vsb.validation.judge.write_judge``; typed outputs in ``vsb.validation.models``.
+``vsb.validation.judge.validate_run`` (-> ``JudgeReport``, one section per evaluator) and
+``vsb.validation.judge.write_judge``; strict and root-cause matching in
+``vsb.validation.matching``; typed outputs in ``vsb.validation.models``.
 """

@@ -1,321 +1,216 @@
-"""``vsb validate-judge``: the rule checker and every continuous signal against the oracle.
+"""``vsb validate-judge``: every evaluator and continuous signal against the sealed oracle.
 
-Matching (all within one image = model × condition × story × scene):
+One section per requirement evaluator (the rows' ``evaluator``: ``rules``, ``vlm``…; the
+rule checker first, then by name), each with:
 
-* a *fault unit* is one visual fault of ``oracle/faults.jsonl``;
-* a *detection unit* groups the rule checker's failed checks by (subject, failure label), so
-  an image × subject × root-cause label counts once however many knock-on checks it fails;
-* a fault and a detection unit match when they concern the same subject and either the
-  fault's attribute is one of the unit's checked attributes or the unit's label is the
-  fault's taxonomy (a knock-on failure attributed to that root cause); a unit holding a
-  knock-on check (failure label ≠ the requirement's own taxonomy) also matches a fault with
-  that taxonomy on another subject (a missing character breaking the left-to-right order).
+* per-taxonomy recall and precision, overall and per model, **strict** (same image, subject
+  and label) with Wilson 95% intervals, and the lenient **root-cause** view beside it
+  (``vsb.validation.matching`` defines both);
+* its verdict counts: the UNSURE and parse-failure rates (over its checks) and how many
+  rows were ``not_applicable``;
+* the AUROC of its per-frame pass rate for "frame has ≥1 injected visual fault" (the
+  evaluator's own ``*_pass_rate`` signal rows when it wrote some, e.g. ``vlm_pass_rate``;
+  else computed from its rows, e.g. ``rules_pass_rate``);
+* Spearman and Kendall between its story-level memory pass rate and oracle coherence.
 
-Recall per taxonomy = matched faults / faults (by the fault's taxonomy); precision =
-matched detection units / detection units (by the unit's label). Attribute names are
-normalised (``hair_color``/``hair_style`` -> ``hair``, an object's ``color`` -> ``present``,
-whose check covers the colour).
+Every other signal (``pairwise``, ``clip``…) gets its AUROC and correlations, grouped by
+its evaluator.
+
+Verdicts: ``not_applicable`` rows are excluded from every figure but their count.
+``unsure`` and ``parse_failure`` rows are failed checks, i.e. detections of their
+requirement's own taxonomy label: scoring counts them as not passed, so a judge unsure
+about a true fact makes a false violation (it lowers precision) and one unsure about a
+fault still flags it (recall). Their rates are reported apart so that an evaluator that
+hedges is visible as such, not only through lower precision.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
-from vsb.errors import InputError, RunError
-from vsb.fsio import atomic_write_json, atomic_write_text, iter_jsonl, sha256_file
+from vsb.errors import InputError
+from vsb.fsio import sha256_file
 from vsb.scores.inputs import (
     REQUIREMENTS_FILE,
     RequirementRows,
-    SignalRows,
     load_requirements,
     load_signals,
     release_name,
     require_run_dir,
 )
-from vsb.scores.write import csv_text
-from vsb.story.models import TAXONOMY
-from vsb.validation.metrics import auroc, rank_correlations
+from vsb.validation.matching import (
+    FAULTS_FILE,
+    Fault,
+    Frame,
+    detections,
+    frames_of,
+    load_faults,
+    taxonomy_metrics,
+)
 from vsb.validation.models import (
-    RULES_COHERENCE,
-    RULES_SIGNAL,
+    RULES_EVALUATOR,
+    EvaluatorValidation,
     JudgeIdentity,
     JudgeReport,
     SignalAuroc,
     SignalCorrelation,
-    TaxonomyMetrics,
+    VerdictCounts,
+    coherence_signal,
+    pass_rate_signal,
 )
+from vsb.validation.signals import (
+    SignalTable,
+    correlation,
+    memory_coherence,
+    oracle_coherence,
+    pass_rates,
+    signal_auroc,
+    signal_table,
+    story_means,
+)
+from vsb.validation.write import VALIDATION_DIR, write_judge
 
-FAULTS_FILE = "oracle/faults.jsonl"
-VALIDATION_DIR = "validation"
-_FAULT_KEYS = ("model", "condition", "story_id", "scene", "subject", "attribute", "taxonomy")
-_ALIASES = {"hair_color": "hair", "hair_style": "hair", "color": "present"}
+__all__ = ["VALIDATION_DIR", "present_evaluators", "validate_run", "write_judge"]
 
-Frame = tuple[str, str, str, int]
-"""(model, condition, story_id, scene)."""
-Unit = tuple[str, str, str]
-"""(model, condition, story_id): one story run."""
-
-
-def norm_attribute(attribute: str) -> str:
-    """The requirement attribute an oracle attribute is checked under."""
-    return _ALIASES.get(attribute, attribute)
-
-
-@dataclass(frozen=True)
-class Fault:
-    """One injected fault (only the fields matching needs)."""
-
-    frame: Frame
-    subject: str
-    attribute: str
-    taxonomy: str
-    visual: bool
+_NOT_APPLICABLE = "not_applicable"
 
 
-@dataclass
-class Detection:
-    """One detection unit: failed checks of one image × subject × failure label."""
-
-    frame: Frame
-    subject: str
-    label: str
-    attributes: set[str] = field(default_factory=set)
-    knock_on: bool = False
-
-    def matches(self, f: Fault) -> bool:
-        """Whether this unit detects fault ``f`` (same image assumed)."""
-        if f.subject == self.subject and (
-            f.attribute in self.attributes or f.taxonomy == self.label
-        ):
-            return True
-        return self.knock_on and f.taxonomy == self.label
+def _ordered(names: set[str]) -> list[str]:
+    return sorted(names, key=lambda e: (e != RULES_EVALUATOR, e))
 
 
-def load_faults(run_dir: str | Path) -> list[Fault]:
-    """Read the sealed ``RUN/oracle/faults.jsonl``; ``RunError`` if absent."""
-    path = require_run_dir(run_dir) / FAULTS_FILE
-    if not path.is_file():
-        raise RunError("run has no oracle (only simulator runs have one)", file=path)
-    out: list[Fault] = []
-    for n, obj in iter_jsonl(path):
-        missing = [k for k in _FAULT_KEYS if k not in obj]
-        if missing:
-            raise InputError(
-                f"missing field(s) {', '.join(missing)}", file=path, location=f"line {n}"
-            )
-        out.append(
-            Fault(
-                frame=(obj["model"], obj["condition"], obj["story_id"], int(obj["scene"])),
-                subject=str(obj["subject"]),
-                attribute=norm_attribute(str(obj["attribute"])),
-                taxonomy=str(obj["taxonomy"]),
-                visual=bool(obj.get("visual", True)),
-            )
+def present_evaluators(rows: RequirementRows, signals: SignalTable) -> list[str]:
+    """Requirement evaluators (rules first, then by name), then signal-only evaluators."""
+    req = _ordered(set(rows.evaluator))
+    return req + sorted({ev for ev, _ in signals} - set(req))
+
+
+def _select(present: list[str], wanted: Sequence[str] | None) -> set[str]:
+    if wanted is None:
+        return set(present)
+    unknown = [w for w in wanted if w not in present]
+    if unknown:
+        raise InputError(
+            f"unknown evaluator {unknown[0]!r}; present in this run: {', '.join(present)}"
         )
-    return out
+    return set(wanted)
 
 
-def _frames(rows: RequirementRows) -> list[Frame]:
-    return list(zip(rows.model, rows.condition, rows.story_id, rows.scene, strict=True))
+def verdict_counts(rows: RequirementRows) -> VerdictCounts:
+    """How ``rows`` split by verdict; rates over the rows that are not not_applicable."""
+    n = {v: 0 for v in ("passed", "failed", "unsure", "parse_failure", _NOT_APPLICABLE)}
+    for v in rows.verdict:
+        n[v] = n.get(v, 0) + 1
+    checks = len(rows) - n[_NOT_APPLICABLE]
+    return VerdictCounts(
+        n_rows=len(rows),
+        n_checks=checks,
+        n_passed=n["passed"],
+        n_failed=n["failed"],
+        n_unsure=n["unsure"],
+        n_parse_failure=n["parse_failure"],
+        n_not_applicable=n[_NOT_APPLICABLE],
+        unsure_rate=n["unsure"] / checks if checks else None,
+        parse_failure_rate=n["parse_failure"] / checks if checks else None,
+    )
 
 
-def detections(rows: RequirementRows) -> list[Detection]:
-    """Detection units of the rule checker's failed checks, in row order (a check whose
-    failure label differs from its requirement's taxonomy is a knock-on failure)."""
-    units: dict[tuple[Frame, str, str], Detection] = {}
-    frames = _frames(rows)
-    for i, ok in enumerate(rows.passed):
-        if ok:
-            continue
-        label = rows.failure[i] or rows.taxonomy[i]
-        key = (frames[i], rows.subject[i], label)
-        u = units.get(key)
-        if u is None:
-            u = units[key] = Detection(frames[i], rows.subject[i], label)
-        u.attributes.add(rows.attribute[i])
-        if label != rows.taxonomy[i]:
-            u.knock_on = True
-    return list(units.values())
+def _pass_rate(
+    name: str, rows: RequirementRows, table: SignalTable
+) -> tuple[tuple[str, str], dict[Frame, float]]:
+    """The evaluator's pass-rate signal: its own ``*_pass_rate`` rows, else from ``rows``."""
+    own = [k for k in table if k[0] == name and k[1].endswith("_pass_rate")]
+    if own:
+        key = (name, pass_rate_signal(name))
+        key = key if key in own else own[0]
+        return key, table[key]
+    return (name, pass_rate_signal(name)), pass_rates(rows)
 
 
-def taxonomy_metrics(
-    faults: list[Fault], units: list[Detection], frames: set[Frame]
-) -> list[TaxonomyMetrics]:
-    """Per-taxonomy recall and precision (TAXONOMY order, then unknown labels, then 'all')."""
-    by_frame: dict[Frame, list[Detection]] = defaultdict(list)
-    for u in units:
-        by_frame[u.frame].append(u)
-    faults_by_frame: dict[Frame, list[Fault]] = defaultdict(list)
-    for f in faults:
-        if f.visual and f.frame in frames:
-            faults_by_frame[f.frame].append(f)
-    n_f: dict[str, int] = defaultdict(int)
-    n_hit: dict[str, int] = defaultdict(int)
-    for fr, fs in faults_by_frame.items():
-        for f in fs:
-            n_f[f.taxonomy] += 1
-            n_hit[f.taxonomy] += any(u.matches(f) for u in by_frame.get(fr, ()))
-    n_d: dict[str, int] = defaultdict(int)
-    n_tp: dict[str, int] = defaultdict(int)
-    n_agree: dict[str, int] = defaultdict(int)
-    for u in units:
-        matched = [f for f in faults_by_frame.get(u.frame, ()) if u.matches(f)]
-        n_d[u.label] += 1
-        n_tp[u.label] += bool(matched)
-        n_agree[u.label] += any(f.taxonomy == u.label for f in matched)
-    labels = [t for t in TAXONOMY] + sorted((set(n_f) | set(n_d)) - set(TAXONOMY))
-
-    def row(t: str, nf: int, nh: int, nd: int, ntp: int, na: int) -> TaxonomyMetrics:
-        return TaxonomyMetrics(
-            taxonomy=t,
-            n_faults=nf,
-            n_detected=nh,
-            recall=nh / nf if nf else None,
-            n_detections=nd,
-            n_true_detections=ntp,
-            precision=ntp / nd if nd else None,
-            n_label_agree=na,
-        )
-
-    out = [row(t, n_f[t], n_hit[t], n_d[t], n_tp[t], n_agree[t]) for t in labels]
-    tot = [sum(d.values()) for d in (n_f, n_hit, n_d, n_tp, n_agree)]
-    out.append(row("all", *tot))
-    return out
-
-
-def frame_signals(rows: RequirementRows, signals: SignalRows) -> dict[str, dict[Frame, float]]:
-    """signal -> frame -> value; the rule checker's per-frame pass rate comes first."""
-    npass: dict[Frame, int] = defaultdict(int)
-    ntot: dict[Frame, int] = defaultdict(int)
-    for fr, ok in zip(_frames(rows), rows.passed, strict=True):
-        ntot[fr] += 1
-        npass[fr] += ok
-    out: dict[str, dict[Frame, float]] = {RULES_SIGNAL: {f: npass[f] / ntot[f] for f in ntot}}
-    sig: dict[str, dict[Frame, float]] = defaultdict(dict)
-    for m, c, s, k, name, v in zip(
-        signals.model, signals.condition, signals.story_id, signals.scene, signals.signal,
-        signals.value, strict=True,
-    ):  # fmt: skip
-        sig[name][(m, c, s, k)] = v
-    for name in sorted(sig):
-        if name != RULES_SIGNAL:
-            out[name] = sig[name]
-    return out
-
-
-def signal_aurocs(
-    per_frame: dict[str, dict[Frame, float]], faulty: set[Frame]
-) -> list[SignalAuroc]:
-    """AUROC of −signal for 'frame has ≥1 visual fault', per signal."""
-    out: list[SignalAuroc] = []
-    for name, values in per_frame.items():
-        frames = sorted(values)
-        labels = [f in faulty for f in frames]
-        out.append(
-            SignalAuroc(
-                signal=name,
-                auroc=auroc([-values[f] for f in frames], labels),
-                n_frames=len(frames),
-                n_faulty=sum(labels),
-            )
-        )
-    return out
-
-
-def oracle_coherence(rows: RequirementRows, faults: list[Fault]) -> dict[Unit, float]:
-    """Per story run: 1 − share of its memory requirements hit by an injected visual fault."""
-    hit = {(f.frame, f.subject, f.attribute) for f in faults if f.visual}
-    n: dict[Unit, int] = defaultdict(int)
-    bad: dict[Unit, int] = defaultdict(int)
-    for i, fr in enumerate(_frames(rows)):
-        if rows.source[i] != "memory":
-            continue
-        unit = fr[:3]
-        n[unit] += 1
-        bad[unit] += (fr, rows.subject[i], rows.attribute[i]) in hit
-    return {u: 1.0 - bad[u] / n[u] for u in sorted(n)}
-
-
-def _story_means(values: dict[Frame, float]) -> dict[Unit, float]:
-    tot: dict[Unit, float] = defaultdict(float)
-    cnt: dict[Unit, int] = defaultdict(int)
-    for fr, v in values.items():
-        tot[fr[:3]] += v
-        cnt[fr[:3]] += 1
-    return {u: tot[u] / cnt[u] for u in tot}
-
-
-def rules_coherence(rows: RequirementRows) -> dict[Unit, float]:
-    """Per story run: the rule checker's pass rate over memory requirements."""
-    n: dict[Unit, int] = defaultdict(int)
-    ok: dict[Unit, int] = defaultdict(int)
-    for i, fr in enumerate(_frames(rows)):
-        if rows.source[i] == "memory":
-            n[fr[:3]] += 1
-            ok[fr[:3]] += rows.passed[i]
-    return {u: ok[u] / n[u] for u in n}
-
-
-def signal_correlations(
-    per_frame: dict[str, dict[Frame, float]],
-    rules_coh: dict[Unit, float],
-    truth: dict[Unit, float],
-) -> list[SignalCorrelation]:
-    """Story-level Spearman and Kendall between each signal's story mean and oracle coherence."""
-    story_level = {name: _story_means(v) for name, v in per_frame.items()}
-    story_level = {RULES_COHERENCE: rules_coh, **story_level}
-    out: list[SignalCorrelation] = []
-    for name, means in story_level.items():
-        units = sorted(set(means) & set(truth))
-        rho, rho_p, tau, tau_p = rank_correlations(
-            [means[u] for u in units], [truth[u] for u in units]
-        )
-        out.append(
-            SignalCorrelation(
-                signal=name,
-                spearman=rho,
-                spearman_p=rho_p,
-                kendall=tau,
-                kendall_p=tau_p,
-                n_units=len(units),
-            )
-        )
-    return out
-
-
-def validate_run(
-    run_dir: str | Path,
-    progress: Callable[[str], None] | None = None,
-    release: str | None = None,
-) -> JudgeReport:
-    """Validate a run's rule checker and signals against its sealed oracle; writes nothing."""
-    note = progress or (lambda _msg: None)
-    root = require_run_dir(run_dir)
-    rows = load_requirements(root)
-    faults = load_faults(root)
-    signals = load_signals(root)
-    note("taxonomy recall and precision")
-    units = detections(rows)
-    frames = set(_frames(rows))
-    tax = taxonomy_metrics(faults, units, frames)
+def _section(
+    name: str,
+    rows: RequirementRows,
+    faults: list[Fault],
+    table: SignalTable,
+    truth: dict[tuple[str, str, str], float],
+) -> tuple[EvaluatorValidation, dict[Frame, float]]:
+    """One evaluator's section and the per-frame values of its pass-rate signal."""
+    applicable = rows.subset([v != _NOT_APPLICABLE for v in rows.verdict])
+    units = detections(applicable)
+    frames = set(frames_of(applicable))
+    faulty = {f.frame for f in faults if f.visual}
+    models = sorted({fr[0] for fr in frames_of(rows)})
     by_model = {
         m: taxonomy_metrics(
             [f for f in faults if f.frame[0] == m],
             [u for u in units if u.frame[0] == m],
             {fr for fr in frames if fr[0] == m},
         )
-        for m in sorted({fr[0] for fr in frames})
+        for m in models
     }
-    note("signal AUROC")
-    per_frame = frame_signals(rows, signals)
+    (ev, signal), values = _pass_rate(name, applicable, table)
+    judges = sorted({j for j in rows.judge_model if j})
+    section = EvaluatorValidation(
+        evaluator=name,
+        judge_model=", ".join(judges),
+        n_frames=len(frames),
+        n_faulty_frames=len(frames & faulty),
+        verdicts=verdict_counts(rows),
+        verdicts_by_model={
+            m: verdict_counts(rows.subset([x == m for x in rows.model])) for m in models
+        },
+        taxonomy=taxonomy_metrics(faults, units, frames),
+        taxonomy_by_model=by_model,
+        pass_rate=signal_auroc(ev, signal, values, faulty),
+        coherence=correlation(name, coherence_signal(name), memory_coherence(applicable), truth),
+    )
+    return section, values
+
+
+def validate_run(
+    run_dir: str | Path,
+    progress: Callable[[str], None] | None = None,
+    release: str | None = None,
+    evaluators: Sequence[str] | None = None,
+) -> JudgeReport:
+    """Validate a run's evaluators and signals against its sealed oracle; writes nothing.
+
+    ``evaluators`` keeps only those (requirement or signal evaluators); an unknown name
+    raises ``InputError`` listing the ones present.
+    """
+    note = progress or (lambda _msg: None)
+    root = require_run_dir(run_dir)
+    rows = load_requirements(root)
+    faults = load_faults(root)
+    table = signal_table(load_signals(root))
+    present = present_evaluators(rows, table)
+    keep = _select(present, evaluators)
     faulty = {f.frame for f in faults if f.visual}
-    aurocs = signal_aurocs(per_frame, faulty)
-    note("story-level correlations")
-    corr = signal_correlations(per_frame, rules_coherence(rows), oracle_coherence(rows, faults))
+    all_frames = set(frames_of(rows.subset([v != _NOT_APPLICABLE for v in rows.verdict])))
+    chosen = rows.subset([e in keep for e in rows.evaluator])
+    truth = oracle_coherence(chosen, faults)
+
+    sections: list[EvaluatorValidation] = []
+    values: dict[tuple[str, str], dict[Frame, float]] = {}
+    for name in _ordered(keep & set(rows.evaluator)):
+        note(f"{name}: recall and precision")
+        sec, vals = _section(
+            name, rows.subset([e == name for e in rows.evaluator]), faults, table, truth
+        )
+        sections.append(sec)
+        values[(sec.pass_rate.evaluator, sec.pass_rate.signal)] = vals
+    note("signal AUROC and story-level correlations")
+    aurocs: list[SignalAuroc] = [s.pass_rate for s in sections]
+    for key, vals in table.items():
+        if key[0] in keep and key not in values:
+            values[key] = vals
+            aurocs.append(signal_auroc(key[0], key[1], vals, faulty))
+    corr: list[SignalCorrelation] = [s.coherence for s in sections]
+    corr += [
+        correlation(a.evaluator, a.signal, story_means(values[(a.evaluator, a.signal)]), truth)
+        for a in aurocs
+    ]
     return JudgeReport(
         run=JudgeIdentity(
             run_dir=root.resolve().name,
@@ -323,46 +218,11 @@ def validate_run(
             requirements_sha256=sha256_file(root / REQUIREMENTS_FILE),
             faults_sha256=sha256_file(root / FAULTS_FILE),
         ),
-        n_frames=len(frames),
-        n_faulty_frames=len(faulty & frames),
+        n_frames=len(all_frames),
+        n_faulty_frames=len(faulty & all_frames),
         n_faults=len(faults),
         n_visual_faults=sum(f.visual for f in faults),
-        taxonomy=tax,
-        taxonomy_by_model=by_model,
+        evaluators=sections,
         auroc=aurocs,
         correlations=corr,
     )
-
-
-def _rows(models: list[Any]) -> tuple[list[str], list[list[Any]]]:
-    header = list(type(models[0]).model_fields) if models else []
-    return header, [[getattr(m, h) for h in header] for m in models]
-
-
-def write_judge(run_dir: str | Path, report: JudgeReport) -> list[Path]:
-    """Write ``judge.json`` and ``taxonomy.csv``, ``auroc.csv``, ``correlations.csv``,
-    ``taxonomy_by_model.csv``."""
-    out = Path(run_dir) / VALIDATION_DIR
-    paths = [out / "judge.json"]
-    atomic_write_json(paths[0], report.model_dump(mode="json"))
-    for name, items, model in (
-        ("taxonomy.csv", report.taxonomy, TaxonomyMetrics),
-        ("auroc.csv", report.auroc, SignalAuroc),
-        ("correlations.csv", report.correlations, SignalCorrelation),
-    ):
-        header = list(model.model_fields)
-        atomic_write_text(
-            out / name, csv_text(header, ([getattr(x, h) for h in header] for x in items))
-        )
-        paths.append(out / name)
-    per_model = [
-        [m, *(getattr(t, h) for h in TaxonomyMetrics.model_fields)]
-        for m, rows in report.taxonomy_by_model.items()
-        for t in rows
-    ]
-    atomic_write_text(
-        out / "taxonomy_by_model.csv",
-        csv_text(["model", *TaxonomyMetrics.model_fields], per_model),
-    )
-    paths.append(out / "taxonomy_by_model.csv")
-    return paths

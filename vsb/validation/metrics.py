@@ -1,4 +1,5 @@
-"""Rank-based statistics used by judge validation (scipy imported lazily, it is slow)."""
+"""Statistics used by judge validation: rank-based AUROC and correlations (scipy imported
+lazily, it is slow) and the Wilson interval of a proportion."""
 
 from __future__ import annotations
 
@@ -44,3 +45,25 @@ def rank_correlations(
 def _f(x: object) -> float | None:
     v = float(x)  # type: ignore[arg-type]
     return None if math.isnan(v) else v
+
+
+#: Two-sided 95% normal quantile.
+Z95 = 1.959963984540054
+
+
+def wilson_interval(k: int, n: int, z: float = Z95) -> tuple[float | None, float | None]:
+    """Wilson score interval of the proportion k/n ((None, None) if n == 0).
+
+    Treats the n trials as independent (faults or detection units of one image are not
+    quite), so it is a binomial floor on the uncertainty, not a story-level bootstrap.
+    """
+    if n <= 0:
+        return None, None
+    if not 0 <= k <= n:
+        raise ValueError(f"k={k} outside [0, n={n}]")
+    p = k / n
+    z2 = z * z
+    denom = 1.0 + z2 / n
+    centre = (p + z2 / (2 * n)) / denom
+    half = z * math.sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)

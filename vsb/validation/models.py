@@ -1,43 +1,98 @@
-"""Typed models of ``RUN/validation/judge.json`` (the rule checker and signals vs the oracle).
+"""Typed models of ``RUN/validation/judge.json`` (every evaluator and signal vs the oracle).
 
 A *fault unit* is one injected visual fault (image × subject × attribute) from the sealed
-oracle; a *detection unit* is one image × subject × failure label among the rule checker's
+oracle; a *detection unit* is one image × subject × failure label among an evaluator's
 failed checks (knock-on failures share their root cause's label, so they count once).
+Two matchings are reported side by side (``vsb.validation.matching``): **strict** (the
+headline: a detection is true only when a fault has the same image, subject and taxonomy
+label) and **root cause** (the lenient matcher of format 1.x, kept as a secondary view).
+
+Format 2.0 (was 1.0): one ``EvaluatorValidation`` section per requirement evaluator in
+``evaluators``; ``TaxonomyMetrics`` carries strict figures with Wilson intervals plus the
+``*_root_cause`` figures; ``SignalAuroc`` and ``SignalCorrelation`` name their evaluator.
+The top-level ``taxonomy`` and ``taxonomy_by_model`` of 1.x are now properties (the headline
+section's tables), no longer keys of the file.
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-JUDGE_FORMAT_VERSION = "1.0"
+JUDGE_FORMAT_VERSION = "2.0"
+#: The rule checker's evaluator name (its section comes first).
+RULES_EVALUATOR = "rules"
 #: The rule checker's per-frame pass rate, scored like any other continuous signal.
 RULES_SIGNAL = "rules_pass_rate"
 #: The rule checker's per-story memory pass rate (story-level correlations only).
 RULES_COHERENCE = "rules_coherence"
 
+
+def pass_rate_signal(evaluator: str) -> str:
+    """Name of an evaluator's per-frame pass rate (``rules`` -> ``rules_pass_rate``)."""
+    return f"{evaluator}_pass_rate"
+
+
+def coherence_signal(evaluator: str) -> str:
+    """Name of an evaluator's per-story memory pass rate (``rules`` -> ``rules_coherence``)."""
+    return f"{evaluator}_coherence"
+
+
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
 
 class TaxonomyMetrics(BaseModel):
-    """Recall and precision of the rule checker for one taxonomy label (or ``all``)."""
+    """Recall and precision of one evaluator for one taxonomy label (or ``all``)."""
 
     model_config = _STRICT
     taxonomy: str = Field(description="Taxonomy label, or 'all' for the micro-average.")
     n_faults: int = Field(ge=0, description="Injected visual faults with this label.")
-    n_detected: int = Field(ge=0, description="Of those, detected by the rule checker.")
-    recall: float | None = Field(description="n_detected / n_faults (null if no faults).")
-    n_detections: int = Field(ge=0, description="Detection units carrying this label.")
-    n_true_detections: int = Field(ge=0, description="Of those, matching an injected fault.")
-    precision: float | None = Field(description="n_true / n_detections (null if none).")
-    n_label_agree: int = Field(
-        ge=0, description="True detections whose label equals a matched fault's taxonomy."
+    n_detected: int = Field(
+        ge=0, description="Strict: faults with a detection of the same image, subject, label."
     )
+    recall: float | None = Field(description="Strict n_detected / n_faults (null if no faults).")
+    recall_ci_low: float | None = Field(description="Wilson 95% interval of recall, low end.")
+    recall_ci_high: float | None = Field(description="Wilson 95% interval of recall, high end.")
+    n_detections: int = Field(ge=0, description="Strict detection units carrying this label.")
+    n_true_detections: int = Field(
+        ge=0, description="Strict: units with a fault of the same image, subject and label."
+    )
+    precision: float | None = Field(description="Strict n_true / n_detections (null if none).")
+    precision_ci_low: float | None = Field(description="Wilson 95% interval, low end.")
+    precision_ci_high: float | None = Field(description="Wilson 95% interval, high end.")
+    n_detected_root_cause: int = Field(ge=0, description="Root cause: faults detected.")
+    recall_root_cause: float | None = Field(description="Root cause: n_detected / n_faults.")
+    n_detections_root_cause: int = Field(
+        ge=0, description="Root cause: detection units (a scene-level knock-on is its own unit)."
+    )
+    n_true_detections_root_cause: int = Field(
+        ge=0, description="Root cause: units matching a fault on any of the matcher's grounds."
+    )
+    precision_root_cause: float | None = Field(description="Root cause: n_true / n_detections.")
+    n_label_agree: int = Field(
+        ge=0, description="Root-cause true units whose label equals a matched fault's taxonomy."
+    )
+
+
+class VerdictCounts(BaseModel):
+    """How an evaluator's rows split by verdict; rates are over its checks (rows that applied)."""
+
+    model_config = _STRICT
+    n_rows: int = Field(ge=0, description="Requirement rows of this evaluator.")
+    n_checks: int = Field(ge=0, description="Rows whose verdict is not not_applicable.")
+    n_passed: int = Field(ge=0)
+    n_failed: int = Field(ge=0)
+    n_unsure: int = Field(ge=0)
+    n_parse_failure: int = Field(ge=0)
+    n_not_applicable: int = Field(ge=0, description="Excluded from every other figure.")
+    unsure_rate: float | None = Field(description="n_unsure / n_checks (null if no checks).")
+    parse_failure_rate: float | None = Field(description="n_parse_failure / n_checks.")
 
 
 class SignalAuroc(BaseModel):
     """AUROC of a per-frame signal for 'this frame has ≥1 injected visual fault'."""
 
     model_config = _STRICT
+    evaluator: str = Field(description="Evaluator that produced the signal.")
     signal: str
     auroc: float | None = Field(
         description="Mann-Whitney AUROC of −signal (ties count ½); null if one class is empty."
@@ -50,12 +105,33 @@ class SignalCorrelation(BaseModel):
     """Story-level rank correlation between a signal's story mean and oracle coherence."""
 
     model_config = _STRICT
+    evaluator: str = Field(description="Evaluator that produced the signal.")
     signal: str
     spearman: float | None = Field(description="Spearman ρ (null if either side is constant).")
     spearman_p: float | None
     kendall: float | None = Field(description="Kendall τ-b (null if either side is constant).")
     kendall_p: float | None
     n_units: int = Field(ge=0, description="story × model × condition units with both values.")
+
+
+class EvaluatorValidation(BaseModel):
+    """One requirement evaluator (rule checker, VLM judge…) against the oracle."""
+
+    model_config = _STRICT
+    evaluator: str = Field(description="Evaluator name of its requirement rows.")
+    judge_model: str = Field(description="Judge model(s) of its rows, comma-joined ('' if none).")
+    n_frames: int = Field(ge=0, description="Frames with ≥1 of its checks (not_applicable aside).")
+    n_faulty_frames: int = Field(ge=0, description="Of those, frames with ≥1 visual fault.")
+    verdicts: VerdictCounts
+    verdicts_by_model: dict[str, VerdictCounts] = Field(default_factory=dict)
+    taxonomy: list[TaxonomyMetrics] = Field(description="TAXONOMY order, then 'all'.")
+    taxonomy_by_model: dict[str, list[TaxonomyMetrics]] = Field(
+        default_factory=dict, description="The same table for each model's images alone."
+    )
+    pass_rate: SignalAuroc = Field(description="AUROC of its per-frame pass rate.")
+    coherence: SignalCorrelation = Field(
+        description="Its story-level memory pass rate vs oracle coherence."
+    )
 
 
 class JudgeIdentity(BaseModel):
@@ -74,13 +150,38 @@ class JudgeReport(BaseModel):
     model_config = _STRICT
     version: str = Field(default=JUDGE_FORMAT_VERSION, description="judge.json format version.")
     run: JudgeIdentity
-    n_frames: int = Field(ge=0, description="Evaluated frames (images).")
+    n_frames: int = Field(ge=0, description="Evaluated frames (images), every evaluator.")
     n_faulty_frames: int = Field(ge=0, description="Frames with ≥1 injected visual fault.")
     n_faults: int = Field(ge=0, description="Injected faults in the oracle (visual or not).")
     n_visual_faults: int = Field(ge=0)
-    taxonomy: list[TaxonomyMetrics] = Field(description="TAXONOMY order, then 'all'.")
-    taxonomy_by_model: dict[str, list[TaxonomyMetrics]] = Field(
-        default_factory=dict, description="The same table for each model's images alone."
+    evaluators: list[EvaluatorValidation] = Field(
+        description="One section per requirement evaluator: 'rules' first, then by name."
     )
-    auroc: list[SignalAuroc] = Field(description="rules_pass_rate first, then signals by name.")
-    correlations: list[SignalCorrelation]
+    auroc: list[SignalAuroc] = Field(
+        description="Each section's pass rate (section order), then other signals by evaluator."
+    )
+    correlations: list[SignalCorrelation] = Field(
+        description="Each section's coherence, then every signal of ``auroc`` (story means)."
+    )
+
+    def section(self, evaluator: str) -> EvaluatorValidation:
+        """The section of ``evaluator``; ``KeyError`` if absent."""
+        for s in self.evaluators:
+            if s.evaluator == evaluator:
+                return s
+        raise KeyError(evaluator)
+
+    @property
+    def headline(self) -> EvaluatorValidation | None:
+        """The first section (the rule checker when present)."""
+        return self.evaluators[0] if self.evaluators else None
+
+    @property
+    def taxonomy(self) -> list[TaxonomyMetrics]:
+        """The headline section's per-taxonomy table ([] if no section)."""
+        return self.headline.taxonomy if self.headline else []
+
+    @property
+    def taxonomy_by_model(self) -> dict[str, list[TaxonomyMetrics]]:
+        """The headline section's per-model tables ({} if no section)."""
+        return self.headline.taxonomy_by_model if self.headline else {}

@@ -18,6 +18,7 @@ from pydantic import ValidationError as PydanticError
 
 from vsb.errors import InputError, StoryValidationError, TransitionError
 from vsb.state import replay
+from vsb.story.invariants import story_problems
 from vsb.story.models import EVENT_TYPES, Story, SuiteIndex
 from vsb.story.schema import committed_story_schema
 
@@ -145,6 +146,7 @@ def _structure_problems(story: Story, path: Path) -> Iterator[StoryValidationErr
             yield StoryValidationError(
                 "requirement ids are not unique", file=path, location=f"/scenes/{i}/requirements"
             )
+    yield from story_problems(story, states, path)
 
 
 def load_story(path: str | Path) -> Story:

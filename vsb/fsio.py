@@ -146,16 +146,18 @@ def loads_json(
     than ``max_depth`` is refused before parsing; ``unique_keys`` refuses an object that
     repeats a key (by default the last value wins, as in ``json.loads``)."""
     if len(text) > max_bytes:
+        unit = "bytes" if isinstance(text, bytes) else "characters"
         raise InputError(
-            f"JSON text of {len(text):,} bytes exceeds the {max_bytes:,}-byte limit",
+            f"JSON text of {len(text):,} {unit} exceeds the {max_bytes:,}-byte limit",
             file=file,
             location=f"line {line}",
         )
     if isinstance(text, bytes):
+        data = text
         try:
-            text = text.decode("utf-8")
+            text = data.decode("utf-8")
         except UnicodeDecodeError as err:
-            n = line + text.count(b"\n", 0, err.start)
+            n = line + data.count(b"\n", 0, err.start)
             raise InputError(
                 f"not UTF-8 text (byte {err.start} cannot be decoded)",
                 file=file,

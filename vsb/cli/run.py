@@ -72,7 +72,11 @@ def run(
         TextColumn("generating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
     )  # fmt: skip
     # auto_refresh=False: no refresh thread while the worker pool forks.
-    with Progress(*columns, console=console, auto_refresh=False, transient=True) as bar:
+    # off a terminal the bar is disabled: even transient, it leaves a blank line on stderr.
+    off = not console.is_terminal
+    with Progress(
+        *columns, console=console, auto_refresh=False, transient=True, disable=off
+    ) as bar:
         task = bar.add_task("run", total=None)
 
         def progress(done: int, total: int) -> None:

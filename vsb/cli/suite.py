@@ -46,26 +46,31 @@ def validate(paths: tuple[Path, ...]) -> None:
     """Check story files (or suite directories) against the schema and the state machine.
 
     Prints one line per problem (file: JSON pointer: what was expected) and exits 1 if any.
+    A directory is also checked as a suite: suite.json names files inside it that exist and
+    hold the listed ids, every story file is listed, and no story id is used twice.
     """
     from vsb.errors import InputError
-    from vsb.story.io import iter_problems, story_files
+    from vsb.story.io import check_suite
 
-    n_files = n_bad = 0
+    n_files = n_bad = n_suite = 0
     for root in paths:
         try:
-            files = story_files(root)
+            per_file, suite_problems = check_suite(root)
         except InputError as exc:
             click.echo(f"error: {exc}", err=True)
             n_bad += 1
             continue
-        for f in files:
+        for problems in per_file.values():
             n_files += 1
-            problems = list(iter_problems(f))
             for p in problems:
                 click.echo(str(p), err=True)
             n_bad += bool(problems)
-    click.echo(f"{n_files - n_bad if n_files >= n_bad else 0} of {n_files} story files valid")
-    if n_bad:
+        for sp in suite_problems:
+            click.echo(str(sp), err=True)
+        n_suite += len(suite_problems)
+    extra = f"; {n_suite} suite problem{'s' * (n_suite != 1)}" if n_suite else ""
+    click.echo(f"{max(n_files - n_bad, 0)} of {n_files} story files valid{extra}")
+    if n_bad or n_suite:
         sys.exit(1)
 
 

@@ -1,15 +1,21 @@
 """Loading and validating story files: JSON syntax, the JSON Schema, then transitions.
 
 Every problem becomes one ``StoryValidationError`` with the file, a JSON pointer and what
-was expected; ``validate_file`` collects them all, ``load_story`` raises the first.
+was expected; ``iter_problems`` yields them all, ``load_story`` raises the first.
+
+A suite directory holds ``suite.json`` and one ``<id>.json`` per story. ``suite_problems``
+checks the directory as a whole: the index's file names stay inside the directory (no
+absolute path, no ``..``, no symlink leading out: ``vsb run`` copies those files by name),
+every listed file exists and holds the listed id, every story file is listed, and no story
+id is used by two files. ``load_suite`` raises the first problem before anything is written.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 import jsonschema
@@ -17,12 +23,16 @@ from jsonschema.exceptions import ValidationError
 from pydantic import ValidationError as PydanticError
 
 from vsb.errors import InputError, StoryValidationError, TransitionError
+from vsb.fsio import load_json
 from vsb.state import replay
 from vsb.story.invariants import story_problems
 from vsb.story.models import EVENT_TYPES, Story, SuiteIndex
 from vsb.story.schema import committed_story_schema
 
 ALLOWED_SCENE_COUNTS = (3, 5, 8)
+MAX_STORY_BYTES = 16 * 1024 * 1024
+"""Largest story or suite index read (a generated story is about 40 kB)."""
+INDEX_NAME = "suite.json"
 
 
 @lru_cache(maxsize=1)
@@ -84,21 +94,18 @@ def _short(value: Any) -> str:
 
 def iter_problems(path: str | Path) -> Iterator[StoryValidationError]:
     """Every problem of one story file: syntax, schema, scene structure, transitions."""
-    path = Path(path)
+    yield from _check_story(Path(path), [])
+
+
+def _check_story(path: Path, found: list[Story]) -> Iterator[StoryValidationError]:
+    """``iter_problems``, appending the parsed story to ``found`` once it fits the models."""
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
+        doc = load_json(path, max_bytes=MAX_STORY_BYTES, unique_keys=True)
+    except FileNotFoundError as exc:
         yield StoryValidationError(f"cannot read file: {exc.strerror}", file=path)
         return
-    try:
-        doc = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        yield StoryValidationError(
-            f"invalid JSON: {exc.msg}", file=path, location=f"line {exc.lineno} column {exc.colno}"
-        )
-        return
-    except UnicodeDecodeError:
-        yield StoryValidationError("invalid JSON: not UTF-8 text", file=path)
+    except InputError as exc:
+        yield StoryValidationError(exc.message, file=path, location=exc.location)
         return
     errors = sorted(_validator().iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
@@ -112,6 +119,7 @@ def iter_problems(path: str | Path) -> Iterator[StoryValidationError]:
         first = exc.errors()[0]
         yield StoryValidationError(first["msg"], file=path, location=_pointer(first["loc"]))
         return
+    found.append(story)
     yield from _structure_problems(story, path)
 
 
@@ -151,9 +159,10 @@ def _structure_problems(story: Story, path: Path) -> Iterator[StoryValidationErr
 
 def load_story(path: str | Path) -> Story:
     """Load and fully validate one story; raises the first ``StoryValidationError``."""
-    for problem in iter_problems(path):
+    found: list[Story] = []
+    for problem in _check_story(Path(path), found):
         raise problem
-    return Story.model_validate_json(Path(path).read_bytes())
+    return found[0]
 
 
 def story_files(root: str | Path) -> list[Path]:
@@ -163,24 +172,149 @@ def story_files(root: str | Path) -> list[Path]:
         return [root]
     if not root.is_dir():
         raise InputError("no such file or directory", file=root)
-    return sorted(p for p in root.glob("*.json") if p.name != "suite.json")
+    return sorted(p for p in root.glob("*.json") if p.name != INDEX_NAME)
 
 
 def load_suite(root: str | Path) -> list[Story]:
-    """Every story of a suite directory, validated, sorted by id."""
+    """Every story of a suite directory (or one story file), validated, sorted by id;
+    raises the first problem of ``suite_problems`` (index, listing, duplicate ids)."""
     files = story_files(root)
     if not files:
         raise InputError("no story files (*.json) found", file=root)
-    return sorted((load_story(p) for p in files), key=lambda s: s.id)
+    if Path(root).is_dir():
+        read_suite_index(root)  # an unsafe index fails before any story is read
+    loaded = [(p, load_story(p)) for p in files]
+    for problem in suite_problems(root, loaded):
+        raise problem
+    return sorted((s for _, s in loaded), key=lambda s: s.id)
+
+
+def check_suite(
+    root: str | Path,
+) -> tuple[dict[Path, list[StoryValidationError]], list[InputError]]:
+    """Everything ``vsb suite validate`` reports for one path: the problems of each story
+    file, then those of the suite as a whole (``suite_problems``)."""
+    per_file: dict[Path, list[StoryValidationError]] = {}
+    loaded: list[tuple[Path, Story]] = []
+    for path in story_files(root):
+        found: list[Story] = []
+        per_file[path] = list(_check_story(path, found))
+        loaded += [(path, s) for s in found]
+    return per_file, list(suite_problems(root, loaded))
 
 
 def load_suite_index(root: str | Path) -> SuiteIndex:
-    """The ``suite.json`` of a suite directory."""
-    p = Path(root) / "suite.json"
+    """The ``suite.json`` of a suite directory, every file name in it checked to stay in the
+    directory and exist (``InputError`` naming suite.json and the entry's JSON pointer)."""
+    index, problems = _index_problems(Path(root))
+    for problem in problems:
+        raise problem
+    if index is None:
+        raise InputError("suite index not found", file=Path(root) / INDEX_NAME)
+    return index
+
+
+def read_suite_index(root: str | Path) -> SuiteIndex | None:
+    """``load_suite_index``, or None when the directory has no ``suite.json``."""
+    if not (Path(root) / INDEX_NAME).exists():
+        return None
+    return load_suite_index(root)
+
+
+def suite_problems(root: str | Path, stories: Sequence[tuple[Path, Story]]) -> Iterator[InputError]:
+    """Problems of a suite as a whole, given its loaded ``(file, story)`` pairs: the index
+    (when there is one) and story ids used by two files."""
+    root = Path(root)
+    seen: dict[str, Path] = {}
+    duplicates: set[Path] = set()
+    for path, story in stories:
+        if story.id in seen:
+            duplicates.add(path)
+            yield InputError(
+                f"duplicate story id {story.id!r}: also in {seen[story.id]}",
+                file=path,
+                location="/id",
+            )
+        else:
+            seen[story.id] = path
+    if not root.is_dir():
+        return
+    index, problems = _index_problems(root)
+    yield from problems
+    if index is None or problems:  # a broken index would make every file look unlisted
+        return
+    index_file = root / INDEX_NAME
+    listed = {e.file for e in index.stories}
+    by_name = {p.name: s for p, s in stories if p.parent == root}
+    for i, entry in enumerate(index.stories):
+        held = by_name.get(entry.file)
+        if held is not None and held.id != entry.id:
+            yield InputError(
+                f"lists id {entry.id!r} but {entry.file} holds story {held.id!r}",
+                file=index_file,
+                location=f"/stories/{i}/id",
+            )
+    for p, _ in stories:
+        if p.parent == root and p.name not in listed and p not in duplicates:
+            yield InputError(f"story file not listed in {index_file}", file=p)
+
+
+def _index_problems(root: Path) -> tuple[SuiteIndex | None, list[InputError]]:
+    """The parsed index (None if absent or unreadable) and every problem of its entries."""
+    p = root / INDEX_NAME
     try:
-        return SuiteIndex.model_validate_json(p.read_bytes())
+        doc = load_json(p, max_bytes=MAX_STORY_BYTES, unique_keys=True)
+        index = SuiteIndex.model_validate(doc)
     except FileNotFoundError:
-        raise InputError("suite index not found", file=p) from None
+        return None, []
+    except InputError as exc:
+        return None, [exc]
     except PydanticError as exc:
         first = exc.errors()[0]
-        raise InputError(first["msg"], file=p, location=_pointer(first["loc"])) from None
+        return None, [InputError(first["msg"], file=p, location=_pointer(first["loc"]))]
+    problems: list[InputError] = []
+    seen_at: dict[str, int] = {}
+    for i, entry in enumerate(index.stories):
+        why = _unsafe_name(root, entry.file)
+        if why:
+            problems.append(InputError(why, file=p, location=f"/stories/{i}/file"))
+        j = seen_at.setdefault(entry.file, i)
+        if j != i:
+            problems.append(
+                InputError(
+                    f"{entry.file!r} is listed twice (also at /stories/{j}/file)",
+                    file=p,
+                    location=f"/stories/{i}/file",
+                )
+            )
+    return index, problems
+
+
+def _unsafe_name(root: Path, name: str) -> str | None:
+    """Why ``name`` is not the name of a story file inside ``root``, or None."""
+    shown = repr(name)
+    if not name:
+        return "empty file name"
+    if any(ord(c) < 32 or c == "\x7f" for c in name):
+        return f"{shown} contains a control character"
+    if PurePosixPath(name).is_absolute() or PureWindowsPath(name).anchor:
+        return f"{shown} is an absolute path; name a file inside the suite directory"
+    parts = PureWindowsPath(name).parts  # splits on both / and \\
+    if ".." in parts:
+        return f"{shown} leads out of the suite directory ('..'); name a file inside it"
+    if len(parts) != 1 or parts[0] != name:
+        return f"{shown} is a path; name a file directly inside the suite directory"
+    if name == INDEX_NAME or not name.endswith(".json"):
+        return f"{shown} is not a story file name (<id>.json)"
+    target = root / name
+    try:
+        resolved = target.resolve(strict=True)
+    except FileNotFoundError:
+        return f"{shown} does not exist in the suite directory"
+    except (OSError, RuntimeError) as exc:  # a symlink loop
+        return f"{shown} cannot be resolved: {exc}"
+    if not resolved.is_relative_to(root.resolve()):
+        return f"{shown} is a symlink that resolves outside the suite directory"
+    if not resolved.is_file():
+        return f"{shown} is not a regular file"
+    return None

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from vsb.validation.metrics import auroc, rank_correlations
+from vsb.validation.metrics import auroc, rank_correlations, wilson_interval
 
 
 def _brute_auroc(scores: np.ndarray, labels: np.ndarray) -> float:
@@ -41,3 +41,16 @@ def test_rank_correlations() -> None:
     assert rho_p is not None and tau_p is not None
     assert rank_correlations([1.0, 1.0, 1.0], [1.0, 2.0, 3.0]) == (None, None, None, None)
     assert rank_correlations([1.0, 2.0], [1.0, 2.0]) == (None, None, None, None)
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 1), (1, 1), (3, 10), (97, 100), (500, 1000), (0, 250)])
+def test_wilson_interval_matches_scipy(k: int, n: int) -> None:
+    ref = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    lo, hi = wilson_interval(k, n)
+    assert lo == pytest.approx(ref.low, abs=1e-12) and hi == pytest.approx(ref.high, abs=1e-12)
+
+
+def test_wilson_interval_edges() -> None:
+    assert wilson_interval(0, 0) == (None, None)
+    with pytest.raises(ValueError):
+        wilson_interval(3, 2)

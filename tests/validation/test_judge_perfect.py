@@ -1,4 +1,5 @@
-"""A rule checker that fails exactly the injected faults scores perfectly everywhere."""
+"""A rule checker that fails exactly the injected faults scores perfectly everywhere, in the
+strict and the root-cause view alike."""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ def test_perfect_checker(tmp_path: Path) -> None:
     rep = validate_run(tmp_path)
     for t in rep.taxonomy:
         assert t.recall in (None, 1.0) and t.precision in (None, 1.0)
-        assert t.n_label_agree == t.n_true_detections
+        assert t.recall_root_cause == t.recall and t.precision_root_cause == t.precision
+        assert t.n_label_agree == t.n_true_detections == t.n_true_detections_root_cause
     assert rep.taxonomy[-1].n_faults == len(faults) > 10
     assert next(a for a in rep.auroc if a.signal == RULES_SIGNAL).auroc == 1.0
     coh = next(c for c in rep.correlations if c.signal == RULES_COHERENCE)

@@ -76,7 +76,8 @@ def _usd(x: float | None) -> str:
     help="Print the judge calls not yet cached and their estimated cost; call nothing.",
 )
 @click.option(
-    "--cache-dir",
+    "--cache",
+    "cache_dir",
     default=".vsb-cache",
     show_default=True,
     type=click.Path(file_okay=False, path_type=Path),
@@ -148,7 +149,10 @@ def evaluate(
         TimeElapsedColumn(),
     )
     # auto_refresh=False: no refresh thread while the worker pool forks.
-    with Progress(*columns, console=console, auto_refresh=False, transient=True) as bar:
+    quiet = not console.is_terminal
+    with Progress(
+        *columns, console=console, auto_refresh=False, transient=True, disable=quiet
+    ) as bar:
         local = bar.add_task("evaluating", total=None)
         judged = bar.add_task("judging", total=None, visible=transport is not None)
 

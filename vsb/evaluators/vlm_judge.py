@@ -243,7 +243,8 @@ def plan_cost(
 ) -> CostPlan:
     """The dry run: which calls are not cached yet and what they would cost."""
     cache = JudgeCache(options.cache_dir) if options.cache_dir and transport.paid else None
-    todo = [c for c in calls if cache is None or cache.lookup(c.key) is None]
+    unique = list({c.key: c for c in calls}.values())
+    todo = [c for c in unique if cache is None or cache.lookup(c.key) is None]
     costs = [estimate_cost(c, options.pricing, transport.judge_model) for c in todo]
     total = None if any(c is None for c in costs) else sum(c or 0.0 for c in costs)
     if not transport.paid:
@@ -314,12 +315,28 @@ def execute_calls(
             cache.put(call.key, judge, reply)
         return out
 
+    # Identical calls (the same image and questions in two cells) are made once.
+    first: dict[str, JudgeCall] = {}
+    for c in calls:
+        first.setdefault(c.key, c)
+    made: dict[str, CallOutcome] = {}
     outcomes: list[CallOutcome] = []
     with ThreadPoolExecutor(max_workers=max(1, options.concurrency)) as pool:
-        for out in pool.map(one, calls):
-            outcomes.append(out)
+        for out in pool.map(one, first.values()):
+            made[out.call.key] = out
             if on_done is not None:
                 on_done(out)
+    for c in calls:
+        base = made[c.key]
+        if base.call is c:
+            outcomes.append(base)
+            continue
+        # a repeat: the answer is reused, as a cache hit that costs nothing
+        out = CallOutcome(c, base.reply, base.reply is not None, error=base.error)
+        out.cost_usd = 0.0 if base.reply is not None else None
+        outcomes.append(out)
+        if on_done is not None:
+            on_done(out)
     if stopped:
         made = sum(o.reply is not None and not o.cache_hit for o in outcomes)
         missing = sum(o.reply is None for o in outcomes)

@@ -28,8 +28,16 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from vsb import __version__
-from vsb.errors import ReleaseError
-from vsb.fsio import atomic_write_json, atomic_write_text, canonical_json, sha256_file, sha256_hex
+from vsb.errors import InputError, ReleaseError
+from vsb.fsio import (
+    atomic_write_json,
+    atomic_write_text,
+    canonical_json,
+    iter_jsonl,
+    load_json,
+    sha256_file,
+    sha256_hex,
+)
 from vsb.release.manifest import MANIFEST_NAME, Manifest, freeze
 
 RUN_COPY = ("manifest.json", "suite", "oracle")
@@ -122,9 +130,10 @@ class _Stages:
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
-            self.data: dict[str, Any] = json.loads(path.read_text())
-        except (FileNotFoundError, json.JSONDecodeError):
-            self.data = {}
+            data = load_json(path)
+        except (FileNotFoundError, InputError):  # bookkeeping only: unreadable = no stage fresh
+            data = {}
+        self.data: dict[str, Any] = data if isinstance(data, dict) else {}
 
     def fresh(self, stage: str, inputs: str, root: Path) -> bool:
         rec = self.data.get(stage)
@@ -172,13 +181,10 @@ def assemble(run_dir: Path, release_dir: Path) -> dict[str, str]:
     release_dir.mkdir(parents=True, exist_ok=True)
     (release_dir / MANIFEST_NAME).unlink(missing_ok=True)
     records = []
-    with open(run_dir / "records.jsonl", encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                rec = json.loads(line)
-                for k in VOLATILE_RECORD_FIELDS:
-                    rec.pop(k, None)
-                records.append(rec)
+    for _, rec in iter_jsonl(run_dir / "records.jsonl"):
+        for k in VOLATILE_RECORD_FIELDS:
+            rec.pop(k, None)
+        records.append(rec)
     text = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records)
     if (
         not (release_dir / "records.jsonl").is_file()

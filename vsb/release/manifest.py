@@ -19,7 +19,6 @@ of this key signed it".
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
@@ -28,7 +27,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vsb import __version__
 from vsb.errors import InputError, ReleaseError
-from vsb.fsio import atomic_write_json, atomic_write_text, canonical_json, sha256_file, sha256_hex
+from vsb.fsio import (
+    atomic_write_json,
+    atomic_write_text,
+    canonical_json,
+    load_json,
+    sha256_file,
+    sha256_hex,
+)
 
 MANIFEST_NAME = "MANIFEST.json"
 README_NAME = "README.md"
@@ -211,9 +217,11 @@ def load_manifest(release_dir: str | Path) -> Manifest:
     if not path.is_file():
         raise ReleaseError("no MANIFEST.json; run `vsb release freeze` first", file=path)
     try:
-        return Manifest.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ReleaseError(f"manifest is not valid JSON: {err}", file=path) from err
+        return Manifest.model_validate(load_json(path))
+    except InputError as err:
+        raise ReleaseError(
+            f"manifest is not valid JSON: {err.message}", file=path, location=err.location
+        ) from None
     except ValidationError as err:
         first = err.errors()[0]
         loc = "/" + "/".join(str(x) for x in first["loc"])

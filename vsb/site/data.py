@@ -8,7 +8,6 @@ A release directory holds ``MANIFEST.json`` (name, root hash), ``scores/scores.j
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import sys
 from collections import Counter, defaultdict
@@ -19,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from vsb.errors import InputError, ReleaseError
+from vsb.fsio import iter_jsonl, load_json
 from vsb.release.manifest import Manifest, load_manifest
 from vsb.scores.models import ScoresReport
 from vsb.story.io import load_suite
@@ -85,13 +85,9 @@ def model_slug(name: str) -> str:
 
 def _read_model(path: Path, model: type[BaseModel]) -> Any:
     try:
-        return model.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        return model.model_validate(load_json(path))
     except FileNotFoundError as err:
         raise ReleaseError("release is missing this file", file=path) from err
-    except json.JSONDecodeError as err:
-        raise InputError(
-            f"invalid JSON: {err.msg}", file=path, location=f"line {err.lineno}"
-        ) from err
     except ValidationError as err:
         first = err.errors()[0]
         loc = "/" + "/".join(str(x) for x in first["loc"])
@@ -101,42 +97,27 @@ def _read_model(path: Path, model: type[BaseModel]) -> Any:
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError as err:
-                raise InputError(
-                    f"invalid JSON: {err.msg}", file=path, location=f"line {n}"
-                ) from err
-    return out
+    return [obj for _, obj in iter_jsonl(path)]
 
 
 def _load_checks(path: Path) -> tuple[Checks, dict[tuple[str, str], Counter[str]]]:
     checks: Checks = defaultdict(lambda: defaultdict(dict))
     failures: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     intern = sys.intern
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                r = json.loads(line)
-                key = (intern(r["story_id"]), intern(r["condition"]), int(r["scene"]))
-                model, passed = intern(r["model"]), bool(r["passed"])
-                failure = intern(str(r.get("failure") or ""))
-                checks[key][intern(r["req_id"])][model] = Check(
-                    passed, intern(str(r.get("observed", ""))), failure
-                )
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
-                raise InputError(
-                    f"bad requirement row: {err}", file=path, location=f"line {n}"
-                ) from err
-            if not passed:
-                failures[(model, key[1])][failure or "unlabelled"] += 1
+    for n, r in iter_jsonl(path):
+        try:
+            key = (intern(r["story_id"]), intern(r["condition"]), int(r["scene"]))
+            model, passed = intern(r["model"]), bool(r["passed"])
+            failure = intern(str(r.get("failure") or ""))
+            checks[key][intern(r["req_id"])][model] = Check(
+                passed, intern(str(r.get("observed", ""))), failure
+            )
+        except (KeyError, TypeError, ValueError) as err:
+            raise InputError(
+                f"bad requirement row: {err}", file=path, location=f"line {n}"
+            ) from err
+        if not passed:
+            failures[(model, key[1])][failure or "unlabelled"] += 1
     return checks, failures
 
 

@@ -136,10 +136,11 @@ class JudgeCall:
     image_path: str
     image_sha256: str
     requirements: tuple[Requirement, ...]
-    questions: tuple[Question, ...]
+    questions: tuple[Question, ...]  # one per requirement, then one per probe
     system: str
     prompt: str
     key: str
+    probes: tuple[str, ...] = ()  # object kinds asked about "of any colour" (after the rest)
 
     @property
     def max_tokens(self) -> int:
@@ -169,12 +170,31 @@ def media_type(data: bytes) -> str:
     return "image/png"
 
 
+def _probes(scene: Scene) -> tuple[str, ...]:
+    """Objects the scene expects in view: asked about "of any colour" so that a failure can
+    be told apart as a disappearance or a colour change (as the rule checker does)."""
+    kinds = [
+        r.subject
+        for r in scene.requirements
+        if r.subject in scene.state.objects
+        and (r.attribute == "holder" or (r.attribute == "present" and r.expected is True))
+    ]
+    return tuple(dict.fromkeys(kinds))
+
+
+def probe_question(kind: str) -> Question:
+    """The auxiliary question of a probe (it has no requirement of its own)."""
+    article = "an" if kind[:1] in "aeiou" else "a"
+    return Question(f"Is there {article} {kind} of any colour in the picture?", "YES")
+
+
 def plan_calls(
     frames: Iterable[tuple[str, str, str, int, str, Scene]],
     judge_model: str,
     batch: int = 0,
 ) -> list[JudgeCall]:
-    """The calls for ``(model, condition, story_id, scene, image_path, scene)`` frames."""
+    """The calls for ``(model, condition, story_id, scene, image_path, scene)`` frames: one
+    per scene (with the object probes) unless ``batch`` caps the questions per call."""
     calls = []
     for model, condition, story_id, k, path, scene in frames:
         reqs = list(scene.requirements)
@@ -184,10 +204,13 @@ def plan_calls(
         size = batch if batch > 0 else len(reqs)
         for start in range(0, len(reqs), size):
             part = tuple(reqs[start : start + size])
+            probes = _probes(scene) if batch == 0 else ()
             qs = tuple(question_for(r, scene.state) for r in part)
+            qs += tuple(probe_question(kind) for kind in probes)
             single = batch == 1
             system = SYSTEM_PROMPT_SINGLE if single else SYSTEM_PROMPT
             prompt = qs[0].text if single else scene_prompt(qs)
+            key = call_key(judge_model, system, prompt, sha)
             calls.append(
                 JudgeCall(
                     model,
@@ -200,7 +223,8 @@ def plan_calls(
                     qs,
                     system,
                     prompt,
-                    call_key(judge_model, system, prompt, sha),
+                    key,
+                    probes,
                 )
             )
     return calls
@@ -347,8 +371,24 @@ def execute_calls(
     return outcomes
 
 
+def _knock_on(req: Requirement, missing: set[str], seen_any: dict[str, bool]) -> str:
+    """The failure label of a question that did not pass: its root cause when the judge said
+    its subject is not there (as the rule checker labels knock-on failures)."""
+    if req.subject in missing and req.attribute != "present":
+        return "character_missing"
+    expected = req.expected if isinstance(req.expected, list) else []
+    if req.attribute == "order" and any(str(n) in missing for n in expected):
+        return "character_missing"
+    if req.subject in seen_any and not (req.attribute == "present" and req.expected is False):
+        if not seen_any[req.subject]:
+            return "object_disappeared"
+        if req.attribute == "present":  # seen in some colour, not in the story's
+            return "object_color_change"
+    return req.taxonomy
+
+
 def outcome_results(out: CallOutcome, judge_model: str) -> list[RequirementResult]:
-    """One result per question of a finished call (a failed call gives none)."""
+    """One result per requirement of a finished call (a failed call gives none)."""
     if out.reply is None:
         return []
     call = out.call
@@ -356,15 +396,24 @@ def outcome_results(out: CallOutcome, judge_model: str) -> list[RequirementResul
         answers: list[Answer | None] = [parse_answer(out.reply.text)]
     else:
         answers = parse_batch(out.reply.text, len(call.questions))
+    n = len(call.requirements)
+    seen_any = {kind: a == "YES" for kind, a in zip(call.probes, answers[n:], strict=True)}
+    verdicts = [verdict_of(a, q.expect) for a, q in zip(answers, call.questions, strict=False)]
+    missing = {
+        r.subject
+        for r, v in zip(call.requirements, verdicts, strict=False)
+        if r.attribute == "present" and r.expected is True and r.subject not in seen_any
+        and v != "passed"
+    }  # fmt: skip
     results = []
-    for req, q, answer in zip(call.requirements, call.questions, answers, strict=True):
-        v = verdict_of(answer, q.expect)
+    for req, answer, v in zip(call.requirements, answers, verdicts, strict=False):
+        label = req.taxonomy if v == "passed" else _knock_on(req, missing, seen_any)
         results.append(
             RequirementResult.of(
                 req,
                 answer,
                 v == "passed",
-                req.taxonomy,
+                label,
                 EVALUATOR_NAME,
                 verdict=v,
                 judge_model=judge_model,

@@ -37,6 +37,7 @@ from vsb.story.models import Requirement
 
 FrameKey = tuple[str, str, str, int]
 _ALIASES = {"hair_color": "hair", "hair_style": "hair", "color": "present"}
+_PROBE = re.compile(r"^Is there an? (\w+) of any colour in the picture\?$")
 _DATA_URI = re.compile(r"^data:[^;]+;base64,(.*)$", re.S)
 
 
@@ -76,6 +77,7 @@ class SimJudge:
                     sha, (rec["model"], rec["condition"], rec["story_id"], int(rec["scene"]))
                 )
         self.faults: dict[FrameKey, set[tuple[str, str]]] = defaultdict(set)
+        self.gone: dict[FrameKey, set[str]] = defaultdict(set)  # objects not drawn at all
         oracle = root / "oracle" / "faults.jsonl"
         if oracle.is_file():
             for _, f in iter_jsonl(oracle):
@@ -83,6 +85,8 @@ class SimJudge:
                     key = (f["model"], f["condition"], f["story_id"], int(f["scene"]))
                     attr = _ALIASES.get(str(f["attribute"]), str(f["attribute"]))
                     self.faults[key].add((str(f["subject"]), attr))
+                    if f["attribute"] == "present" and f.get("rendered_value") is False:
+                        self.gone[key].add(str(f["subject"]))
         self.stories = stories
 
     def answers(self, image: bytes, questions: list[str]) -> list[str]:
@@ -97,17 +101,18 @@ class SimJudge:
         faults = self.faults.get(frame, set())
         out = []
         for text in questions:
+            probe = _PROBE.match(text)
             i = next((j for j, (_, q) in enumerate(asked) if q.text == text), None)
-            if i is None:
+            if probe is not None:  # "is there an umbrella of any colour?"
+                answer, ident = ("NO" if probe.group(1) in self.gone[frame] else "YES"), text
+            elif i is None:
                 out.append("UNSURE")
                 continue
-            req, q = asked.pop(i)
-            answer = (
-                q.expect
-                if requirement_true(req, faults)
-                else ("NO" if q.expect == "YES" else "YES")
-            )
-            digest = hashlib.sha256(f"{model}|{cond}|{sid}|{k}|{req.id}".encode()).digest()
+            else:
+                req, q = asked.pop(i)
+                ok = requirement_true(req, faults)
+                answer, ident = (q.expect if ok else ("NO" if q.expect == "YES" else "YES")), req.id
+            digest = hashlib.sha256(f"{model}|{cond}|{sid}|{k}|{ident}".encode()).digest()
             rng = np.random.default_rng([self.seed, int.from_bytes(digest[:8], "big")])
             if rng.random() < self.error_rate:
                 answer = "NO" if answer == "YES" else "YES"

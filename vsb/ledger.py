@@ -9,13 +9,13 @@ made). Each ``vsb run`` is one *session*; summaries default to the latest sessio
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from vsb.errors import ConfigError, RunError
+from vsb.errors import ConfigError, InputError, RunError
+from vsb.fsio import load_json
 
 LEDGER_NAME = "ledger.sqlite"
 DEFAULT_PRICING = Path(__file__).resolve().parents[1] / "config" / "pricing.json"
@@ -45,7 +45,7 @@ class Pricing:
             return cls(None, {})
         p = Path(path) if path is not None else DEFAULT_PRICING
         try:
-            obj = json.loads(p.read_text(encoding="utf-8"))
+            obj = load_json(p)
             models = obj["models"]
             prices = {
                 str(m): float(e["usd_per_image"])
@@ -54,7 +54,11 @@ class Pricing:
             }
         except FileNotFoundError as err:
             raise ConfigError("pricing file not found", file=p) from err
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as err:
+        except InputError as err:
+            raise ConfigError(
+                f"malformed pricing file: {err.message}", file=p, location=err.location
+            ) from None
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise ConfigError(f"malformed pricing file: {err}", file=p) from err
         return cls(obj.get("as_of"), prices, str(p))
 

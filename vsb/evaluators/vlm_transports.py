@@ -123,7 +123,7 @@ def _post(
         raise AdapterError(msg)
     try:
         return resp.json()
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: a hostile, deeply nested body
         raise AdapterError(f"VLM response from {url} is not JSON") from None
 
 

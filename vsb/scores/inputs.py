@@ -6,13 +6,12 @@ bad row raises ``InputError`` naming the file and line.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from vsb.errors import InputError, RunError
-from vsb.fsio import iter_jsonl
+from vsb.fsio import iter_jsonl, load_json
 from vsb.story.models import DIMENSIONS
 
 REQUIREMENTS_FILE = "evaluations/requirements.jsonl"
@@ -189,12 +188,7 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
     path = run_dir / "manifest.json"
     if not path.is_file():
         return {}
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise InputError(
-            f"invalid JSON: {err.msg}", file=path, location=f"line {err.lineno}"
-        ) from err
+    obj = load_json(path)
     return obj if isinstance(obj, dict) else {}
 
 
@@ -204,8 +198,8 @@ def release_name(run_dir: Path) -> str | None:
         path = d / "MANIFEST.json"
         if path.is_file():
             try:
-                obj = json.loads(path.read_text(encoding="utf-8"))
-            except json.JSONDecodeError:
+                obj = load_json(path)
+            except InputError:
                 return None
             name = obj.get("release") if isinstance(obj, dict) else None
             return str(name) if name is not None else None

@@ -121,7 +121,7 @@ class HttpAdapter(ImageModelAdapter):
         """The response body as JSON (``AdapterError`` if it is not)."""
         try:
             return resp.json()
-        except ValueError as err:
+        except (ValueError, RecursionError) as err:  # RecursionError: deeply nested JSON
             raise AdapterError(f"{self.name}: expected JSON, got {excerpt(resp.text)!r}") from err
 
     def download(self, url: str, **kwargs: Any) -> bytes:

@@ -2,12 +2,12 @@
 
 A synthetic 5 models × 6 conditions × 40 stories table (causal on 6 stories only, like the
 default suite) goes through ``score_table``: 2,000-resample story bootstrap CIs for every
-cell and metric, all 135 paired comparisons × 13 metrics, 1,000-draw rank stability per
+cell and metric, all 135 paired comparisons × 14 metrics, 1,000-draw rank stability per
 condition, and the typed report. Measured on the development container (2 CPUs, best of
 5 for the parts, one cold call for the total; scipy is never imported):
 
-    bootstrap CIs (30 cells × 13 metrics)           ≈ 0.02 s
-    paired comparisons (135 pairs × 13 metrics)     ≈ 0.10 s  (incl. 1,755 pydantic rows)
+    bootstrap CIs (30 cells × 14 metrics)           ≈ 0.02 s
+    paired comparisons (135 pairs × 14 metrics)     ≈ 0.10 s  (incl. 1,890 pydantic rows)
     rank stability (6 conditions × 1,000 draws)     ≈ 0.004 s
     score_table total (everything, typed report)    ≈ 0.16 s   (target: < 1 s)
     import vsb.scores.compute                       ≈ 0.2 s
@@ -33,7 +33,7 @@ T_IMPORT = time.perf_counter() - T0
 from vsb.scores.aggregate import model_estimates  # noqa: E402
 from vsb.scores.bootstrap import resample_counts  # noqa: E402
 from vsb.scores.rank import rank_stability  # noqa: E402
-from vsb.scores.table import N_DIMS, StoryTable  # noqa: E402
+from vsb.scores.table import BASE_METRICS, N_DIMS, StoryTable  # noqa: E402
 
 MODELS = ("oracle", "drift-low", "drift-mid", "amnesiac", "sloppy")
 CONDITIONS = (
@@ -45,7 +45,7 @@ CONDITIONS = (
 def synthetic_table(seed: int = 0, n_stories: int = 40) -> StoryTable:
     """Random pass rates shaped like the default suite's (causal on 6 stories)."""
     rng = np.random.default_rng(seed)
-    shape = (len(MODELS), len(CONDITIONS), n_stories, N_DIMS + 2)
+    shape = (len(MODELS), len(CONDITIONS), n_stories, len(BASE_METRICS))
     values = rng.beta(8, 2, shape)
     values[:, :, 6:, 6] = np.nan  # causal
     return StoryTable(

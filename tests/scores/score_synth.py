@@ -27,9 +27,18 @@ def req_row(
     attribute: str = "top",
     taxonomy: str = "clothing_change",
     failure: str | None = None,
+    evaluator: str = "rules",
+    verdict: str | None = None,
+    judge_model: str | None = None,
 ) -> Row:
-    """One requirements.jsonl row (failure defaults to the taxonomy when the check fails)."""
-    return {
+    """One requirements.jsonl row (failure defaults to the taxonomy when the check fails).
+
+    ``verdict`` (when given) overrides ``passed`` (passed iff verdict == "passed");
+    ``verdict``/``judge_model`` are left out when None, like rows of the first format.
+    """
+    if verdict is not None:
+        passed = verdict == "passed"
+    row: Row = {
         "model": model,
         "condition": condition,
         "story_id": story,
@@ -44,8 +53,13 @@ def req_row(
         "observed": json.dumps("x" if passed else "y"),
         "passed": passed,
         "failure": "" if passed else (failure if failure is not None else taxonomy),
-        "evaluator": "rules",
+        "evaluator": evaluator,
     }
+    if verdict is not None:
+        row["verdict"] = verdict
+    if judge_model is not None:
+        row["judge_model"] = judge_model
+    return row
 
 
 def write_run(

@@ -13,7 +13,7 @@ from vsb.scores.bootstrap import (
     share_positive,
     weighted_means,
 )
-from vsb.scores.table import N_DIMS, StoryTable
+from vsb.scores.table import BASE_METRICS, N_DIMS, StoryTable
 
 
 def _scipy_ci(data: tuple[np.ndarray, ...], statistic, seed: int, n: int, paired: bool = False):
@@ -74,7 +74,7 @@ def _table(values: np.ndarray) -> StoryTable:
 
 def test_model_estimates_every_cell_equals_scipy() -> None:
     rng = np.random.default_rng(5)
-    vals = rng.random((2, 3, 40, 12))
+    vals = rng.random((2, 3, 40, len(BASE_METRICS)))
     table = _table(vals)
     w = resample_counts(np.random.default_rng(9), 40, 2000)
     est = model_estimates(table, w)
@@ -94,8 +94,8 @@ def test_model_estimates_every_cell_equals_scipy() -> None:
 
 def test_paired_difference_equals_scipy_paired() -> None:
     rng = np.random.default_rng(8)
-    vals = rng.random((2, 1, 40, 12))
-    vals[1] = np.clip(vals[0] - 0.1 + 0.2 * rng.random((1, 40, 12)), 0, 1)
+    vals = rng.random((2, 1, 40, len(BASE_METRICS)))
+    vals[1] = np.clip(vals[0] - 0.1 + 0.2 * rng.random((1, 40, len(BASE_METRICS))), 0, 1)
     table = _table(vals)
     w = resample_counts(np.random.default_rng(21), 40, 2000)
     res = paired_comparisons(table, [((0, 0), (1, 0))], w)
@@ -114,7 +114,7 @@ def test_paired_difference_equals_scipy_paired() -> None:
 
 
 def test_win_rate_counts_ties_half_and_identical_gives_zero_p() -> None:
-    vals = np.zeros((2, 1, 4, 12))
+    vals = np.zeros((2, 1, 4, len(BASE_METRICS)))
     vals[0, 0, :, 0] = [1.0, 0.5, 0.5, 0.0]
     vals[1, 0, :, 0] = [0.5, 0.5, 0.5, 0.5]
     table = _table(vals)

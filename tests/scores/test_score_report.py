@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 from score_synth import req_row, simulated_rows
 
-from vsb.scores.compute import compare_run, score_run
+from vsb.scores.compare import compare_run
+from vsb.scores.compute import score_run
 from vsb.scores.models import ScoresReport
 from vsb.scores.write import write_scores
 from vsb.story.models import DIMENSIONS
@@ -76,7 +77,9 @@ def test_comparisons_pairs_and_consistency(run: Path) -> None:
     direct = compare_run(run, "good:structured_memory", "bad", seed=1, n_resamples=500)
     same = next(c for c in direct if c.metric == "coherence")
     assert same == g
-    assert [c.metric for c in direct][-3:] == ["adherence", "coherence", "global"]
+    assert [c.metric for c in direct][-4:] == [
+        "adherence", "coherence", "conditional_coherence", "global",
+    ]  # fmt: skip
 
 
 def test_deterministic_in_seed(run: Path) -> None:
@@ -92,12 +95,12 @@ def test_written_files_round_trip(run: Path) -> None:
     paths = write_scores(run, rep)
     assert {p.name for p in paths} == {
         "scores.json", "model_scores.csv", "story_scores.csv", "comparisons.csv",
-        "rank_stability.csv",
+        "rank_stability.csv", "judge_swap.csv", "not_applicable.csv",
     }  # fmt: skip
     back = ScoresReport.model_validate(json.loads((run / "scores" / "scores.json").read_text()))
     assert back == rep
     ms = pd.read_csv(run / "scores" / "model_scores.csv")
-    assert len(ms) == 6 * 13
+    assert len(ms) == 6 * 14 and set(ms.evaluator) == {"rules"}
     assert set(ms.metric_kind) == {"dimension", "summary"}
     row = ms[(ms.model == "good") & (ms.condition == "structured_memory") & (ms.metric == "global")]
     assert row.score.iloc[0] == 1.0

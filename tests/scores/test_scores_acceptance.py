@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from vsb.scores.compute import compare_run, score_run
+from vsb.scores.compare import compare_run
+from vsb.scores.compute import score_run
 from vsb.scores.models import ModelScore, ScoresReport
 from vsb.story.models import DIMENSIONS
 
@@ -99,3 +100,31 @@ def test_rule_checker_matches_the_oracle_per_label(sim_run: Path) -> None:
                 assert t.precision is not None and t.precision >= 0.99, (model, t)
     oracle = rep.taxonomy_by_model["procedural-oracle"][-1]
     assert oracle.n_faults == 0 and oracle.n_detections == 0
+
+
+def test_conditional_coherence_shows_the_designed_profiles(report: ScoresReport) -> None:
+    """Issue #10 item 13: sloppy is built for good memory (p_memory 0.03) and poor adherence
+    (p_adherence 0.15); one omitted person failing every remembered attribute hid that.
+
+    Without context (independent) its memory is its own: conditional coherence is above its
+    adherence, CIs apart, while strict coherence is not. Under structured_memory the
+    simulators corrupt a fact the context supplies at p_adherence × 1.0, so there sloppy's
+    conditional coherence meets its adherence (strict coherence stays far below)."""
+    ind = _row(report, "procedural-sloppy", "independent")
+    adh, coh, cond = ind.adherence, ind.coherence, ind.conditional_coherence
+    assert adh is not None and coh is not None and cond is not None
+    assert cond.ci_low is not None and adh.ci_high is not None and cond.ci_low > adh.ci_high
+    assert coh.score < adh.score + 0.05 and cond.score > coh.score + 0.1
+    # the memory-weak simulators keep conditional coherence below adherence
+    for model in ("procedural-drift-low", "procedural-drift-mid", "procedural-amnesiac"):
+        r = _row(report, model, "independent")
+        assert r.conditional_coherence is not None and r.adherence is not None
+        assert r.conditional_coherence.score < r.adherence.score, model
+    oracle = _row(report, "procedural-oracle", "independent").conditional_coherence
+    assert oracle is not None and oracle.score == 1.0
+    sm = _row(report, "procedural-sloppy")
+    assert sm.adherence is not None and sm.coherence is not None
+    assert sm.conditional_coherence is not None
+    assert abs(sm.conditional_coherence.score - sm.adherence.score) < 0.03
+    assert sm.coherence.ci_high is not None and sm.adherence.ci_low is not None
+    assert sm.coherence.ci_high < sm.adherence.ci_low

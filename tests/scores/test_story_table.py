@@ -41,7 +41,7 @@ def test_pass_rates_per_dimension_and_source() -> None:
     assert t.n_requirements[0, 0].tolist() == [4, 1]
     # story global = mean of the dimensions the run has
     assert np.allclose(t.story_global()[0, 0], [(2 / 3 + 0.0) / 2, 1.0])
-    assert len(BASE_METRICS) == 12
+    assert len(BASE_METRICS) == 13
 
 
 def test_order_follows_manifest_then_canonical() -> None:

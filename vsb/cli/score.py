@@ -4,19 +4,30 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
+if TYPE_CHECKING:
+    from vsb.scores.models import ScoresReport
+
 _RUN = click.Path(path_type=Path)
 #: Display names of the summary metrics (the dimension ``adherence`` keeps its key).
 _SUMMARY_NAMES = {
     "adherence": "prompt adherence",
     "coherence": "memory coherence",
+    "conditional_coherence": "conditional coherence",
     "global": "global",
 }
+#: Caption of every leaderboard: what the two coherence columns count.
+_CAPTION = (
+    "coherence: memory requirements, strict (a missing subject fails every remembered "
+    "attribute); cond. coherence: only subjects found in the image (a missing subject "
+    "fails once)"
+)
 
 
 def _console() -> Console:
@@ -40,47 +51,126 @@ def _ci(lo: float | None, hi: float | None) -> str:
     return "—" if lo is None or hi is None else f"[{lo:.3f}, {hi:.3f}]"
 
 
+def _shown_conditions(conditions: list[str], spec: str | None, primary: str) -> list[str]:
+    """The conditions to print (primary first): all, or the one ``spec`` names (any case)."""
+    from vsb.errors import UnknownNameError
+
+    ordered = sorted(conditions, key=lambda c: c != primary)
+    if spec is None or spec.lower() == "all":
+        return ordered
+    hit = next((c for c in conditions if c.lower() == spec.lower()), None)
+    if hit is None:
+        raise UnknownNameError("condition", spec, conditions)
+    return [hit]
+
+
+def _leaderboard(report: ScoresReport, evaluator: str, cond: str) -> Table | None:
+    rows = [r for r in report.scores if r.evaluator == evaluator and r.condition == cond]
+    if not rows:
+        return None
+    title = cond + (" (primary)" if cond == report.primary_condition else "")
+    if len(report.evaluators) > 1 or evaluator != "rules":
+        title += f" — evaluator {evaluator}"
+    columns = ("model", "#", "global", "95% CI", "adherence", "coherence", "95% CI")
+    table = _table(title, (*columns, "cond. coherence"))
+    table.caption = _CAPTION
+    for r in rows:
+        g, a, c, k = r.global_score, r.adherence, r.coherence, r.conditional_coherence
+        table.add_row(
+            r.model,
+            str(r.rank),
+            _pct(g.score if g else None),
+            _ci(g.ci_low, g.ci_high) if g else "—",
+            _pct(a.score if a else None),
+            _pct(c.score if c else None),
+            _ci(c.ci_low, c.ci_high) if c else "—",
+            _pct(k.score if k else None),
+        )
+    return table
+
+
+def _notes(report: ScoresReport, evaluator: str, cond: str) -> list[str]:
+    """Rank stability and verdict counts of one leaderboard, one line each."""
+    out = []
+    for s in report.rank_stability:
+        if s.evaluator == evaluator and s.condition == cond and s.tau_mean is not None:
+            out.append(
+                f"rank stability ({cond}, {s.n_draws} Dirichlet draws): Kendall τ mean "
+                f"{s.tau_mean:.3f} [5%: {s.tau_p05:.3f}, 95%: {s.tau_p95:.3f}]"
+            )
+    rows = [r for r in report.scores if r.evaluator == evaluator and r.condition == cond]
+    unsure = sum(r.n_unsure for r in rows)
+    parse = sum(r.n_parse_failure for r in rows)
+    na = sum(r.n_not_applicable for r in rows)
+    if unsure or parse or na:
+        out.append(
+            f"{evaluator}: {unsure} unsure and {parse} unparsable answers (counted as not "
+            f"passed), {na} checks not applicable (left out)"
+        )
+    return out
+
+
+def _judge_swap(report: ScoresReport, shown: list[str]) -> Table | None:
+    swaps = [s for s in report.judge_swap if s.condition in shown]
+    if not swaps:
+        return None
+    table = _table(
+        "judge swap: rankings by global score under two evaluators",
+        ("condition", "evaluators", "models", "Kendall τ", "flips", "flips, CIs apart"),
+    )
+    for s in swaps:
+        apart = [f"{p.model_x}/{p.model_y}" for p in s.pairs if p.separated]
+        table.add_row(
+            s.condition,
+            f"{s.evaluator_a} vs {s.evaluator_b}",
+            str(len(s.models)),
+            _pct(s.kendall_tau),
+            str(s.n_flips),
+            f"{s.n_separated_flips}" + (f" ({', '.join(apart)})" if apart else ""),
+        )
+    return table
+
+
 @click.command()
 @click.argument("run_dir", type=_RUN)
 @click.option("--seed", default=0, show_default=True, help="Bootstrap / perturbation seed.")
 @click.option("--resamples", default=2000, show_default=True, help="Bootstrap resamples.")
-@click.option("--condition", default=None, help="Only print this condition's leaderboard.")
-def score(run_dir: Path, seed: int, resamples: int, condition: str | None) -> None:
-    """Score a run: per-dimension pass rates with story-bootstrap CIs, comparisons and rank
-    stability, written to RUN_DIR/scores/."""
-    from vsb.scores.compute import score_run
+@click.option(
+    "--condition", default=None, help="Only print this condition's leaderboard (or 'all')."
+)
+@click.option(
+    "--evaluator",
+    "evaluators",
+    default=None,
+    help="Only score these evaluators (comma-separated; default: every one in the run).",
+)
+def score(
+    run_dir: Path, seed: int, resamples: int, condition: str | None, evaluators: str | None
+) -> None:
+    """Score a run: per-dimension pass rates with story-bootstrap CIs, comparisons, rank
+    stability and judge-swap stability, per evaluator, written to RUN_DIR/scores/."""
+    from vsb.scores.axis import advice
+    from vsb.scores.compute import load_scoring_input, score_input
+    from vsb.scores.models import PRIMARY_CONDITION
     from vsb.scores.write import write_scores
 
-    report = score_run(run_dir, seed=seed, n_resamples=resamples)
+    inp = load_scoring_input(run_dir)
+    shown = _shown_conditions(inp.conditions, condition, PRIMARY_CONDITION)
+    report = score_input(inp, evaluators=evaluators, seed=seed, n_resamples=resamples)
     paths = write_scores(run_dir, report)
+    for na in report.not_applicable:
+        click.echo(f"warning: {advice(na, str(run_dir))}", err=True)
     console = _console()
-    primary_first = sorted(report.conditions, key=lambda c: c != report.primary_condition)
-    for cond in primary_first:
-        if condition is not None and cond != condition:
-            continue
-        rows = [r for r in report.scores if r.condition == cond]
-        title = cond + (" (primary)" if cond == report.primary_condition else "")
-        table = _table(
-            title, ("model", "#", "global", "95% CI", "adherence", "coherence", "coherence CI")
-        )
-        for r in rows:
-            g, a, c = r.global_score, r.adherence, r.coherence
-            table.add_row(
-                r.model,
-                str(r.rank),
-                _pct(g.score if g else None),
-                _ci(g.ci_low, g.ci_high) if g else "—",
-                _pct(a.score if a else None),
-                _pct(c.score if c else None),
-                _ci(c.ci_low, c.ci_high) if c else "—",
-            )
-        console.print(table)
-    stab = next((s for s in report.rank_stability if s.primary), None)
-    if stab is not None and stab.tau_mean is not None:
-        console.print(
-            f"rank stability ({stab.condition}, {stab.n_draws} Dirichlet draws): "
-            f"Kendall τ mean {stab.tau_mean:.3f} [5%: {stab.tau_p05:.3f}, 95%: {stab.tau_p95:.3f}]"
-        )
+    for evaluator in report.evaluators:
+        for cond in shown:
+            table = _leaderboard(report, evaluator, cond)
+            if table is not None:
+                console.print(table)
+                for line in _notes(report, evaluator, cond):
+                    console.print(line)
+    swap = _judge_swap(report, shown)
+    if swap is not None:
+        console.print(swap)
     click.echo(f"wrote {len(paths)} files to {Path(run_dir) / 'scores'}")
 
 
@@ -88,21 +178,32 @@ def score(run_dir: Path, seed: int, resamples: int, condition: str | None) -> No
 @click.argument("run_dir", type=_RUN)
 @click.option("--a", "a", required=True, help="MODEL[:CONDITION] on the left of a − b.")
 @click.option("--b", "b", required=True, help="MODEL[:CONDITION] on the right of a − b.")
+@click.option(
+    "--evaluator",
+    default=None,
+    help="Whose verdicts to compare (default: rules if present, else the only evaluator).",
+)
 @click.option("--seed", default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--resamples", default=2000, show_default=True, help="Bootstrap resamples.")
-def compare(run_dir: Path, a: str, b: str, seed: int, resamples: int) -> None:
+def compare(
+    run_dir: Path, a: str, b: str, evaluator: str | None, seed: int, resamples: int
+) -> None:
     """Paired story-level bootstrap comparison a − b on every metric (a condition left out
-    is taken from the other side, else the primary condition)."""
-    from vsb.scores.compute import compare_run
+    is taken from the other side, else the primary condition; model names may hold colons:
+    MODEL:CONDITION splits at the last colon)."""
+    from vsb.scores.compare import compare_run
 
-    rows = compare_run(run_dir, a, b, seed=seed, n_resamples=resamples)
+    rows = compare_run(run_dir, a, b, evaluator=evaluator, seed=seed, n_resamples=resamples)
     first = rows[0] if rows else None
     title = (
-        f"{first.a_model}:{first.a_condition} − {first.b_model}:{first.b_condition}"
+        f"{first.a_model}:{first.a_condition} − {first.b_model}:{first.b_condition} "
+        f"(evaluator {first.evaluator})"
         if first
         else f"{a} − {b}"
     )
-    table = _table(title, ("metric", "a", "b", "Δ", "95% CI", "P(Δ>0)", "win", "n"))
+    table = _table(
+        title, ("metric", "a", "b", "Δ", "95% CI", "P(Δ>0)", "P(Δ=0)", "P(Δ<0)", "win", "n")
+    )
     for r in rows:
         name = r.metric if r.metric_kind == "dimension" else _SUMMARY_NAMES[r.metric]
         table.add_row(
@@ -112,8 +213,9 @@ def compare(run_dir: Path, a: str, b: str, seed: int, resamples: int) -> None:
             f"{r.diff:+.3f}",
             _ci(r.ci_low, r.ci_high),
             _pct(r.p_greater),
+            _pct(r.p_equal),
+            _pct(r.p_less),
             _pct(r.win_rate),
             str(r.n_stories),
         )
     _console().print(table)
-

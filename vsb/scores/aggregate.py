@@ -1,6 +1,6 @@
 """Model-level estimates and paired comparisons from a ``StoryTable`` and bootstrap counts.
 
-Metric columns of every result: the twelve ``BASE_METRICS`` followed by ``global`` (the
+Metric columns of every result: the ``BASE_METRICS`` followed by ``global`` (the
 unweighted mean of the dimensions that have a point estimate). The global score of a
 resample is the mean of that resample's dimension means, so its interval is consistent
 with the dimension intervals.
@@ -17,12 +17,12 @@ from vsb.scores.bootstrap import (
     FloatArray,
     nan_mean,
     percentile_interval,
-    share_positive,
+    signed_shares,
     weighted_means,
 )
 from vsb.scores.table import BASE_METRICS, N_DIMS, StoryTable
 
-#: Every metric column of a result: the twelve base metrics, then global.
+#: Every metric column of a result: the base metrics, then global.
 ALL_METRICS: tuple[str, ...] = (*BASE_METRICS, "global")
 GLOBAL = len(BASE_METRICS)
 
@@ -42,7 +42,7 @@ def _with_global(dims_and_more: FloatArray, available: np.ndarray) -> FloatArray
 
 @dataclass(frozen=True)
 class Estimates:
-    """Model-level results, each ``(models, conditions, 13)``."""
+    """Model-level results, each ``(models, conditions, len(ALL_METRICS))``."""
 
     score: FloatArray
     low: FloatArray
@@ -52,7 +52,7 @@ class Estimates:
 
 def model_estimates(table: StoryTable, weights: FloatArray, confidence: float = 0.95) -> Estimates:
     """Macro-averages over stories and their bootstrap percentile intervals, all cells at once."""
-    vals = np.moveaxis(table.values, 2, 0)  # (stories, models, conditions, 12)
+    vals = np.moveaxis(table.values, 2, 0)  # (stories, models, conditions, base metrics)
     point = nan_mean(vals, axis=0)
     available = ~np.isnan(point[..., :N_DIMS])
     point = _with_global(point, available)
@@ -66,7 +66,7 @@ def model_estimates(table: StoryTable, weights: FloatArray, confidence: float = 
 
 @dataclass(frozen=True)
 class PairResults:
-    """Paired comparisons a − b, each ``(pairs, 13)``."""
+    """Paired comparisons a − b, each ``(pairs, len(ALL_METRICS))``."""
 
     a_score: FloatArray
     b_score: FloatArray
@@ -74,6 +74,8 @@ class PairResults:
     low: FloatArray
     high: FloatArray
     p_greater: FloatArray
+    p_equal: FloatArray
+    p_less: FloatArray
     win_rate: FloatArray
     n_stories: np.ndarray
 
@@ -98,15 +100,15 @@ def paired_comparisons(
     """Paired story-level bootstrap of a − b for every pair of cells, every metric."""
     if not pairs:
         empty = np.zeros((0, len(ALL_METRICS)))
-        return PairResults(*(empty,) * 7, empty.astype(np.int64))
+        return PairResults(*(empty,) * 9, empty.astype(np.int64))
     ia = tuple(np.array(x) for x in zip(*(a for a, _ in pairs), strict=True))
     ib = tuple(np.array(x) for x in zip(*(b for _, b in pairs), strict=True))
-    va = table.values[ia[0], ia[1]]  # (pairs, stories, 12)
+    va = table.values[ia[0], ia[1]]  # (pairs, stories, base metrics)
     vb = table.values[ib[0], ib[1]]
     shared = ~(np.isnan(va) | np.isnan(vb))
     va = np.where(shared, va, np.nan)
     vb = np.where(shared, vb, np.nan)
-    d = np.moveaxis(va - vb, 1, 0)  # (stories, pairs, 12)
+    d = np.moveaxis(va - vb, 1, 0)  # (stories, pairs, base metrics)
     a_pt = nan_mean(np.moveaxis(va, 1, 0), axis=0)
     b_pt = nan_mean(np.moveaxis(vb, 1, 0), axis=0)
     d_pt = nan_mean(d, axis=0)
@@ -114,11 +116,11 @@ def paired_comparisons(
     a_pt, b_pt, d_pt = (_with_global(x, available) for x in (a_pt, b_pt, d_pt))
     dist = _with_global(weighted_means(weights, d), available)
     low, high = percentile_interval(dist, confidence)
-    p = share_positive(dist)
+    p_gt, p_eq, p_lt = signed_shares(dist)
     ga = nan_mean(table.values[ia[0], ia[1], :, :N_DIMS], axis=-1)  # (pairs, stories)
     gb = nan_mean(table.values[ib[0], ib[1], :, :N_DIMS], axis=-1)
     win, n = _win_rate(np.moveaxis(va, 1, 0), np.moveaxis(vb, 1, 0))
     gwin, gn = _win_rate(ga.T, gb.T)
     win = np.concatenate([win, gwin[:, None]], axis=-1)
     n = np.concatenate([n, gn[:, None]], axis=-1)
-    return PairResults(a_pt, b_pt, d_pt, low, high, p, win, n)
+    return PairResults(a_pt, b_pt, d_pt, low, high, p_gt, p_eq, p_lt, win, n)

@@ -97,11 +97,27 @@ def _sorted_quantiles(x: FloatArray, qs: tuple[float, ...]) -> list[FloatArray]:
     return out
 
 
+#: |Δ| at or below this is a tie: pass-rate differences are ratios of small integers, so
+#: any real difference is far larger, and float noise of an exact tie far smaller.
+TIE_TOLERANCE = 1e-12
+
+
 def share_positive(dist: FloatArray) -> FloatArray:
-    """Share of non-NaN resamples (axis 0) that are > 0; NaN where none is finite."""
+    """Share of non-NaN resamples (axis 0) that are > 0 (beyond ``TIE_TOLERANCE``); NaN
+    where none is finite."""
+    return signed_shares(dist)[0]
+
+
+def signed_shares(dist: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Shares of non-NaN resamples (axis 0) with Δ > 0, Δ = 0 (|Δ| ≤ ``TIE_TOLERANCE``) and
+    Δ < 0; they sum to 1, NaN where no resample is finite."""
     finite = ~np.isnan(dist)
-    pos = (np.where(finite, dist, 0.0) > 0).sum(axis=0)
+    d = np.where(finite, dist, 0.0)
     n = finite.sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = pos / n
-    return np.where(n == 0, np.nan, out)
+    pos = (d > TIE_TOLERANCE).sum(axis=0)
+    neg = (d < -TIE_TOLERANCE).sum(axis=0)
+    out = []
+    for k in (pos, n - pos - neg, neg):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out.append(np.where(n == 0, np.nan, k / n))
+    return out[0], out[1], out[2]

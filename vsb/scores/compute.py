@@ -1,235 +1,154 @@
 """``vsb score``: from a run's evaluations to a typed ``ScoresReport`` (no scipy needed).
 
-Randomness: the bootstrap counts come from ``numpy.random.default_rng(seed)`` (one batch of
-``rng.integers(0, n_stories, (n_resamples, n_stories))``, shared by every model-level
-interval and every paired comparison, so all of them are paired by construction); the rank
-stability weights come from ``numpy.random.default_rng([seed, 1])``.
+Each evaluator present in ``requirements.jsonl`` (``vsb.scores.axis``) is scored on its own
+rows, as if it were the only one: its own story table, bootstrap, comparisons and rank
+stability (``vsb.scores.cells``, which also describes the seeding). Judge-swap stability
+(``vsb.scores.judge_swap``) then sets the evaluators side by side.
 """
 
 from __future__ import annotations
 
-import math
+from collections import defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
-from vsb.errors import InputError
+from vsb.errors import InputError, RunError
 from vsb.fsio import sha256_file
-from vsb.scores.aggregate import ALL_METRICS, GLOBAL, Cell, Estimates, model_estimates
-from vsb.scores.aggregate import paired_comparisons as _paired
-from vsb.scores.bootstrap import resample_counts
+from vsb.scores.axis import (
+    evaluator_labels,
+    is_all,
+    not_applicable_models,
+    ordered_evaluators,
+    refusal,
+    select_evaluators,
+    verdict_counts,
+)
+from vsb.scores.cells import Part, Settings, all_pairs, compare_cells, score_one
 from vsb.scores.inputs import (
+    DEFAULT_EVALUATOR,
+    NOT_APPLICABLE,
     REQUIREMENTS_FILE,
+    RequirementRows,
     load_requirements,
     read_manifest,
     release_name,
     require_run_dir,
 )
-from vsb.scores.models import (
-    PRIMARY_CONDITION,
-    SUMMARIES,
-    Comparison,
-    Estimate,
-    ModelScore,
-    RankStability,
-    RankStabilityModel,
-    RunIdentity,
-    ScoresReport,
-    StoryScore,
-)
-from vsb.scores.rank import rank_stability
-from vsb.scores.table import N_DIMS, StoryTable, build_story_table
+from vsb.scores.judge_swap import judge_swap
+from vsb.scores.models import NotApplicable, RunIdentity, ScoresReport
+from vsb.scores.table import CONDITION_ORDER, StoryTable, build_story_table, ordered_names
 from vsb.story.models import DIMENSIONS
+
+__all__ = [
+    "DEFAULT_DRAWS",
+    "DEFAULT_RESAMPLES",
+    "ScoringInput",
+    "all_pairs",
+    "compare_cells",
+    "load_scoring_input",
+    "run_identity",
+    "score_input",
+    "score_run",
+    "score_table",
+]
 
 DEFAULT_RESAMPLES = 2000
 DEFAULT_DRAWS = 1000
 
 
-def _f(x: float) -> float | None:
-    return None if math.isnan(x) else float(x)
+@dataclass(frozen=True)
+class ScoringInput:
+    """A run's requirement rows, each with its scored evaluator, and the run's identity."""
+
+    root: Path
+    rows: RequirementRows
+    labels: list[str]
+    """Per row: its scored evaluator (``vsb.scores.axis.evaluator_labels``)."""
+    run: RunIdentity
+    model_order: tuple[str, ...]
+    condition_order: tuple[str, ...]
+
+    @property
+    def evaluators(self) -> list[str]:
+        """Every evaluator present (the rule checker first)."""
+        return ordered_evaluators(self.labels)
+
+    @property
+    def conditions(self) -> list[str]:
+        """Every condition present, in display order (manifest, then canonical)."""
+        return list(ordered_names(self.rows.condition, (*self.condition_order, *CONDITION_ORDER)))
+
+    def evaluator_rows(self, evaluator: str) -> RequirementRows:
+        """The rows of one scored evaluator."""
+        return self.rows.subset([x == evaluator for x in self.labels])
+
+    def table(self, evaluator: str) -> StoryTable:
+        """One evaluator's story table (not_applicable rows left out)."""
+        rows = self.evaluator_rows(evaluator)
+        return build_story_table(rows, self.model_order, self.condition_order)
+
+    def applicable(self) -> list[str]:
+        """The evaluators that applied to at least one check."""
+        verdicts = self.rows.verdict
+        return ordered_evaluators(
+            [x for x, v in zip(self.labels, verdicts, strict=True) if v != NOT_APPLICABLE]
+        )
 
 
-def _metric_kind(j: int) -> tuple[str, str]:
-    """(metric_kind, metric) of result column j."""
-    if j < N_DIMS:
-        return "dimension", ALL_METRICS[j]
-    return "summary", SUMMARIES[j - N_DIMS]
-
-
-def load_table(run_dir: str | Path) -> StoryTable:
-    """Read a run's requirement rows into a StoryTable (models/conditions in manifest order)."""
+def load_scoring_input(run_dir: str | Path, release: str | None = None) -> ScoringInput:
+    """Read a run's requirement rows and manifest (models/conditions in manifest order)."""
     root = require_run_dir(run_dir)
     manifest = read_manifest(root)
     rows = load_requirements(root)
-    return build_story_table(
-        rows,
-        model_order=[str(m) for m in manifest.get("models", [])],
-        condition_order=[str(c) for c in manifest.get("conditions", [])],
+    return ScoringInput(
+        root=root,
+        rows=rows,
+        labels=evaluator_labels(rows),
+        run=run_identity(root, release),
+        model_order=tuple(str(m) for m in manifest.get("models", [])),
+        condition_order=tuple(str(c) for c in manifest.get("conditions", [])),
     )
 
 
-def _estimate(est: Estimates, m: int, c: int, j: int) -> Estimate | None:
-    score = float(est.score[m, c, j])
-    if math.isnan(score):
-        return None
-    return Estimate(
-        score=score,
-        ci_low=_f(est.low[m, c, j]),
-        ci_high=_f(est.high[m, c, j]),
-        n_stories=int(est.n_stories[m, c, j]),
+def _report(
+    run: RunIdentity,
+    parts: dict[str, Part],
+    judge_models: dict[str, str],
+    not_applicable: list[NotApplicable],
+    cfg: Settings,
+    model_order: Sequence[str],
+    condition_order: Sequence[str],
+) -> ScoresReport:
+    evaluators = list(parts)
+    scores = [r for p in parts.values() for r in p.scores]
+    models = ordered_names((r.model for r in scores), model_order)
+    conditions = ordered_names((r.condition for r in scores), condition_order)
+    return ScoresReport(
+        run=run,
+        seed=cfg.seed,
+        n_resamples=cfg.n_resamples,
+        confidence=cfg.confidence,
+        evaluators=evaluators,
+        primary_evaluator=evaluators[0],
+        judge_models={e: judge_models.get(e, "") for e in evaluators},
+        dimensions=list(DIMENSIONS),
+        models=list(models),
+        conditions=list(conditions),
+        scores=scores,
+        stories=[r for p in parts.values() for r in p.stories],
+        comparisons=[r for p in parts.values() for r in p.comparisons],
+        rank_stability=[r for p in parts.values() for r in p.stability],
+        not_applicable=not_applicable,
+        judge_swap=judge_swap(scores, evaluators, conditions, models),
     )
-
-
-def _model_scores(table: StoryTable, est: Estimates) -> list[ModelScore]:
-    out: list[ModelScore] = []
-    for c, cond in enumerate(table.conditions):
-        cells = [m for m in range(len(table.models)) if table.has_row(m, c)]
-        g = np.array([est.score[m, c, GLOBAL] for m in cells])
-        g = np.where(np.isnan(g), -np.inf, g)
-        ranks = 1 + (g[None, :] > g[:, None]).sum(axis=1)
-        order = sorted(range(len(cells)), key=lambda i: (ranks[i], table.models[cells[i]]))
-        for i in order:
-            m = cells[i]
-            out.append(
-                ModelScore(
-                    model=table.models[m],
-                    condition=cond,
-                    dimensions={d: _estimate(est, m, c, j) for j, d in enumerate(DIMENSIONS)},
-                    adherence=_estimate(est, m, c, N_DIMS),
-                    coherence=_estimate(est, m, c, N_DIMS + 1),
-                    global_score=_estimate(est, m, c, GLOBAL),
-                    rank=int(ranks[i]),
-                    n_stories=int((table.n_images[m, c] > 0).sum()),
-                    n_images=int(table.n_images[m, c].sum()),
-                    n_requirements=int(table.n_requirements[m, c].sum()),
-                )
-            )
-    return out
-
-
-def _story_scores(table: StoryTable) -> list[StoryScore]:
-    g = table.story_global()
-    out: list[StoryScore] = []
-    for m, model in enumerate(table.models):
-        for c, cond in enumerate(table.conditions):
-            for s, story in enumerate(table.stories):
-                if table.n_images[m, c, s] == 0:
-                    continue
-                v = table.values[m, c, s]
-                out.append(
-                    StoryScore(
-                        model=model,
-                        condition=cond,
-                        story_id=story,
-                        dimensions={d: _f(v[j]) for j, d in enumerate(DIMENSIONS)},
-                        adherence=_f(v[N_DIMS]),
-                        coherence=_f(v[N_DIMS + 1]),
-                        global_score=_f(g[m, c, s]),
-                        n_images=int(table.n_images[m, c, s]),
-                        n_requirements=int(table.n_requirements[m, c, s]),
-                    )
-                )
-    return out
-
-
-def all_pairs(table: StoryTable) -> list[tuple[str, Cell, Cell]]:
-    """Every model pair within each condition (manifest order), then every condition pair for
-    each model (canonical order, except that the primary condition is always side a)."""
-    out: list[tuple[str, Cell, Cell]] = []
-    nm, nc = len(table.models), len(table.conditions)
-    for c in range(nc):
-        ms = [m for m in range(nm) if table.has_row(m, c)]
-        out += [("model", (a, c), (b, c)) for i, a in enumerate(ms) for b in ms[i + 1 :]]
-    primary = (
-        table.conditions.index(PRIMARY_CONDITION) if PRIMARY_CONDITION in table.conditions else -1
-    )
-    for m in range(nm):
-        cs = [c for c in range(nc) if table.has_row(m, c)]
-        for i, a in enumerate(cs):
-            for b in cs[i + 1 :]:
-                first, second = (b, a) if b == primary else (a, b)
-                out.append(("condition", (m, first), (m, second)))
-    return out
-
-
-def compare_cells(
-    table: StoryTable,
-    pairs: Sequence[tuple[str, Cell, Cell]],
-    weights: np.ndarray,
-    confidence: float = 0.95,
-) -> list[Comparison]:
-    """Paired comparisons of each (kind, a, b), one ``Comparison`` per metric with data."""
-    res = _paired(table, [(a, b) for _, a, b in pairs], weights, confidence)
-    out: list[Comparison] = []
-    for p, (kind, a, b) in enumerate(pairs):
-        for j in range(len(ALL_METRICS)):
-            if math.isnan(res.diff[p, j]):
-                continue
-            metric_kind, metric = _metric_kind(j)
-            out.append(
-                Comparison(
-                    kind=kind,
-                    a_model=table.models[a[0]],
-                    a_condition=table.conditions[a[1]],
-                    b_model=table.models[b[0]],
-                    b_condition=table.conditions[b[1]],
-                    metric_kind=metric_kind,
-                    metric=metric,
-                    a_score=float(res.a_score[p, j]),
-                    b_score=float(res.b_score[p, j]),
-                    diff=float(res.diff[p, j]),
-                    ci_low=_f(res.low[p, j]),
-                    ci_high=_f(res.high[p, j]),
-                    p_greater=_f(res.p_greater[p, j]),
-                    win_rate=float(res.win_rate[p, j]),
-                    n_stories=int(res.n_stories[p, j]),
-                )
-            )
-    return out
-
-
-def _rank_stability(
-    table: StoryTable, est: Estimates, rng: np.random.Generator, n_draws: int, alpha: float
-) -> list[RankStability]:
-    out: list[RankStability] = []
-    for c, cond in enumerate(table.conditions):
-        ms = [m for m in range(len(table.models)) if table.has_row(m, c)]
-        if not ms:
-            continue
-        r = rank_stability(est.score[ms, c, :N_DIMS], rng, n_draws=n_draws, alpha=alpha)
-        tau = r["tau"][~np.isnan(r["tau"])]
-        models = [
-            RankStabilityModel(
-                model=table.models[m],
-                rank=int(r["rank"][i]),
-                keep_rank=float(r["keep_rank"][i]),
-                mean_rank=float(r["mean_rank"][i]),
-                rank_p05=float(r["rank_p05"][i]),
-                rank_p95=float(r["rank_p95"][i]),
-            )
-            for i, m in enumerate(ms)
-        ]
-        models.sort(key=lambda x: (x.rank, x.model))
-        out.append(
-            RankStability(
-                condition=cond,
-                primary=cond == PRIMARY_CONDITION,
-                n_draws=n_draws,
-                alpha=alpha,
-                tau_mean=float(tau.mean()) if tau.size else None,
-                tau_p05=float(np.percentile(tau, 5)) if tau.size else None,
-                tau_p95=float(np.percentile(tau, 95)) if tau.size else None,
-                models=models,
-            )
-        )
-    return out
 
 
 def score_table(
     table: StoryTable,
     run: RunIdentity,
     *,
+    evaluator: str = DEFAULT_EVALUATOR,
     seed: int = 0,
     n_resamples: int = DEFAULT_RESAMPLES,
     confidence: float = 0.95,
@@ -237,32 +156,59 @@ def score_table(
     alpha: float = 1.0,
     progress: Callable[[str], None] | None = None,
 ) -> ScoresReport:
-    """Every statistic of ``vsb score`` for an in-memory StoryTable."""
-    if n_resamples < 1:
-        raise InputError(f"--resamples must be ≥ 1, got {n_resamples}")
-    if not 0 < confidence < 1:
-        raise InputError(f"confidence must be in (0, 1), got {confidence}")
+    """Every statistic of ``vsb score`` for one evaluator's in-memory StoryTable."""
+    cfg = Settings(seed, n_resamples, confidence, n_draws, alpha)
+    cfg.check()
+    part = score_one(table, evaluator, None, cfg, progress or (lambda _msg: None))
+    return _report(run, {evaluator: part}, {}, [], cfg, table.models, table.conditions)
+
+
+def score_input(
+    inp: ScoringInput,
+    *,
+    evaluators: str | Sequence[str] | None = None,
+    seed: int = 0,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = 0.95,
+    n_draws: int = DEFAULT_DRAWS,
+    alpha: float = 1.0,
+    progress: Callable[[str], None] | None = None,
+) -> ScoresReport:
+    """Score every selected evaluator of a loaded run (default: every one present).
+
+    A model every check of which an evaluator marked not_applicable is left out of that
+    evaluator's scores and listed in ``not_applicable``. An explicitly selected evaluator
+    that applied to no model raises ``InputError``; with the default selection such an
+    evaluator is only listed, and ``RunError`` is raised when none applied at all.
+    """
+    cfg = Settings(seed, n_resamples, confidence, n_draws, alpha)
+    cfg.check()
     note = progress or (lambda _msg: None)
-    weights = resample_counts(np.random.default_rng(seed), len(table.stories), n_resamples)
-    note("model-level estimates")
-    est = model_estimates(table, weights, confidence)
-    note("paired comparisons")
-    comparisons = compare_cells(table, all_pairs(table), weights, confidence)
-    note("rank stability")
-    stability = _rank_stability(table, est, np.random.default_rng([seed, 1]), n_draws, alpha)
-    return ScoresReport(
-        run=run,
-        seed=seed,
-        n_resamples=n_resamples,
-        confidence=confidence,
-        dimensions=list(DIMENSIONS),
-        models=list(table.models),
-        conditions=list(table.conditions),
-        scores=_model_scores(table, est),
-        stories=_story_scores(table),
-        comparisons=comparisons,
-        rank_stability=stability,
-    )
+    chosen = select_evaluators(inp.evaluators, evaluators)
+    applied: dict[str, set[str]] = defaultdict(set)
+    judge_models: dict[str, str] = {}
+    rows = inp.rows
+    for e, m, v, j in zip(inp.labels, rows.model, rows.verdict, rows.judge_model, strict=True):
+        judge_models.setdefault(e, j)
+        if v != NOT_APPLICABLE:
+            applied[m].add(e)
+    parts: dict[str, Part] = {}
+    not_applicable: list[NotApplicable] = []
+    for e in chosen:
+        sub = inp.evaluator_rows(e)
+        nas = not_applicable_models(sub, e, inp.model_order, applied)
+        not_applicable += nas
+        if len(nas) == len(set(sub.model)):
+            if not is_all(evaluators):
+                raise InputError(refusal(e, nas, str(inp.root)))
+            continue
+        table = build_story_table(sub, inp.model_order, inp.condition_order)
+        parts[e] = score_one(table, e, verdict_counts(sub), cfg, note)
+    if not parts:
+        first = [n for n in not_applicable if n.evaluator == chosen[0]]
+        raise RunError(refusal(chosen[0], first, str(inp.root)))
+    order = (*inp.condition_order, *CONDITION_ORDER)
+    return _report(inp.run, parts, judge_models, not_applicable, cfg, inp.model_order, order)
 
 
 def run_identity(run_dir: Path, release: str | None = None) -> RunIdentity:
@@ -284,6 +230,7 @@ def run_identity(run_dir: Path, release: str | None = None) -> RunIdentity:
 def score_run(
     run_dir: str | Path,
     *,
+    evaluators: str | Sequence[str] | None = None,
     seed: int = 0,
     n_resamples: int = DEFAULT_RESAMPLES,
     confidence: float = 0.95,
@@ -292,12 +239,14 @@ def score_run(
     progress: Callable[[str], None] | None = None,
     release: str | None = None,
 ) -> ScoresReport:
-    """Score a run directory (reads ``evaluations/requirements.jsonl``); writes nothing."""
-    root = require_run_dir(run_dir)
-    table = load_table(root)
-    return score_table(
-        table,
-        run_identity(root, release),
+    """Score a run directory (reads ``evaluations/requirements.jsonl``); writes nothing.
+
+    ``evaluators``: names or a comma-separated string (default: every one present; see
+    ``score_input`` for evaluators that did not apply).
+    """
+    return score_input(
+        load_scoring_input(run_dir, release),
+        evaluators=evaluators,
         seed=seed,
         n_resamples=n_resamples,
         confidence=confidence,
@@ -305,48 +254,3 @@ def score_run(
         alpha=alpha,
         progress=progress,
     )
-
-
-def parse_cell(table: StoryTable, spec: str, default_condition: str | None) -> Cell:
-    """``MODEL[:CONDITION]`` -> (model index, condition index); unknown names raise."""
-    from vsb.errors import UnknownNameError
-
-    model, _, cond = spec.partition(":")
-    cond = cond or default_condition or ""
-    if model not in table.models:
-        raise UnknownNameError("model", model, table.models)
-    if cond not in table.conditions:
-        raise UnknownNameError("condition", cond, table.conditions)
-    cell = (table.models.index(model), table.conditions.index(cond))
-    if not table.has_row(*cell):
-        raise InputError(f"model {model!r} has no evaluations in condition {cond!r}")
-    return cell
-
-
-def compare_run(
-    run_dir: str | Path,
-    a: str,
-    b: str,
-    *,
-    seed: int = 0,
-    n_resamples: int = DEFAULT_RESAMPLES,
-    confidence: float = 0.95,
-) -> list[Comparison]:
-    """Paired comparison of ``a`` − ``b`` (each ``MODEL[:CONDITION]``) on every metric.
-
-    A side without a condition takes the other side's; with neither, the primary condition
-    (or the run's first condition if the primary was not run). Uses the same bootstrap
-    counts as ``score_run`` with the same seed, so the numbers match ``scores.json``.
-    """
-    table = load_table(run_dir)
-    given = a.partition(":")[2] or b.partition(":")[2]
-    default = given or (
-        PRIMARY_CONDITION if PRIMARY_CONDITION in table.conditions else table.conditions[0]
-    )
-    ca = parse_cell(table, a, default)
-    cb = parse_cell(table, b, default)
-    if ca == cb:
-        raise InputError(f"--a and --b are the same: {a!r}")
-    kind = "model" if ca[1] == cb[1] else "condition"
-    weights = resample_counts(np.random.default_rng(seed), len(table.stories), n_resamples)
-    return compare_cells(table, [(kind, ca, cb)], weights, confidence)

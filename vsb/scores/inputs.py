@@ -6,6 +6,8 @@ bad row raises ``InputError`` naming the file and line.
 
 from __future__ import annotations
 
+import contextlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,8 @@ class RequirementRows:
     verdict: list[str] = field(default_factory=list)
     evaluator: list[str] = field(default_factory=list)
     judge_model: list[str] = field(default_factory=list)
+    reason: list[str] = field(default_factory=list)
+    """Why the evaluator did not apply ('' unless the verdict is not_applicable)."""
 
     def __len__(self) -> int:
         return len(self.passed)
@@ -56,6 +60,7 @@ class RequirementRows:
         self.verdict.append(row_verdict(row))
         self.evaluator.append(str(row.get("evaluator") or DEFAULT_EVALUATOR))
         self.judge_model.append(str(row.get("judge_model") or ""))
+        self.reason.append(not_applicable_reason(row) if self.verdict[-1] == NOT_APPLICABLE else "")
 
     def subset(self, keep: list[bool]) -> RequirementRows:
         """The rows where ``keep`` is true (same columns)."""
@@ -90,6 +95,22 @@ class SignalRows:
 VERDICTS: tuple[str, ...] = ("passed", "failed", "unsure", "not_applicable", "parse_failure")
 #: The evaluator of rows written before the evaluator axis existed.
 DEFAULT_EVALUATOR = "rules"
+NOT_APPLICABLE = "not_applicable"
+
+
+def not_applicable_reason(row: dict[str, Any]) -> str:
+    """Why a not_applicable row was not judged: its ``failure`` text, else its ``observed``
+    value when that is a string or holds a ``reason`` ('' if neither says)."""
+    failure = row.get("failure")
+    if isinstance(failure, str) and failure:
+        return failure
+    observed = row.get("observed")
+    if isinstance(observed, str):
+        with contextlib.suppress(ValueError, RecursionError):
+            observed = json.loads(observed)
+    if isinstance(observed, dict):
+        observed = observed.get("reason")
+    return observed if isinstance(observed, str) else ""
 
 
 def row_verdict(row: dict[str, Any]) -> str:

@@ -2,9 +2,16 @@
 
 Metric names: the ten dimensions (``vsb.story.models.DIMENSIONS``) are ``kind="dimension"``;
 ``adherence`` (pass rate over prompt-source requirements), ``coherence`` (over memory-source
-requirements) and ``global`` (unweighted mean of the ten dimensions, for ranking only) are
-``kind="summary"``. The dimension ``adherence`` (a character being present when the text
+requirements, strict), ``conditional_coherence`` (over memory-source requirements whose
+subject was found) and ``global`` (unweighted mean of the ten dimensions, for ranking only)
+are ``kind="summary"``. The dimension ``adherence`` (a character being present when the text
 says so) and the summary ``adherence`` are different numbers; ``kind`` tells them apart.
+
+Format 2.0: who judged is an axis. Every row names its ``evaluator`` (the rule checker
+``rules``, a VLM judge, …; a judge evaluator whose rows carry several judge models is split
+into one evaluator per model, ``NAME:JUDGE_MODEL``), and the statistics of two evaluators are
+never pooled. ``not_applicable`` verdicts are left out of every rate; ``unsure`` and
+``parse_failure`` count as not passed.
 """
 
 from __future__ import annotations
@@ -13,14 +20,25 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCORES_FORMAT_VERSION = "1.0"
+SCORES_FORMAT_VERSION = "2.0"
 PRIMARY_CONDITION = "structured_memory"
 
 MetricKind = Literal["dimension", "summary"]
 #: Summary metrics, in display order.
-SUMMARIES: tuple[str, ...] = ("adherence", "coherence", "global")
+SUMMARIES: tuple[str, ...] = ("adherence", "coherence", "conditional_coherence", "global")
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
+
+#: One-line explanations of the two coherence figures (field descriptions, CLI caption).
+COHERENCE_HELP = (
+    "Pass rate over memory-source requirements, strict: a subject missing from an image "
+    "fails every remembered attribute of it."
+)
+CONDITIONAL_COHERENCE_HELP = (
+    "Pass rate over memory-source requirements whose subject was found in the image: a "
+    "missing subject fails once (its present/holder check), its other attributes are left out."
+)
+_EVALUATOR = "Who judged: 'rules' (extractor + rule checker), a VLM judge, …"
 
 
 class Estimate(BaseModel):
@@ -39,41 +57,57 @@ class ModelScore(BaseModel):
     """One (model, condition): every metric with its CI."""
 
     model_config = _STRICT
+    evaluator: str = Field(description=_EVALUATOR)
     model: str = Field(description="Model (adapter) name.")
     condition: str = Field(description="Prompting condition.")
     dimensions: dict[str, Estimate | None] = Field(
         description="Per dimension (all ten keys, display order); null if no story has it."
     )
     adherence: Estimate | None = Field(description="Pass rate over prompt-source requirements.")
-    coherence: Estimate | None = Field(description="Pass rate over memory-source requirements.")
+    coherence: Estimate | None = Field(description=COHERENCE_HELP)
+    conditional_coherence: Estimate | None = Field(description=CONDITIONAL_COHERENCE_HELP)
     global_score: Estimate | None = Field(
         description="Unweighted mean of the ten dimensions (ranking only)."
     )
-    rank: int = Field(ge=1, description="Rank by global score within the condition (1 = best).")
+    rank: int = Field(
+        ge=1, description="Rank by global score within (evaluator, condition) (1 = best)."
+    )
     n_stories: int = Field(ge=0, description="Stories with at least one evaluated image.")
-    n_images: int = Field(ge=0, description="Evaluated images.")
-    n_requirements: int = Field(ge=0, description="Evaluated (image, requirement) checks.")
+    n_images: int = Field(ge=0, description="Images with at least one applicable check.")
+    n_requirements: int = Field(
+        ge=0, description="Applicable (image, requirement) checks (not_applicable left out)."
+    )
+    n_unsure: int = Field(ge=0, description="Checks the evaluator answered 'unsure' (not passed).")
+    n_parse_failure: int = Field(
+        ge=0, description="Checks whose answer could not be parsed (not passed)."
+    )
+    n_not_applicable: int = Field(
+        ge=0, description="Checks the evaluator could not apply (left out of every rate)."
+    )
 
 
 class StoryScore(BaseModel):
     """One run (story × model × condition): pass rates (null where there is no requirement)."""
 
     model_config = _STRICT
+    evaluator: str = Field(description=_EVALUATOR)
     model: str
     condition: str
     story_id: str
     dimensions: dict[str, float | None] = Field(description="Pass rate per dimension.")
     adherence: float | None = Field(description="Pass rate over prompt-source requirements.")
-    coherence: float | None = Field(description="Pass rate over memory-source requirements.")
+    coherence: float | None = Field(description=COHERENCE_HELP)
+    conditional_coherence: float | None = Field(description=CONDITIONAL_COHERENCE_HELP)
     global_score: float | None = Field(description="Mean of the dimensions this story has.")
     n_images: int = Field(ge=0)
     n_requirements: int = Field(ge=0)
 
 
 class Comparison(BaseModel):
-    """A paired story-level bootstrap comparison of a − b on one metric."""
+    """A paired story-level bootstrap comparison of a − b on one metric (one evaluator)."""
 
     model_config = _STRICT
+    evaluator: str = Field(description=_EVALUATOR)
     kind: Literal["model", "condition"] = Field(
         description="model: two models in one condition; condition: one model in two conditions."
     )
@@ -89,6 +123,10 @@ class Comparison(BaseModel):
     ci_low: float | None = Field(description="Percentile CI of the difference.")
     ci_high: float | None
     p_greater: float | None = Field(description="Share of bootstrap resamples with Δ > 0.")
+    p_equal: float | None = Field(
+        description="Share of bootstrap resamples with Δ = 0 (|Δ| ≤ 1e-12: a tie)."
+    )
+    p_less: float | None = Field(description="Share of bootstrap resamples with Δ < 0.")
     win_rate: float = Field(description="Share of shared stories where a > b (ties count ½).")
     n_stories: int = Field(ge=0, description="Stories both a and b have this metric for.")
 
@@ -106,9 +144,10 @@ class RankStabilityModel(BaseModel):
 
 
 class RankStability(BaseModel):
-    """Dirichlet weight-perturbation analysis within one condition."""
+    """Dirichlet weight-perturbation analysis within one (evaluator, condition)."""
 
     model_config = _STRICT
+    evaluator: str = Field(description=_EVALUATOR)
     condition: str
     primary: bool = Field(description="Whether this is the primary condition.")
     n_draws: int = Field(ge=0)
@@ -117,6 +156,54 @@ class RankStability(BaseModel):
     tau_p05: float | None
     tau_p95: float | None
     models: list[RankStabilityModel]
+
+
+class NotApplicable(BaseModel):
+    """A model an evaluator could not judge at all: left out of that evaluator's leaderboard."""
+
+    model_config = _STRICT
+    evaluator: str = Field(description=_EVALUATOR)
+    model: str
+    conditions: list[str] = Field(description="Conditions the model was evaluated in.")
+    n_images: int = Field(ge=0, description="Images of the model, every check not_applicable.")
+    reason: str = Field(description="Why the evaluator did not apply (from its rows).")
+    instead: list[str] = Field(
+        description="Evaluators of this run that did apply to the model (score with those)."
+    )
+
+
+class JudgeSwapPair(BaseModel):
+    """Two models as ranked by two evaluators (global score, with its CI) in one condition."""
+
+    model_config = _STRICT
+    model_x: str
+    model_y: str
+    a_x: float = Field(description="Global score of model_x under evaluator_a.")
+    a_y: float
+    b_x: float = Field(description="Global score of model_x under evaluator_b.")
+    b_y: float
+    flipped: bool = Field(description="The two evaluators order the pair oppositely.")
+    separated: bool = Field(
+        description="Flipped, and under each evaluator the two global CIs do not overlap."
+    )
+
+
+class JudgeSwap(BaseModel):
+    """Judge-swap rank stability: two evaluators' rankings of the same models, one condition."""
+
+    model_config = _STRICT
+    condition: str
+    evaluator_a: str
+    evaluator_b: str
+    models: list[str] = Field(description="Models both evaluators scored in this condition.")
+    kendall_tau: float | None = Field(
+        description="Kendall τ-b between the two rankings by global score (null: < 2 models)."
+    )
+    n_flips: int = Field(ge=0, description="Model pairs the two evaluators order oppositely.")
+    n_separated_flips: int = Field(
+        ge=0, description="Flips with non-overlapping global CIs under both evaluators."
+    )
+    pairs: list[JudgeSwapPair] = Field(description="Every pair of shared models.")
 
 
 class RunIdentity(BaseModel):
@@ -142,10 +229,23 @@ class ScoresReport(BaseModel):
     n_resamples: int = Field(ge=1, description="Bootstrap resamples.")
     confidence: float = Field(description="Confidence level of every interval.")
     primary_condition: str = PRIMARY_CONDITION
+    evaluators: list[str] = Field(
+        description="Evaluators with scores, display order ('rules' first when present)."
+    )
+    primary_evaluator: str = Field(description="The evaluator shown first ('rules' if present).")
+    judge_models: dict[str, str] = Field(
+        description="Judge model of each evaluator ('' for the rule checker)."
+    )
     dimensions: list[str] = Field(description="The ten dimensions, display order.")
     models: list[str]
     conditions: list[str]
-    scores: list[ModelScore] = Field(description="Sorted by condition, then rank.")
-    stories: list[StoryScore] = Field(description="Sorted by model, condition, story.")
+    scores: list[ModelScore] = Field(description="Sorted by evaluator, condition, then rank.")
+    stories: list[StoryScore] = Field(description="Sorted by evaluator, model, condition, story.")
     comparisons: list[Comparison]
     rank_stability: list[RankStability]
+    not_applicable: list[NotApplicable] = Field(
+        description="Models an evaluator could not judge at all (not ranked by it)."
+    )
+    judge_swap: list[JudgeSwap] = Field(
+        description="Per condition and evaluator pair: ranking agreement of the shared models."
+    )

@@ -1,8 +1,11 @@
 """The story × metric table: per-run pass rates, the input of every model-level statistic.
 
-A *run* is one (story, model, condition). Its metrics are the pass rate of each of the ten
-dimensions, ``adherence`` (prompt-source requirements) and ``coherence`` (memory-source
-requirements); NaN where the run has no requirement of that kind.
+A *run* is one (story, model, condition) as judged by one evaluator. Its metrics are the
+pass rate of each of the ten dimensions, ``adherence`` (prompt-source requirements),
+``coherence`` (memory-source requirements) and ``conditional_coherence`` (memory-source
+requirements that are not knock-ons of a missing subject, ``vsb.scores.knockon``); NaN where
+the run has no requirement of that kind. ``not_applicable`` rows are left out; ``unsure``
+and ``parse_failure`` rows count as not passed.
 """
 
 from __future__ import annotations
@@ -13,14 +16,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from vsb.scores.bootstrap import FloatArray, nan_mean
-from vsb.scores.inputs import RequirementRows
+from vsb.scores.inputs import NOT_APPLICABLE, RequirementRows
+from vsb.scores.knockon import knock_on_mask
 from vsb.story.models import DIMENSIONS
 
-#: Story-level metric columns: the ten dimensions, then adherence and coherence.
-BASE_METRICS: tuple[str, ...] = (*DIMENSIONS, "adherence", "coherence")
+#: Story-level metric columns: the ten dimensions, adherence, coherence (strict) and
+#: conditional coherence.
+BASE_METRICS: tuple[str, ...] = (*DIMENSIONS, "adherence", "coherence", "conditional_coherence")
 N_DIMS = len(DIMENSIONS)
 ADHERENCE = N_DIMS
 COHERENCE = N_DIMS + 1
+CONDITIONAL_COHERENCE = N_DIMS + 2
 #: Canonical condition order (used for conditions the run manifest does not list).
 CONDITION_ORDER: tuple[str, ...] = (
     "independent",
@@ -40,11 +46,11 @@ class StoryTable:
     conditions: tuple[str, ...]
     stories: tuple[str, ...]
     values: FloatArray
-    """``(models, conditions, stories, 12)`` pass rates, NaN where undefined."""
+    """``(models, conditions, stories, len(BASE_METRICS))`` pass rates, NaN where undefined."""
     n_images: np.ndarray
-    """``(models, conditions, stories)`` evaluated images."""
+    """``(models, conditions, stories)`` images with at least one applicable check."""
     n_requirements: np.ndarray
-    """``(models, conditions, stories)`` evaluated checks."""
+    """``(models, conditions, stories)`` applicable checks."""
 
     def has_row(self, m: int, c: int) -> bool:
         """Whether (model m, condition c) has at least one evaluated image."""
@@ -55,7 +61,9 @@ class StoryTable:
         return nan_mean(self.values[..., :N_DIMS], axis=-1)
 
 
-def _ordered(seen: Iterable[str], preferred: Sequence[str]) -> tuple[str, ...]:
+def ordered_names(seen: Iterable[str], preferred: Sequence[str]) -> tuple[str, ...]:
+    """The distinct names of ``seen``: those in ``preferred`` first (in its order), then
+    the rest sorted."""
     present = set(seen)
     head = [x for x in dict.fromkeys(preferred) if x in present]
     return (*head, *sorted(present - set(head)))
@@ -66,9 +74,15 @@ def build_story_table(
     model_order: Sequence[str] = (),
     condition_order: Sequence[str] = (),
 ) -> StoryTable:
-    """Aggregate requirement rows into per-run pass rates (bincount over integer codes)."""
-    models = _ordered(rows.model, model_order)
-    conditions = _ordered(rows.condition, (*condition_order, *CONDITION_ORDER))
+    """Aggregate one evaluator's requirement rows into per-run pass rates (bincount over
+    integer codes); ``not_applicable`` rows are left out. Rows of several evaluators are a
+    programming error (they must never be pooled)."""
+    if len(set(rows.evaluator)) > 1:
+        raise ValueError(f"rows of several evaluators: {', '.join(rows.evaluators())}")
+    if NOT_APPLICABLE in rows.verdict:
+        rows = rows.subset([v != NOT_APPLICABLE for v in rows.verdict])
+    models = ordered_names(rows.model, model_order)
+    conditions = ordered_names(rows.condition, (*condition_order, *CONDITION_ORDER))
     stories = tuple(sorted(set(rows.story_id)))
     mi = {x: i for i, x in enumerate(models)}
     ci = {x: i for i, x in enumerate(conditions)}
@@ -90,9 +104,16 @@ def build_story_table(
         count=len(rows),
     )
     passed = np.fromiter(rows.passed, dtype=np.float64, count=len(rows))
+    found = np.fromiter(
+        (s == "memory" and not k for s, k in zip(rows.source, knock_on_mask(rows), strict=True)),
+        dtype=bool,
+        count=len(rows),
+    )
     size = n_m * n_c * n_s * n_k
-    keys = np.concatenate([run * n_k + dim, run * n_k + src])
-    w = np.concatenate([passed, passed])
+    keys = np.concatenate(
+        [run * n_k + dim, run * n_k + src, run[found] * n_k + CONDITIONAL_COHERENCE]
+    )
+    w = np.concatenate([passed, passed, passed[found]])
     total = np.bincount(keys, minlength=size).astype(np.float64)
     npass = np.bincount(keys, weights=w, minlength=size)
     with np.errstate(invalid="ignore", divide="ignore"):

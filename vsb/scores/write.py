@@ -1,4 +1,8 @@
-"""Writing ``RUN/scores/``: ``scores.json`` plus long-format CSV tables (atomic writes)."""
+"""Writing ``RUN/scores/``: ``scores.json`` plus long-format CSV tables (atomic writes).
+
+Every table starts with an ``evaluator`` column: rows of different evaluators are never
+pooled, so a reader filters on it first.
+"""
 
 from __future__ import annotations
 
@@ -9,17 +13,29 @@ from pathlib import Path
 from typing import Any
 
 from vsb.fsio import atomic_write_json, atomic_write_text
-from vsb.scores.models import SUMMARIES, Comparison, Estimate, ScoresReport
+from vsb.scores.models import (
+    SUMMARIES,
+    Comparison,
+    Estimate,
+    JudgeSwapPair,
+    NotApplicable,
+    ScoresReport,
+)
 
 SCORES_DIR = "scores"
 MODEL_HEADER = (
-    "model", "condition", "rank", "metric_kind", "metric", "score", "ci_low", "ci_high",
-    "n_stories",
+    "evaluator", "model", "condition", "rank", "metric_kind", "metric", "score", "ci_low",
+    "ci_high", "n_stories", "n_unsure", "n_parse_failure", "n_not_applicable",
 )  # fmt: skip
 RANK_HEADER = (
-    "condition", "primary", "model", "rank", "keep_rank", "mean_rank", "rank_p05", "rank_p95",
-    "tau_mean", "tau_p05", "tau_p95", "n_draws", "alpha",
+    "evaluator", "condition", "primary", "model", "rank", "keep_rank", "mean_rank", "rank_p05",
+    "rank_p95", "tau_mean", "tau_p05", "tau_p95", "n_draws", "alpha",
 )  # fmt: skip
+SWAP_HEADER = (
+    "condition", "evaluator_a", "evaluator_b", "kendall_tau", "n_models", "n_flips",
+    "n_separated_flips", *JudgeSwapPair.model_fields,
+)  # fmt: skip
+NA_HEADER = tuple(NotApplicable.model_fields)
 
 
 def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
@@ -41,9 +57,10 @@ def _metrics(row: Any) -> list[tuple[str, str, Any]]:
 
 def _model_rows(report: ScoresReport) -> Iterable[list[Any]]:
     for r in report.scores:
+        counts = [r.n_unsure, r.n_parse_failure, r.n_not_applicable]
         for kind, metric, e in _metrics(r):
             if isinstance(e, Estimate):
-                yield [r.model, r.condition, r.rank, kind, metric, *_est(e)]
+                yield [r.evaluator, r.model, r.condition, r.rank, kind, metric, *_est(e), *counts]
 
 
 def _est(e: Estimate) -> list[Any]:
@@ -52,7 +69,7 @@ def _est(e: Estimate) -> list[Any]:
 
 def _story_rows(report: ScoresReport) -> Iterable[list[Any]]:
     for r in report.stories:
-        head = [r.model, r.condition, r.story_id, r.n_images, r.n_requirements]
+        head = [r.evaluator, r.model, r.condition, r.story_id, r.n_images, r.n_requirements]
         yield head + [v for _, _, v in _metrics(r)]
 
 
@@ -60,14 +77,29 @@ def _rank_rows(report: ScoresReport) -> Iterable[list[Any]]:
     for rs in report.rank_stability:
         tail = [rs.tau_mean, rs.tau_p05, rs.tau_p95, rs.n_draws, rs.alpha]
         for m in rs.models:
-            head = [rs.condition, rs.primary, m.model, m.rank, m.keep_rank, m.mean_rank]
+            head = [rs.evaluator, rs.condition, rs.primary, m.model, m.rank, m.keep_rank]
+            head.append(m.mean_rank)
             yield [*head, m.rank_p05, m.rank_p95, *tail]
 
 
+def _swap_rows(report: ScoresReport) -> Iterable[list[Any]]:
+    for js in report.judge_swap:
+        head = [js.condition, js.evaluator_a, js.evaluator_b, js.kendall_tau, len(js.models)]
+        head += [js.n_flips, js.n_separated_flips]
+        for p in js.pairs:
+            yield head + [getattr(p, f) for f in JudgeSwapPair.model_fields]
+
+
+def _na_rows(report: ScoresReport) -> Iterable[list[Any]]:
+    for na in report.not_applicable:
+        row = na.model_dump()
+        yield [";".join(v) if isinstance(v, list) else v for v in row.values()]
+
+
 def write_scores(run_dir: str | Path, report: ScoresReport) -> list[Path]:
-    """Write ``scores.json`` and the four CSV tables under ``RUN/scores/``; return the paths."""
+    """Write ``scores.json`` and the six CSV tables under ``RUN/scores/``; return the paths."""
     out = Path(run_dir) / SCORES_DIR
-    story_header = ["model", "condition", "story_id", "n_images", "n_requirements"]
+    story_header = ["evaluator", "model", "condition", "story_id", "n_images", "n_requirements"]
     story_header += [f"dim_{d}" for d in report.dimensions] + [f"summary_{s}" for s in SUMMARIES]
     cmp_header = list(Comparison.model_fields)
     tables = {
@@ -77,6 +109,8 @@ def write_scores(run_dir: str | Path, report: ScoresReport) -> list[Path]:
             cmp_header, ([getattr(c, f) for f in cmp_header] for c in report.comparisons)
         ),
         "rank_stability.csv": csv_text(RANK_HEADER, _rank_rows(report)),
+        "judge_swap.csv": csv_text(SWAP_HEADER, _swap_rows(report)),
+        "not_applicable.csv": csv_text(NA_HEADER, _na_rows(report)),
     }
     paths = [out / "scores.json"]
     atomic_write_json(paths[0], report.model_dump(mode="json"))

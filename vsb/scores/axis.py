@@ -1,0 +1,157 @@
+"""The evaluator axis of the scores: which evaluators a run holds, choosing among them,
+verdict counts, and the models an evaluator could not judge at all.
+
+An evaluator's scores come from its own rows only (``RequirementRows.evaluator``). A judge
+evaluator whose rows name several judge models (two VLMs under the same evaluator name) is
+split into one scored evaluator per judge model, ``NAME:JUDGE_MODEL``, so two judges are
+never pooled. ``--evaluator NAME`` selects an evaluator by that label or by its base name
+(every judge model of it).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from vsb.errors import InputError
+from vsb.scores.inputs import DEFAULT_EVALUATOR, NOT_APPLICABLE, RequirementRows
+from vsb.scores.models import NotApplicable
+
+#: The evaluator that judges images which are not renders (what a refusal points to).
+JUDGE_EVALUATOR = "vlm"
+#: Reason given when not_applicable rows do not say why.
+DEFAULT_REASON = "every check was not_applicable"
+
+
+def evaluator_labels(rows: RequirementRows) -> list[str]:
+    """Per row: its scored evaluator (the evaluator, split by judge model where it has
+    several)."""
+    models: dict[str, set[str]] = defaultdict(set)
+    for e, j in zip(rows.evaluator, rows.judge_model, strict=True):
+        models[e].add(j)
+    split = {e for e, js in models.items() if len(js) > 1}
+    pairs = zip(rows.evaluator, rows.judge_model, strict=True)
+    return [f"{e}:{j}" if e in split else e for e, j in pairs]
+
+
+def ordered_evaluators(labels: Sequence[str]) -> list[str]:
+    """The labels present: the rule checker first, then in order of first appearance."""
+    seen = list(dict.fromkeys(labels))
+    return sorted(seen, key=lambda e: e.split(":", 1)[0] != DEFAULT_EVALUATOR)
+
+
+def _names(spec: str | Sequence[str]) -> list[str]:
+    names = spec.split(",") if isinstance(spec, str) else list(spec)
+    return [n.strip() for n in names if n.strip()]
+
+
+def is_all(spec: str | Sequence[str] | None) -> bool:
+    """Whether a selection means every evaluator (None, empty, or "all" in any case)."""
+    if spec is None:
+        return True
+    names = _names(spec)
+    return not names or [n.lower() for n in names] == ["all"]
+
+
+def select_evaluators(present: Sequence[str], spec: str | Sequence[str] | None) -> list[str]:
+    """The evaluators ``spec`` names (comma-separated or a list; see ``is_all``); a name
+    selects the evaluator of that label or every judge model of that base name.
+    ``InputError`` listing the evaluators present for a name that matches none."""
+    if is_all(spec):
+        return list(present)
+    assert spec is not None
+    names = _names(spec)
+    out: list[str] = []
+    for name in names:
+        hits = [p for p in present if p == name or p.split(":", 1)[0] == name]
+        if not hits:
+            raise InputError(
+                f"no rows of evaluator {name!r} in this run; evaluators present: "
+                f"{', '.join(present)}"
+            )
+        out += [h for h in hits if h not in out]
+    return out
+
+
+@dataclass(frozen=True)
+class VerdictCounts:
+    """Per (model, condition): checks answered unsure, unparsable, and not applicable."""
+
+    unsure: Counter[tuple[str, str]]
+    parse_failure: Counter[tuple[str, str]]
+    not_applicable: Counter[tuple[str, str]]
+
+
+def verdict_counts(rows: RequirementRows) -> VerdictCounts:
+    """Count the verdicts that are not a plain pass or fail, per (model, condition)."""
+    counts: dict[str, Counter[tuple[str, str]]] = {
+        v: Counter() for v in ("unsure", "parse_failure", NOT_APPLICABLE)
+    }
+    for m, c, v in zip(rows.model, rows.condition, rows.verdict, strict=True):
+        if v in counts:
+            counts[v][(m, c)] += 1
+    return VerdictCounts(counts["unsure"], counts["parse_failure"], counts[NOT_APPLICABLE])
+
+
+def not_applicable_models(
+    rows: RequirementRows,
+    evaluator: str,
+    model_order: Sequence[str],
+    applied: dict[str, set[str]],
+) -> list[NotApplicable]:
+    """The models every row of which (under this one evaluator) is not_applicable.
+
+    ``applied`` maps each model to the evaluators that judged at least one of its checks
+    (named in ``instead``).
+    """
+    total: Counter[str] = Counter(rows.model)
+    na = Counter(m for m, v in zip(rows.model, rows.verdict, strict=True) if v == NOT_APPLICABLE)
+    out: list[NotApplicable] = []
+    for model in sorted(total, key=lambda m: (m not in model_order, _index(model_order, m), m)):
+        if na[model] != total[model]:
+            continue
+        idx = [i for i, m in enumerate(rows.model) if m == model]
+        images = {(rows.condition[i], rows.story_id[i], rows.scene[i]) for i in idx}
+        reasons = Counter(rows.reason[i] for i in idx if rows.reason[i])
+        out.append(
+            NotApplicable(
+                evaluator=evaluator,
+                model=model,
+                conditions=list(dict.fromkeys(rows.condition[i] for i in idx)),
+                n_images=len(images),
+                reason=reasons.most_common(1)[0][0] if reasons else DEFAULT_REASON,
+                instead=sorted(applied.get(model, set()) - {evaluator}),
+            )
+        )
+    return out
+
+
+def _index(order: Sequence[str], x: str) -> int:
+    return list(order).index(x) if x in order else len(order)
+
+
+def _tail(evaluator: str, instead: Sequence[str], run_dir: str) -> str:
+    if instead:
+        return "; score with " + ", ".join(f"`--evaluator {e}`" for e in instead)
+    if evaluator.split(":", 1)[0] == JUDGE_EVALUATOR:
+        return "; no evaluator of this run applied to it"
+    return (
+        f"; judge them with `vsb evaluate {run_dir} --evaluator {JUDGE_EVALUATOR} --judge …`"
+        f" and score with `--evaluator {JUDGE_EVALUATOR}`"
+    )
+
+
+def advice(na: NotApplicable, run_dir: str = "RUN") -> str:
+    """One line for a model an evaluator could not judge, naming the evaluator to use."""
+    head = f"{na.evaluator} did not apply to {na.model} ({na.reason})"
+    return head + _tail(na.evaluator, na.instead, run_dir)
+
+
+def refusal(evaluator: str, nas: Sequence[NotApplicable], run_dir: str = "RUN") -> str:
+    """One line for an evaluator that applied to no model at all (``nas``: its models)."""
+    reasons = Counter(n.reason for n in nas)
+    reason = reasons.most_common(1)[0][0] if reasons else DEFAULT_REASON
+    instead = sorted({e for n in nas for e in n.instead})
+    head = f"{evaluator} did not apply to any model of this run ({reason})"
+    return head + _tail(evaluator, instead, run_dir)

@@ -1,0 +1,286 @@
+"""One evaluator's statistics as typed rows: model scores, story scores, paired
+comparisons and rank stability, all from one StoryTable and one bootstrap.
+
+Randomness: the bootstrap counts come from ``numpy.random.default_rng(seed)`` (one batch of
+``rng.integers(0, n_stories, (n_resamples, n_stories))``, shared by every model-level
+interval and every paired comparison, so all of them are paired by construction); the rank
+stability weights come from ``numpy.random.default_rng([seed, 1])``. Each evaluator gets
+its own generators, so its numbers do not depend on which other evaluators were scored.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from vsb.errors import InputError
+from vsb.scores.aggregate import ALL_METRICS, GLOBAL, Cell, Estimates, model_estimates
+from vsb.scores.aggregate import paired_comparisons as _paired
+from vsb.scores.axis import VerdictCounts
+from vsb.scores.bootstrap import resample_counts
+from vsb.scores.inputs import DEFAULT_EVALUATOR
+from vsb.scores.models import (
+    PRIMARY_CONDITION,
+    SUMMARIES,
+    Comparison,
+    Estimate,
+    ModelScore,
+    RankStability,
+    RankStabilityModel,
+    StoryScore,
+)
+from vsb.scores.rank import rank_stability
+from vsb.scores.table import (
+    ADHERENCE,
+    COHERENCE,
+    CONDITIONAL_COHERENCE,
+    N_DIMS,
+    StoryTable,
+)
+from vsb.story.models import DIMENSIONS
+
+
+def _f(x: float) -> float | None:
+    return None if math.isnan(x) else float(x)
+
+
+def _metric_kind(j: int) -> tuple[str, str]:
+    """(metric_kind, metric) of result column j."""
+    if j < N_DIMS:
+        return "dimension", ALL_METRICS[j]
+    return "summary", SUMMARIES[j - N_DIMS]
+
+
+def _estimate(est: Estimates, m: int, c: int, j: int) -> Estimate | None:
+    score = float(est.score[m, c, j])
+    if math.isnan(score):
+        return None
+    return Estimate(
+        score=score,
+        ci_low=_f(est.low[m, c, j]),
+        ci_high=_f(est.high[m, c, j]),
+        n_stories=int(est.n_stories[m, c, j]),
+    )
+
+
+def _model_scores(
+    table: StoryTable, est: Estimates, evaluator: str, counts: VerdictCounts | None
+) -> list[ModelScore]:
+    out: list[ModelScore] = []
+    for c, cond in enumerate(table.conditions):
+        cells = [m for m in range(len(table.models)) if table.has_row(m, c)]
+        g = np.array([est.score[m, c, GLOBAL] for m in cells])
+        g = np.where(np.isnan(g), -np.inf, g)
+        ranks = 1 + (g[None, :] > g[:, None]).sum(axis=1)
+        order = sorted(range(len(cells)), key=lambda i: (ranks[i], table.models[cells[i]]))
+        for i in order:
+            m = cells[i]
+            key = (table.models[m], cond)
+            out.append(
+                ModelScore(
+                    evaluator=evaluator,
+                    model=table.models[m],
+                    condition=cond,
+                    dimensions={d: _estimate(est, m, c, j) for j, d in enumerate(DIMENSIONS)},
+                    adherence=_estimate(est, m, c, ADHERENCE),
+                    coherence=_estimate(est, m, c, COHERENCE),
+                    conditional_coherence=_estimate(est, m, c, CONDITIONAL_COHERENCE),
+                    global_score=_estimate(est, m, c, GLOBAL),
+                    rank=int(ranks[i]),
+                    n_stories=int((table.n_images[m, c] > 0).sum()),
+                    n_images=int(table.n_images[m, c].sum()),
+                    n_requirements=int(table.n_requirements[m, c].sum()),
+                    n_unsure=counts.unsure[key] if counts else 0,
+                    n_parse_failure=counts.parse_failure[key] if counts else 0,
+                    n_not_applicable=counts.not_applicable[key] if counts else 0,
+                )
+            )
+    return out
+
+
+def _story_scores(table: StoryTable, evaluator: str) -> list[StoryScore]:
+    g = table.story_global()
+    out: list[StoryScore] = []
+    for m, model in enumerate(table.models):
+        for c, cond in enumerate(table.conditions):
+            for s, story in enumerate(table.stories):
+                if table.n_images[m, c, s] == 0:
+                    continue
+                v = table.values[m, c, s]
+                out.append(
+                    StoryScore(
+                        evaluator=evaluator,
+                        model=model,
+                        condition=cond,
+                        story_id=story,
+                        dimensions={d: _f(v[j]) for j, d in enumerate(DIMENSIONS)},
+                        adherence=_f(v[ADHERENCE]),
+                        coherence=_f(v[COHERENCE]),
+                        conditional_coherence=_f(v[CONDITIONAL_COHERENCE]),
+                        global_score=_f(g[m, c, s]),
+                        n_images=int(table.n_images[m, c, s]),
+                        n_requirements=int(table.n_requirements[m, c, s]),
+                    )
+                )
+    return out
+
+
+def all_pairs(table: StoryTable) -> list[tuple[str, Cell, Cell]]:
+    """Every model pair within each condition (manifest order), then every condition pair for
+    each model (canonical order, except that the primary condition is always side a)."""
+    out: list[tuple[str, Cell, Cell]] = []
+    nm, nc = len(table.models), len(table.conditions)
+    for c in range(nc):
+        ms = [m for m in range(nm) if table.has_row(m, c)]
+        out += [("model", (a, c), (b, c)) for i, a in enumerate(ms) for b in ms[i + 1 :]]
+    primary = (
+        table.conditions.index(PRIMARY_CONDITION) if PRIMARY_CONDITION in table.conditions else -1
+    )
+    for m in range(nm):
+        cs = [c for c in range(nc) if table.has_row(m, c)]
+        for i, a in enumerate(cs):
+            for b in cs[i + 1 :]:
+                first, second = (b, a) if b == primary else (a, b)
+                out.append(("condition", (m, first), (m, second)))
+    return out
+
+
+def compare_cells(
+    table: StoryTable,
+    pairs: Sequence[tuple[str, Cell, Cell]],
+    weights: np.ndarray,
+    confidence: float = 0.95,
+    evaluator: str = DEFAULT_EVALUATOR,
+) -> list[Comparison]:
+    """Paired comparisons of each (kind, a, b), one ``Comparison`` per metric with data."""
+    res = _paired(table, [(a, b) for _, a, b in pairs], weights, confidence)
+    out: list[Comparison] = []
+    for p, (kind, a, b) in enumerate(pairs):
+        for j in range(len(ALL_METRICS)):
+            if math.isnan(res.diff[p, j]):
+                continue
+            metric_kind, metric = _metric_kind(j)
+            out.append(
+                Comparison(
+                    evaluator=evaluator,
+                    kind=kind,
+                    a_model=table.models[a[0]],
+                    a_condition=table.conditions[a[1]],
+                    b_model=table.models[b[0]],
+                    b_condition=table.conditions[b[1]],
+                    metric_kind=metric_kind,
+                    metric=metric,
+                    a_score=float(res.a_score[p, j]),
+                    b_score=float(res.b_score[p, j]),
+                    diff=float(res.diff[p, j]),
+                    ci_low=_f(res.low[p, j]),
+                    ci_high=_f(res.high[p, j]),
+                    p_greater=_f(res.p_greater[p, j]),
+                    p_equal=_f(res.p_equal[p, j]),
+                    p_less=_f(res.p_less[p, j]),
+                    win_rate=float(res.win_rate[p, j]),
+                    n_stories=int(res.n_stories[p, j]),
+                )
+            )
+    return out
+
+
+def _rank_stability(
+    table: StoryTable,
+    est: Estimates,
+    rng: np.random.Generator,
+    n_draws: int,
+    alpha: float,
+    evaluator: str,
+) -> list[RankStability]:
+    out: list[RankStability] = []
+    for c, cond in enumerate(table.conditions):
+        ms = [m for m in range(len(table.models)) if table.has_row(m, c)]
+        if not ms:
+            continue
+        r = rank_stability(est.score[ms, c, :N_DIMS], rng, n_draws=n_draws, alpha=alpha)
+        tau = r["tau"][~np.isnan(r["tau"])]
+        models = [
+            RankStabilityModel(
+                model=table.models[m],
+                rank=int(r["rank"][i]),
+                keep_rank=float(r["keep_rank"][i]),
+                mean_rank=float(r["mean_rank"][i]),
+                rank_p05=float(r["rank_p05"][i]),
+                rank_p95=float(r["rank_p95"][i]),
+            )
+            for i, m in enumerate(ms)
+        ]
+        models.sort(key=lambda x: (x.rank, x.model))
+        out.append(
+            RankStability(
+                evaluator=evaluator,
+                condition=cond,
+                primary=cond == PRIMARY_CONDITION,
+                n_draws=n_draws,
+                alpha=alpha,
+                tau_mean=float(tau.mean()) if tau.size else None,
+                tau_p05=float(np.percentile(tau, 5)) if tau.size else None,
+                tau_p95=float(np.percentile(tau, 95)) if tau.size else None,
+                models=models,
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class Part:
+    """Everything one evaluator contributes to the report."""
+
+    table: StoryTable
+    scores: list[ModelScore]
+    stories: list[StoryScore]
+    comparisons: list[Comparison]
+    stability: list[RankStability]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Bootstrap and rank-stability settings shared by every evaluator of a report."""
+
+    seed: int
+    n_resamples: int
+    confidence: float
+    n_draws: int
+    alpha: float
+
+    def check(self) -> None:
+        """``InputError`` for settings that cannot give an interval."""
+        if self.n_resamples < 1:
+            raise InputError(f"--resamples must be ≥ 1, got {self.n_resamples}")
+        if not 0 < self.confidence < 1:
+            raise InputError(f"confidence must be in (0, 1), got {self.confidence}")
+
+
+def score_one(
+    table: StoryTable,
+    evaluator: str,
+    counts: VerdictCounts | None,
+    cfg: Settings,
+    note: Callable[[str], None],
+) -> Part:
+    """One evaluator's statistics (its own generators, seeded as if it were alone)."""
+    rng = np.random.default_rng(cfg.seed)
+    weights = resample_counts(rng, len(table.stories), cfg.n_resamples)
+    note(f"{evaluator}: model-level estimates")
+    est = model_estimates(table, weights, cfg.confidence)
+    note(f"{evaluator}: paired comparisons")
+    comparisons = compare_cells(table, all_pairs(table), weights, cfg.confidence, evaluator)
+    note(f"{evaluator}: rank stability")
+    stab_rng = np.random.default_rng([cfg.seed, 1])
+    stability = _rank_stability(table, est, stab_rng, cfg.n_draws, cfg.alpha, evaluator)
+    return Part(
+        table,
+        _model_scores(table, est, evaluator, counts),
+        _story_scores(table, evaluator),
+        comparisons,
+        stability,
+    )

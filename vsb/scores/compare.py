@@ -1,0 +1,118 @@
+"""``vsb compare``: one paired comparison a − b, each side ``MODEL[:CONDITION]``.
+
+Model names may hold colons (``openai:gpt-image-1``), so a side is split at its *last*
+colon, and only when what follows is a condition name (case-insensitive); otherwise the
+whole side is the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from vsb.errors import InputError, UnknownNameError
+from vsb.scores.aggregate import Cell
+from vsb.scores.axis import select_evaluators
+from vsb.scores.bootstrap import resample_counts
+from vsb.scores.cells import compare_cells
+from vsb.scores.compute import DEFAULT_RESAMPLES, load_scoring_input
+from vsb.scores.inputs import DEFAULT_EVALUATOR
+from vsb.scores.models import PRIMARY_CONDITION, Comparison
+from vsb.scores.table import CONDITION_ORDER, StoryTable
+
+
+def _condition(name: str, known: Sequence[str]) -> str | None:
+    """The known condition ``name`` spells (any case), or None."""
+    return next((c for c in known if c.lower() == name.lower()), None)
+
+
+def split_side(spec: str, models: Sequence[str], conditions: Sequence[str]) -> tuple[str, str]:
+    """``MODEL[:CONDITION]`` -> (model, condition or ''); unknown names raise.
+
+    ``conditions`` are the run's; a canonical condition the run lacks is reported as an
+    unknown condition rather than read as part of the model name.
+    """
+    if spec in models:
+        return spec, ""
+    head, sep, tail = spec.rpartition(":")
+    known = [*conditions, *(c for c in CONDITION_ORDER if c not in conditions)]
+    cond = _condition(tail, known) if sep else None
+    if cond is not None:
+        model = head
+    elif sep and head in models:
+        raise UnknownNameError("condition", tail, conditions)
+    else:
+        model = spec
+    if model not in models:
+        raise UnknownNameError("model", model, models)
+    if cond is not None and cond not in conditions:
+        raise UnknownNameError("condition", cond, conditions)
+    return model, cond or ""
+
+
+def parse_cell(table: StoryTable, spec: str, default_condition: str | None) -> Cell:
+    """``MODEL[:CONDITION]`` -> (model index, condition index); unknown names raise."""
+    model, cond = split_side(spec, table.models, table.conditions)
+    cond = cond or default_condition or ""
+    if cond not in table.conditions:
+        raise UnknownNameError("condition", cond, table.conditions)
+    cell = (table.models.index(model), table.conditions.index(cond))
+    if not table.has_row(*cell):
+        raise InputError(f"model {model!r} has no evaluations in condition {cond!r}")
+    return cell
+
+
+def choose_evaluator(applicable: Sequence[str], spec: str | None) -> str:
+    """The one evaluator to compare under: ``spec``, else the rule checker if it applied to
+    anything, else the only evaluator; ``InputError`` when that is ambiguous or absent."""
+    if spec is None:
+        if DEFAULT_EVALUATOR in applicable:
+            return DEFAULT_EVALUATOR
+        if len(applicable) == 1:
+            return applicable[0]
+        raise InputError(
+            f"this run has several evaluators; choose one with --evaluator: {', '.join(applicable)}"
+        )
+    chosen = select_evaluators(applicable, spec)
+    if len(chosen) != 1:
+        raise InputError(
+            f"--evaluator {spec!r} names several evaluators; choose one of: {', '.join(chosen)}"
+        )
+    return chosen[0]
+
+
+def compare_run(
+    run_dir: str | Path,
+    a: str,
+    b: str,
+    *,
+    evaluator: str | None = None,
+    seed: int = 0,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = 0.95,
+) -> list[Comparison]:
+    """Paired comparison of ``a`` − ``b`` (each ``MODEL[:CONDITION]``) on every metric,
+    under one evaluator (``choose_evaluator``).
+
+    A side without a condition takes the other side's; with neither, the primary condition
+    (or the run's first condition if the primary was not run). Uses the same bootstrap
+    counts as ``score_run`` with the same seed, so the numbers match ``scores.json``.
+    """
+    inp = load_scoring_input(run_dir)
+    label = choose_evaluator(inp.applicable(), evaluator)
+    table = inp.table(label)
+    _, cond_a = split_side(a, table.models, table.conditions)
+    _, cond_b = split_side(b, table.models, table.conditions)
+    default = cond_a or cond_b
+    if not default:
+        default = PRIMARY_CONDITION if PRIMARY_CONDITION in table.conditions else ""
+        default = default or table.conditions[0]
+    ca = parse_cell(table, a, default)
+    cb = parse_cell(table, b, default)
+    if ca == cb:
+        raise InputError(f"--a and --b are the same: {a!r}")
+    kind = "model" if ca[1] == cb[1] else "condition"
+    weights = resample_counts(np.random.default_rng(seed), len(table.stories), n_resamples)
+    return compare_cells(table, [(kind, ca, cb)], weights, confidence, label)

@@ -1,0 +1,58 @@
+"""Knock-on failures of a missing subject (the input of conditional coherence).
+
+A subject (character or object) is *missing* from an image when that image has a failed
+check on it whose failure label says it was not found (``MISSING_LABELS``: the rule checker
+labels every check of a person it could not match ``character_missing``, and every check of
+an object it could not find ``object_disappeared``, the root-cause label of a knock-on).
+
+Strict coherence counts every remembered attribute of a missing subject as a failure, so one
+omitted person fails their skin, hair, clothes and pose at once. Conditional coherence leaves
+those knock-ons out: a requirement whose subject is missing is excluded, except the subject's
+own ``present``/``holder`` check (``ROOT_ATTRIBUTES``), which stays as the one failure of
+the omission. A scene-level check (subject ``"scene"``, e.g. the left-to-right ``order``)
+that failed with a missing label is a knock-on of a missing person and is excluded too.
+"""
+
+from __future__ import annotations
+
+from vsb.scores.inputs import RequirementRows
+
+#: Failure labels meaning "the subject was not found in the image".
+MISSING_LABELS: frozenset[str] = frozenset({"character_missing", "object_disappeared"})
+#: Attributes that are the missing subject's own check (kept: the omission fails once).
+ROOT_ATTRIBUTES: frozenset[str] = frozenset({"present", "holder"})
+#: The subject of scene-level requirements (location, weather, time, order).
+SCENE_SUBJECT = "scene"
+
+_Image = tuple[str, str, str, str, int]
+
+
+def _image(rows: RequirementRows, i: int) -> _Image:
+    return (rows.evaluator[i], rows.model[i], rows.condition[i], rows.story_id[i], rows.scene[i])
+
+
+def _missing_label(rows: RequirementRows, i: int) -> bool:
+    return rows.verdict[i] == "failed" and rows.failure[i] in MISSING_LABELS
+
+
+def missing_subjects(rows: RequirementRows) -> set[tuple[_Image, str]]:
+    """(image, subject) pairs where the subject was not found (scene subjects never are)."""
+    return {
+        (_image(rows, i), rows.subject[i])
+        for i in range(len(rows))
+        if rows.subject[i] != SCENE_SUBJECT and _missing_label(rows, i)
+    }
+
+
+def knock_on_mask(rows: RequirementRows) -> list[bool]:
+    """Per row: True when conditional coherence leaves it out (a knock-on of an omission)."""
+    missing = missing_subjects(rows)
+    out: list[bool] = []
+    for i in range(len(rows)):
+        subject = rows.subject[i]
+        if subject == SCENE_SUBJECT:
+            out.append(_missing_label(rows, i))
+        else:
+            gone = (_image(rows, i), subject) in missing
+            out.append(gone and rows.attribute[i] not in ROOT_ATTRIBUTES)
+    return out

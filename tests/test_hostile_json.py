@@ -103,3 +103,34 @@ def test_deep_provider_response_is_an_adapter_error() -> None:
     with pytest.raises(AdapterError, match="expected JSON") as exc:
         adapter.json_of(resp)
     assert "\n" not in str(exc.value)
+
+
+def test_judge_pricing(tmp_path: Path) -> None:
+    from vsb.errors import ConfigError
+    from vsb.evaluators.judge_store import JudgePricing
+
+    (tmp_path / "pricing.json").write_text(DEEP)
+    with pytest.raises(ConfigError) as exc:
+        JudgePricing.load(tmp_path / "pricing.json")
+    _one_line(exc.value, tmp_path / "pricing.json")
+
+
+def test_tampered_cache_metadata(tmp_path: Path) -> None:
+    import sqlite3
+
+    from vsb.adapters.base import GenerationResult
+    from vsb.cache import INDEX_NAME, GenerationCache
+
+    cache = GenerationCache(tmp_path)
+    cache.open()
+    cache.get("k", lambda: GenerationResult(png=b"\x89PNG fake", metadata={"a": 1}))
+    cache.close()
+    with sqlite3.connect(tmp_path / INDEX_NAME) as db:
+        db.execute("UPDATE entries SET metadata = ?", (DEEP,))
+    db.close()
+    cache = GenerationCache(tmp_path)
+    cache.open()
+    with pytest.raises(InputError) as exc:
+        cache.get("k", lambda: GenerationResult(png=b"unused"))
+    cache.close()
+    _one_line(exc.value, tmp_path / INDEX_NAME)

@@ -31,7 +31,7 @@ from typing import Any
 
 from vsb.adapters.base import GenerationResult
 from vsb.errors import CacheError
-from vsb.fsio import atomic_write_bytes, sha256_hex
+from vsb.fsio import atomic_write_bytes, loads_json, sha256_hex
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +150,7 @@ class GenerationCache:
         if row is not None:
             data = self._read_object(row[1])
             if data is not None:
-                meta: dict[str, Any] = json.loads(row[2])
+                meta: dict[str, Any] = loads_json(row[2], file=self.root / INDEX_NAME)
                 return GenerationResult(png=data, metadata=meta, cost_usd=row[3]), True
         result = compute()
         sha = self._write_object(result.png)

@@ -12,16 +12,15 @@ not listed has an unknown price, reported as unknown, never as zero.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from vsb.errors import CacheError, ConfigError
+from vsb.errors import CacheError, ConfigError, InputError
 from vsb.evaluators.vlm_transports import JudgeReply
-from vsb.fsio import canonical_json, sha256_hex
+from vsb.fsio import canonical_json, load_json, sha256_hex
 
 DEFAULT_PRICING = Path(__file__).resolve().parents[2] / "config" / "pricing.json"
 CACHE_NAME = "judge.sqlite"
@@ -115,7 +114,7 @@ class JudgePricing:
         if path is None and not p.is_file():
             return cls(None, {})
         try:
-            obj = json.loads(p.read_text(encoding="utf-8"))
+            obj = load_json(p)
             judges = obj.get("judges", {})
             prices = {
                 str(name): JudgePrice(
@@ -127,7 +126,11 @@ class JudgePricing:
             }
         except FileNotFoundError:
             raise ConfigError("pricing file not found", file=p) from None
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as err:
+        except InputError as err:
+            raise ConfigError(
+                f"malformed pricing file: {err.message}", file=p, location=err.location
+            ) from None
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise ConfigError(f"malformed judges section: {err}", file=p) from None
         return cls(obj.get("as_of"), prices)
 

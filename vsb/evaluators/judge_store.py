@@ -53,6 +53,9 @@ class JudgeCache:
         db: sqlite3.Connection | None = getattr(self._local, "db", None)
         if db is None:
             db = sqlite3.connect(self.path, timeout=60.0)
+            # WAL + NORMAL: a commit survives a crash of vsb (not a power cut) without an
+            # fsync per answer, which would cap concurrent judging.
+            db.execute("PRAGMA synchronous=NORMAL")
             self._local.db = db
         return db
 

@@ -195,7 +195,14 @@ def _write_image(path: Path, data: bytes) -> None:
 
 def _copy_suite(suite_dir: Path, dest: Path) -> None:
     index = load_suite_index(suite_dir)
-    if dest.exists():
+    src, dst = suite_dir.resolve(), dest.resolve()
+    if src == dst:
+        return  # --suite is this run's own copy (OUT/suite): already in place
+    if src.is_relative_to(dst):
+        raise InputError("the suite lies inside OUT/suite, which the run replaces", file=src)
+    if dest.is_symlink():
+        dest.unlink()  # replace a link, never write through it (it may lead out of --out)
+    elif dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
     shutil.copyfile(suite_dir / "suite.json", dest / "suite.json")

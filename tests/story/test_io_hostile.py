@@ -237,3 +237,37 @@ def test_duplicate_ids_without_an_index(tmp_path: Path, clean_suite: Path) -> No
         f"{tmp_path / 'b.json'}: /id: duplicate story id 'wardrobe-easy': also in "
         f"{tmp_path / 'a.json'}"
     )
+
+
+# --- the run's copy of its suite -------------------------------------------------------
+
+
+def _files(d: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(d.iterdir())}
+
+
+def test_rerun_on_its_own_suite_copy(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--suite OUT/suite --out OUT`` used to delete the suite, then crash copying it."""
+    shutil.move(work / "suite", work / "out" / "suite")
+    before = _files(work / "out" / "suite")
+    args = ["run", "--suite", str(work / "out" / "suite"), "--model", "procedural-oracle"]
+    args += ["--condition", "independent", "--out", str(work / "out")]
+    code, lines = _cli([*args, "--cache", str(work / "cache"), "--workers", "1"], capsys)
+    assert (code, lines) == (0, [])
+    assert _files(work / "out" / "suite") == before
+
+
+def test_suite_copy_never_writes_through_a_link(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """OUT/suite as a symlink to a directory outside --out: replaced, not written through."""
+    elsewhere = work.parent / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("mine")
+    (work / "out").mkdir()
+    os.symlink(elsewhere, work / "out" / "suite")
+    code, lines = _run(work, capsys)
+    assert (code, lines) == (0, [])
+    assert _files(elsewhere) == {"keep.txt": b"mine"}
+    assert not (work / "out" / "suite").is_symlink()
+    assert _files(work / "out" / "suite") == _files(work / "suite")

@@ -227,3 +227,20 @@ def test_score_refuses_an_evaluator_that_applied_to_nothing(
     assert main(["score", str(run), "--resamples", "50"]) == 0
     cap = capsys.readouterr()
     assert "score with `--evaluator vlm`" in cap.err and "evaluator vlm" in cap.out
+
+
+def test_compare_refuses_what_an_evaluator_did_not_judge(
+    make_run: Callable[..., Path], capsys: pytest.CaptureFixture
+) -> None:
+    sim = simulated_rows(np.random.default_rng(5), {("sim", "structured_memory"): 0.1}, 4)
+    stored = simulated_rows(np.random.default_rng(6), {("stored:foo", "structured_memory"): 0.1}, 4)
+    run = make_run(sim + _not_applicable(stored) + _judged(stored, "vlm"), name="na3")
+    argv = ["compare", str(run), "--resamples", "50"]
+    line = _err([*argv, "--a", "sim", "--b", "stored:foo:structured_memory"], capsys)
+    assert line.startswith("error: rules did not apply to stored:foo (its images are not renders)")
+    assert "score with `--evaluator vlm`" in line
+    run2 = make_run(_not_applicable(stored) + _judged(stored, "vlm"), name="na4")
+    line = _err(
+        ["compare", str(run2), "--a", "stored:foo", "--b", "x", "--evaluator", "rules"], capsys
+    )
+    assert line.startswith("error: rules did not apply to any model of this run")

@@ -14,10 +14,10 @@ import numpy as np
 
 from vsb.errors import InputError, UnknownNameError
 from vsb.scores.aggregate import Cell
-from vsb.scores.axis import select_evaluators
+from vsb.scores.axis import advice, not_applicable_models, refusal, select_evaluators
 from vsb.scores.bootstrap import resample_counts
 from vsb.scores.cells import compare_cells
-from vsb.scores.compute import DEFAULT_RESAMPLES, load_scoring_input
+from vsb.scores.compute import DEFAULT_RESAMPLES, ScoringInput, load_scoring_input
 from vsb.scores.inputs import DEFAULT_EVALUATOR
 from vsb.scores.models import PRIMARY_CONDITION, Comparison
 from vsb.scores.table import CONDITION_ORDER, StoryTable
@@ -64,9 +64,17 @@ def parse_cell(table: StoryTable, spec: str, default_condition: str | None) -> C
     return cell
 
 
-def choose_evaluator(applicable: Sequence[str], spec: str | None) -> str:
+def choose_evaluator(inp: ScoringInput, spec: str | None) -> str:
     """The one evaluator to compare under: ``spec``, else the rule checker if it applied to
-    anything, else the only evaluator; ``InputError`` when that is ambiguous or absent."""
+    anything, else the only evaluator; ``InputError`` when that is ambiguous, absent, or
+    did not apply to any model."""
+    applicable = inp.applicable()
+    if spec is not None:
+        for name in select_evaluators(inp.evaluators, spec):
+            if name not in applicable:
+                rows = inp.evaluator_rows(name)
+                nas = not_applicable_models(rows, name, inp.model_order, inp.applied())
+                raise InputError(refusal(name, nas, str(inp.root)))
     if spec is None:
         if DEFAULT_EVALUATOR in applicable:
             return DEFAULT_EVALUATOR
@@ -101,8 +109,14 @@ def compare_run(
     counts as ``score_run`` with the same seed, so the numbers match ``scores.json``.
     """
     inp = load_scoring_input(run_dir)
-    label = choose_evaluator(inp.applicable(), evaluator)
+    label = choose_evaluator(inp, evaluator)
     table = inp.table(label)
+    rows = inp.evaluator_rows(label)
+    nas = {n.model: n for n in not_applicable_models(rows, label, inp.model_order, inp.applied())}
+    for side in (a, b):
+        model = next((m for m in nas if side == m or side.startswith(m + ":")), None)
+        if model is not None:
+            raise InputError(advice(nas[model], str(inp.root)))
     _, cond_a = split_side(a, table.models, table.conditions)
     _, cond_b = split_side(b, table.models, table.conditions)
     default = cond_a or cond_b

@@ -88,6 +88,14 @@ class ScoringInput:
         rows = self.evaluator_rows(evaluator)
         return build_story_table(rows, self.model_order, self.condition_order)
 
+    def applied(self) -> dict[str, set[str]]:
+        """Per model: the evaluators that judged at least one of its checks."""
+        out: dict[str, set[str]] = defaultdict(set)
+        for e, m, v in zip(self.labels, self.rows.model, self.rows.verdict, strict=True):
+            if v != NOT_APPLICABLE:
+                out[m].add(e)
+        return out
+
     def applicable(self) -> list[str]:
         """The evaluators that applied to at least one check."""
         verdicts = self.rows.verdict
@@ -185,13 +193,10 @@ def score_input(
     cfg.check()
     note = progress or (lambda _msg: None)
     chosen = select_evaluators(inp.evaluators, evaluators)
-    applied: dict[str, set[str]] = defaultdict(set)
+    applied = inp.applied()
     judge_models: dict[str, str] = {}
-    rows = inp.rows
-    for e, m, v, j in zip(inp.labels, rows.model, rows.verdict, rows.judge_model, strict=True):
+    for e, j in zip(inp.labels, inp.rows.judge_model, strict=True):
         judge_models.setdefault(e, j)
-        if v != NOT_APPLICABLE:
-            applied[m].add(e)
     parts: dict[str, Part] = {}
     not_applicable: list[NotApplicable] = []
     for e in chosen:

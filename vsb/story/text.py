@@ -105,11 +105,12 @@ def where(location: str) -> str:
     return f"{'On' if location in ('beach', 'street') else 'In'} the {location}"
 
 
-def _opening(k: int, state: SceneState) -> str:
-    if k == 1:
+def _opening(k: int, state: SceneState, before: SceneState | None, moves: bool) -> str:
+    """The heading: where the scene starts (a scene that moves says where to, later)."""
+    if k == 1 or before is None:
         when = _AT_TIME.get(state.time, f"in the {state.time}")
         return f"{where(state.location)}, {when}; the weather is {state.weather}."
-    return f"{where(state.location)}."
+    return f"{where(before.location if moves else state.location)}."
 
 
 def compose_scene(
@@ -125,7 +126,8 @@ def compose_scene(
     (nothing can change while it is out of the story), so a later event of the same scene
     reads as a change, never as a contradiction."""
     stated: set[Fact] = {("scene", "location")}
-    sentences: list[str] = [_opening(k, after)]
+    moves = any(isinstance(ev, Move) for ev in events)
+    sentences: list[str] = [_opening(k, after, before, moves)]
     present = [n for n in after.order]
     stated |= {(n, "present") for n in present}
     if k == 1:

@@ -271,3 +271,25 @@ def test_suite_copy_never_writes_through_a_link(
     assert _files(elsewhere) == {"keep.txt": b"mine"}
     assert not (work / "out" / "suite").is_symlink()
     assert _files(work / "out" / "suite") == _files(work / "suite")
+
+
+def test_fifo_and_directory_named_like_stories(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A FIFO would block ``open`` for ever; a directory cannot be read: both one line."""
+    suite = work / "suite"
+    os.mkfifo(suite / "pipe.json")
+    (suite / "folder.json").mkdir()
+    code, lines = _cli(["suite", "validate", str(suite)], capsys)
+    assert code == 1
+    assert lines == [
+        f"{suite / 'folder.json'}: not a regular file",
+        f"{suite / 'pipe.json'}: not a regular file",
+    ]
+    (suite / "folder.json").rmdir()
+    (suite / "pipe.json").unlink()
+    os.mkfifo(suite / "suite.json.tmp")
+    (suite / "suite.json").unlink()
+    (suite / "suite.json.tmp").rename(suite / "suite.json")
+    with pytest.raises(InputError, match=r"suite\.json: not a regular file"):
+        load_suite_index(suite)

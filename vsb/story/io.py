@@ -97,10 +97,18 @@ def iter_problems(path: str | Path) -> Iterator[StoryValidationError]:
     yield from _check_story(Path(path), [])
 
 
+def _read_json(path: Path) -> Any:
+    """A story or index document (repeated keys refused). A FIFO, device or directory is
+    refused before it is opened: reading one could block for ever or never end."""
+    if path.exists() and not path.is_file():
+        raise InputError("not a regular file", file=path)
+    return load_json(path, max_bytes=MAX_STORY_BYTES, unique_keys=True)
+
+
 def _check_story(path: Path, found: list[Story]) -> Iterator[StoryValidationError]:
     """``iter_problems``, appending the parsed story to ``found`` once it fits the models."""
     try:
-        doc = load_json(path, max_bytes=MAX_STORY_BYTES, unique_keys=True)
+        doc = _read_json(path)
     except FileNotFoundError as exc:
         yield StoryValidationError(f"cannot read file: {exc.strerror}", file=path)
         return
@@ -263,8 +271,7 @@ def _index_problems(root: Path) -> tuple[SuiteIndex | None, list[InputError]]:
     """The parsed index (None if absent or unreadable) and every problem of its entries."""
     p = root / INDEX_NAME
     try:
-        doc = load_json(p, max_bytes=MAX_STORY_BYTES, unique_keys=True)
-        index = SuiteIndex.model_validate(doc)
+        index = SuiteIndex.model_validate(_read_json(p))
     except FileNotFoundError:
         return None, []
     except InputError as exc:

@@ -49,10 +49,37 @@ class _RichProgress:
               help="Build directory; the release goes to OUT/NAME/.")  # fmt: skip
 @click.option("--workers", default=2, show_default=True, help="Parallel workers.")
 @click.option("--seed", default=0, show_default=True, help="Suite and run seed.")
-def build(name: str, out_dir: Path, workers: int, seed: int) -> None:
+@click.option("--evaluator", "evaluators", default=None, metavar="NAME[,NAME…]",
+              help="Evaluators (default: rules and pairwise, plus vlm with --judge).")  # fmt: skip
+@click.option("--judge", default=None, metavar="KIND:ARG",
+              help="Include a VLM judge pass: openai-compatible:MODEL, anthropic:MODEL, "
+              "replay:DIR or mock[:ERROR_RATE] (see `vsb evaluate --help`).")  # fmt: skip
+@click.option("--base-url", default=None, help="Judge endpoint (e.g. a local vLLM server).")
+@click.option("--judge-batch", default=0, show_default=True, type=click.IntRange(min=0),
+              help="Questions per judge call (0: a whole scene).")  # fmt: skip
+@click.option("--judge-concurrency", default=4, show_default=True, type=click.IntRange(min=1),
+              help="Judge calls in flight at once.")  # fmt: skip
+@click.option("--budget", default=None, type=click.FloatRange(min=0), metavar="USD",
+              help="Stop before a judge call that could take spending past this.")  # fmt: skip
+def build(
+    name: str,
+    out_dir: Path,
+    workers: int,
+    seed: int,
+    evaluators: str | None,
+    judge: str | None,
+    base_url: str | None,
+    judge_batch: int,
+    judge_concurrency: int,
+    budget: float | None,
+) -> None:
     """The main job: generate the default suite, run the five simulators under every
     condition, evaluate, score, validate the judges, freeze OUT/NAME/release and build
-    OUT/NAME/site. A rerun reuses the generation cache and skips up-to-date stages."""
+    OUT/NAME/site. A rerun reuses the generation cache and skips up-to-date stages.
+
+    With --judge the release also holds a VLM judge pass (one call per scene, answers cached
+    in OUT/NAME/cache, calls in the run's ledger), scored and validated beside the rule
+    checker, with a leaderboard per evaluator and the judge-swap comparison on the site."""
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -69,7 +96,12 @@ def build(name: str, out_dir: Path, workers: int, seed: int) -> None:
         TextColumn("{task.description:<9}"), BarColumn(), MofNCompleteColumn(),
         TimeElapsedColumn(), TextColumn("{task.fields[note]}"),
     )  # fmt: skip
-    config = BuildConfig(name=name, out=out_dir, workers=workers, seed=seed)
+    names = tuple(v.strip() for v in evaluators.split(",") if v.strip()) if evaluators else None
+    config = BuildConfig(
+        name=name, out=out_dir, workers=workers, seed=seed, evaluators=names or None,
+        judge=judge, base_url=base_url, judge_batch=judge_batch,
+        judge_concurrency=judge_concurrency, budget_usd=budget,
+    )  # fmt: skip
     with Progress(*columns, console=console, auto_refresh=False) as bar:
         result = build_release(config, _RichProgress(bar, console))
     for model, reason in result.unavailable.items():

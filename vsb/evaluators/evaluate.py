@@ -330,6 +330,7 @@ def _run_judge(
     judge: VlmTransport,
     options: JudgeOptions,
     progress: ProgressFn | None,
+    ledger_path: Path,
 ) -> tuple[list[CallOutcome], list[dict[str, Any]], list[dict[str, Any]]]:
     from vsb.ledger import Ledger
 
@@ -338,7 +339,7 @@ def _run_judge(
         check()
     calls = _judge_calls(sel, judge, options)
     done = 0
-    with Ledger(sel.root / "ledger.sqlite") as ledger:
+    with Ledger(ledger_path) as ledger:
         ledger.start_session(f"evaluate {JUDGE} {judge.judge_model}")
 
         def on_done(out: CallOutcome) -> None:
@@ -411,8 +412,10 @@ def evaluate_run(
     judge: VlmTransport | None = None,
     judge_options: JudgeOptions | None = None,
     judge_progress: ProgressFn | None = None,
+    ledger_path: str | Path | None = None,
 ) -> EvaluationResult:
-    """Evaluate the images of a run directory and write ``RUN/evaluations/``."""
+    """Evaluate the images of a run directory and write ``RUN/evaluations/``; judge calls
+    are recorded in ``ledger_path`` (default ``RUN/ledger.sqlite``)."""
     names = resolve_evaluators(evaluators, judge)
     sel = _prepare(run_dir, models, conditions)
     local_names = tuple(n for n in names if n != JUDGE)
@@ -424,7 +427,8 @@ def evaluate_run(
     transcript: list[dict[str, Any]] = []
     if judge is not None:
         opts = judge_options or JudgeOptions()
-        outcomes, jreq, jsig = _run_judge(sel, judge, opts, judge_progress)
+        ledger = Path(ledger_path) if ledger_path else sel.root / "ledger.sqlite"
+        outcomes, jreq, jsig = _run_judge(sel, judge, opts, judge_progress, ledger)
         req_rows, sig_rows = req_rows + jreq, sig_rows + jsig
         transcript = [transcript_row(o, judge.judge_model) for o in outcomes]
         costs = [o.cost_usd for o in outcomes]

@@ -362,10 +362,10 @@ def execute_calls(
         if on_done is not None:
             on_done(out)
     if stopped:
-        made = sum(o.reply is not None and not o.cache_hit for o in outcomes)
+        n_made = sum(o.reply is not None and not o.cache_hit for o in outcomes)
         missing = sum(o.reply is None for o in outcomes)
         raise BudgetExceeded(
-            f"{stopped[0].message}; {made} calls made and cached, {missing} not made "
+            f"{stopped[0].message}; {n_made} calls made and cached, {missing} not made "
             "(rerun with a larger --budget: cached calls cost nothing)"
         )
     return outcomes
@@ -451,7 +451,9 @@ def rows_from_outcomes(
 
 
 def transcript_row(out: CallOutcome, judge_model: str) -> dict[str, Any]:
-    """One line of ``judge_calls.jsonl`` (what was asked, what came back; replayable)."""
+    """One line of ``judge_calls.jsonl``: what was asked and what came back (replayable;
+    the same whether the answer came from the cache, so a release hashes the same; cache
+    hits, latency and cost are in the ledger)."""
     c, reply = out.call, out.reply
     return {
         "evaluator": EVALUATOR_NAME,
@@ -467,9 +469,6 @@ def transcript_row(out: CallOutcome, judge_model: str) -> dict[str, Any]:
         "answer": None if reply is None else reply.text,
         "input_tokens": None if reply is None else reply.input_tokens,
         "output_tokens": None if reply is None else reply.output_tokens,
-        "cache_hit": out.cache_hit,
-        "cost_usd": out.cost_usd,
-        "error": out.error,
     }
 
 

@@ -79,6 +79,15 @@ class BuildConfig:
     seed: int = 0
     models: tuple[str, ...] | None = None
     conditions: tuple[str, ...] | None = None
+    #: Evaluators (None: rules and pairwise, plus vlm when ``judge`` is set).
+    evaluators: tuple[str, ...] | None = None
+    #: A judge pass: ``--judge`` spec (openai-compatible:MODEL, anthropic:MODEL, replay:DIR,
+    #: mock[:ERROR_RATE]), its base URL and call options.
+    judge: str | None = None
+    base_url: str | None = None
+    judge_batch: int = 0
+    judge_concurrency: int = 4
+    budget_usd: float | None = None
 
     @property
     def root(self) -> Path:
@@ -268,14 +277,15 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
 
     cached_stages = (
         ("evaluate", ["records.jsonl", "manifest.json", "suite/suite.json"], ("evaluators",),
-         lambda: st.evaluate(rel_dir, config.workers, prog)),
+         lambda: st.evaluate(rel_dir, config.workers, prog, config, root)),
         ("score", list(st.EVALUATION_INPUTS), ("scores",),
          lambda: st.score(rel_dir, prog, config.name)),
         ("validate", [*st.EVALUATION_INPUTS, "oracle/faults.jsonl"], ("validation",),
          lambda: st.validate(rel_dir, prog, config.name)),
     )  # fmt: skip
+    judging = [config.evaluators, config.judge, config.base_url, config.judge_batch]
     for stage, inputs, code, fn in cached_stages:
-        fp = sha256_hex(canonical_json([_files_hash(rel_dir, inputs), source_hash(*code)]))
+        fp = sha256_hex(canonical_json([_files_hash(rel_dir, inputs), source_hash(*code), judging]))
 
         def step(stage: str = stage, fp: str = fp, fn: Callable[[], list[str]] = fn) -> bool:
             if ledger.fresh(stage, fp, rel_dir):

@@ -71,17 +71,35 @@ def run_models(
     return run(cfg, lambda done, total: progress.advance("run", done, total))
 
 
-def evaluate(release_dir: Path, workers: int, progress: Progress) -> list[str]:
-    """Every installed evaluator over the release's images (writes evaluations/)."""
+def evaluate(
+    release_dir: Path, workers: int, progress: Progress, config: BuildConfig, root: Path
+) -> list[str]:
+    """The evaluators over the release's images (writes evaluations/); with a judge, its
+    answers are cached in the build's cache and its calls go to the run's ledger."""
     import shutil
 
     from vsb.evaluators.evaluate import evaluate_run
+    from vsb.evaluators.judge_store import JudgePricing
+    from vsb.evaluators.vlm_judge import JudgeOptions
+    from vsb.evaluators.vlm_transports import build_transport
 
+    judge = build_transport(config.judge, base_url=config.base_url) if config.judge else None
+    options = JudgeOptions(
+        batch=config.judge_batch,
+        concurrency=config.judge_concurrency,
+        budget_usd=config.budget_usd,
+        cache_dir=root / "cache",
+        pricing=JudgePricing.load(),
+    )
     shutil.rmtree(release_dir / "evaluations", ignore_errors=True)
     evaluate_run(
         release_dir,
         workers=workers,
         progress=lambda done, total: progress.advance("evaluate", done, total),
+        evaluators=config.evaluators,
+        judge=judge,
+        judge_options=options,
+        ledger_path=root / "run" / "ledger.sqlite",
     )
     return _files_under(release_dir, "evaluations")
 

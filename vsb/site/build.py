@@ -2,7 +2,10 @@
 
 Pages (relative to the site root)::
 
-    index.html                      leaderboard (primary condition, plots, every condition)
+    index.html                      leaderboard of the primary evaluator (the rule checker when it
+                                    applies): primary condition, plots, every condition
+    leaderboard/<evaluator>.html    the same leaderboard for every other evaluator (a selector
+                                    on each links them all)
     models/<slug>.html              one page per model
     comparisons.html                paired comparisons (Δ, CI, P(Δ>0), win rate)
     stability.html                  rank stability under Dirichlet weight perturbation
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import re
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -31,7 +34,7 @@ from vsb import __version__
 from vsb.errors import ReleaseError
 from vsb.fsio import sha256_hex
 from vsb.site import pages
-from vsb.site.data import SiteData, load_site_data
+from vsb.site.data import SiteData, load_site_data, model_slug, scores_view
 from vsb.site.methodology import methodology_text, render_methodology
 from vsb.story.models import DIMENSION_LABELS
 
@@ -163,8 +166,18 @@ def build_site(release_dir: str | Path, out_dir: str | Path) -> SiteResult:
         "stories": data.stories,
         "dims": list(data.scores.dimensions),
     }
+    full = data.all_scores or data.scores
+    order = [full.primary_evaluator, *(e for e in full.evaluators if e != full.primary_evaluator)]
+    boards = {
+        ev: "index.html" if i == 0 else f"leaderboard/{model_slug(ev)}.html"
+        for i, ev in enumerate(order)
+    }
+    common["boards"] = boards
+    common["judge_swap"] = full.judge_swap
     w = _Writer(environment(), out, common)
-    w.page("index.html", "index.html", **pages.leaderboard(data))
+    for ev, path in boards.items():
+        view = data if ev == full.primary_evaluator else replace(data, scores=scores_view(full, ev))
+        w.page(path, "index.html", evaluator=ev, **pages.leaderboard(view))
     for model in data.models:
         w.page(f"models/{data.slugs[model]}.html", "model.html", **pages.model_page(data, model))
     w.page("comparisons.html", "comparisons.html", **pages.comparisons(data))

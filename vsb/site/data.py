@@ -62,6 +62,8 @@ class SiteData:
     #: (model, condition) -> failure label -> count
     failures: dict[tuple[str, str], Counter[str]]
     slugs: dict[str, str] = field(default_factory=dict)
+    #: The whole report (every evaluator); ``scores`` is the primary evaluator's view.
+    all_scores: ScoresReport | None = None
 
     @property
     def models(self) -> list[str]:
@@ -100,11 +102,27 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
     return [obj for _, obj in iter_jsonl(path)]
 
 
-def _load_checks(path: Path) -> tuple[Checks, dict[tuple[str, str], Counter[str]]]:
+def scores_view(scores: ScoresReport, evaluator: str) -> ScoresReport:
+    """The report restricted to one evaluator's rows (what one leaderboard shows)."""
+    return scores.model_copy(
+        update={
+            "scores": [r for r in scores.scores if r.evaluator == evaluator],
+            "stories": [r for r in scores.stories if r.evaluator == evaluator],
+            "comparisons": [r for r in scores.comparisons if r.evaluator == evaluator],
+            "rank_stability": [r for r in scores.rank_stability if r.evaluator == evaluator],
+            "not_applicable": [r for r in scores.not_applicable if r.evaluator == evaluator],
+            "primary_evaluator": evaluator,
+        }
+    )
+
+
+def _load_checks(path: Path, evaluator: str) -> tuple[Checks, dict[tuple[str, str], Counter[str]]]:
     checks: Checks = defaultdict(lambda: defaultdict(dict))
     failures: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     intern = sys.intern
     for n, r in iter_jsonl(path):
+        if str(r.get("evaluator") or "rules") != evaluator or r.get("verdict") == "not_applicable":
+            continue
         try:
             key = (intern(r["story_id"]), intern(r["condition"]), int(r["scene"]))
             model, passed = intern(r["model"]), bool(r["passed"])
@@ -139,8 +157,12 @@ def load_site_data(release_dir: str | Path) -> SiteData:
     req_path = root / REQUIREMENTS_FILE
     if not req_path.is_file():
         raise ReleaseError("release is missing this file", file=req_path)
-    checks, failures = _load_checks(req_path)
+    full = scores
+    evaluator = scores.primary_evaluator
+    checks, failures = _load_checks(req_path, evaluator.split(":", 1)[0])
+    scores = scores_view(full, evaluator)
     data = SiteData(root, manifest, scores, judge, stories, images, errors, checks, failures)
+    data.all_scores = full
     slugs: dict[str, str] = {}
     for m in data.models:
         s = model_slug(m)

@@ -1,0 +1,55 @@
+"""``vsb release build --judge``: a release with a VLM judge pass beside the rule checker,
+scored and validated per evaluator, with a leaderboard per evaluator and the judge swap."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vsb.cli.main import main
+
+pytestmark = pytest.mark.slow
+
+
+def test_release_with_a_judge_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from vsb.release.build import BuildConfig, build_release
+
+    cfg = BuildConfig(
+        name="vJ",
+        out=tmp_path,
+        models=("procedural-oracle", "procedural-drift-mid", "procedural-amnesiac"),
+        conditions=("independent",),
+        judge="mock:0.05",
+    )
+    first = build_release(cfg)
+    rel, site = first.release_dir, first.site_dir
+    scores = json.loads((rel / "scores" / "scores.json").read_text())
+    assert scores["evaluators"][0] == "rules" and "vlm" in scores["evaluators"]
+    assert {r["evaluator"] for r in scores["scores"]} == {"rules", "vlm"}
+    assert any(j["evaluator_b"] == "vlm" for j in scores["judge_swap"])
+    judge = json.loads((rel / "validation" / "judge.json").read_text())
+    assert [s["evaluator"] for s in judge["evaluators"]] == ["rules", "vlm"]
+    assert (rel / "evaluations" / "judge_calls.jsonl").is_file()
+    assert not (rel / "ledger.sqlite").exists()  # judge calls go to the run's ledger
+    index = (site / "index.html").read_text()
+    assert 'aria-label="Evaluator"' in index and "leaderboard/vlm.html" in index
+    board = (site / "leaderboard" / "vlm.html").read_text()
+    assert "judged by vlm" in board and "procedural-amnesiac" in board
+    stability = (site / "stability.html").read_text()
+    assert "rules vs vlm" in stability
+    assert "vlm: recall and precision" in (site / "judge.html").read_text()
+    # a rerun pays nothing and freezes the same release
+    second = build_release(cfg)
+    assert first.manifest is not None and second.manifest is not None
+    assert second.manifest.root_hash == first.manifest.root_hash
+    assert main(["release", "verify", str(rel)]) == 0
+    capsys.readouterr()
+
+
+def test_build_help_names_the_judge_options(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["release", "build", "--help"]) == 0
+    out = capsys.readouterr().out
+    for opt in ("--evaluator", "--judge", "--base-url", "--judge-batch", "--budget"):
+        assert opt in out

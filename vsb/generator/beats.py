@@ -204,13 +204,13 @@ def count_changes(b: StoryBuilder, rng: np.random.Generator) -> bool:
 
 def appear(b: StoryBuilder, rng: np.random.Generator) -> bool:
     """An object not yet in the story appears: in the hands of an empty-handed character
-    when another one stays free for the hand-over traps, otherwise on the ground here."""
+    (keeping ``b.reserve_hands`` free), otherwise on the ground here."""
     for kind, o in sorted(b.state.objects.items()):
         if o.appeared or o.removed:
             continue
         free = b.empty_handed()
         counted = vocab.OBJECT_KINDS[kind].counted
-        holder = pick(rng, free) if len(free) >= 2 and not counted else None
+        holder = pick(rng, free) if len(free) > b.reserve_hands and not counted else None
         b.add(Appear(object=kind, holder=holder))
         return True
     return False

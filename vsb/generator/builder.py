@@ -74,6 +74,8 @@ class StoryBuilder:
         self.world = world
         self.state: MutableState = initial_state(world)
         self.scenes: list[list[Event]] = [[]]
+        #: Empty hands that later beats need (the hard variants hand an object over).
+        self.reserve_hands = 0
 
     # -- building ----------------------------------------------------------------------------
     def next_scene(self) -> None:

@@ -137,6 +137,7 @@ def _template(
             obj_kinds = [first, *(k for k in obj_kinds if k != first)][:3]
         world = _world(rng, difficulty, obj_kinds, **kw)  # type: ignore[arg-type]
         b = StoryBuilder(story_id, world)
+        b.reserve_hands = 1 if difficulty == "hard" else 0  # for the hand-over trap
         plan = _hard_plan(core) if difficulty == "hard" else core
         return _run(b, rng, N_SCENES[difficulty], plan)
 

@@ -185,3 +185,6 @@ def test_unknown_evaluator_is_one_line(judged: tuple, capsys: pytest.CaptureFixt
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
     assert "'clip'" in err[0] and "rules, vlm, pairwise" in err[0]
+    assert main(["validate-judge", str(judged[0]), "--evaluator", ","]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "at least one name" in err[0]

@@ -11,6 +11,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from vsb.errors import InputError
 from vsb.validation.models import EvaluatorValidation, JudgeReport, TaxonomyMetrics
 
 _RUN = click.Path(path_type=Path)
@@ -151,6 +152,8 @@ def validate_judge(run_dir: Path, evaluator: str | None) -> None:
     names = None
     if evaluator is not None:
         names = [n.strip() for n in evaluator.split(",") if n.strip()]
+        if not names:
+            raise InputError("--evaluator needs at least one name (NAME[,NAME])")
     report = validate_run(run_dir, evaluators=names)
     paths = write_judge(run_dir, report)
     print_report(_console(), report)

@@ -43,7 +43,8 @@ def generate(out_dir: Path, seed: int, paraphrase: bool) -> None:
 @suite.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 def validate(paths: tuple[Path, ...]) -> None:
-    """Check story files (or suite directories) against the schema and the state machine.
+    """Check story files (or suite directories): schema, state machine, story invariants
+    and the requirements re-derived from the events.
 
     Prints one line per problem (file: JSON pointer: what was expected) and exits 1 if any.
     A directory is also checked as a suite: suite.json names files inside it that exist and

@@ -34,7 +34,7 @@ CASES: list[tuple[str, str, Callable[[Path], object]]] = [
     ("records.jsonl", DEEP_LINE, lambda p: assemble(p.parent, p.parent / "release")),
     ("scores.json", DEEP, lambda p: _read_model(p, ScoresReport)),
     ("records.jsonl", DEEP_LINE, _jsonl),
-    ("requirements.jsonl", DEEP_LINE, _load_checks),
+    ("requirements.jsonl", DEEP_LINE, lambda p: _load_checks(p, "rules")),
     ("pricing.json", DEEP, Pricing.load),
 ]
 

@@ -141,3 +141,24 @@ def test_vlm_needs_a_judge_and_budget_stops_unknown_prices(
         err = capsys.readouterr().err
         assert "unknown price" in err and err.count("\n") == 1
         assert server.requests == 0
+
+
+def test_validate_judge_recovers_the_injected_error_rate(
+    sim_small: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from vsb.validation.judge import validate_run
+
+    with SimJudgeServer(sim_small, error_rate=0.1, seed=3) as server:
+        argv = ["evaluate", str(sim_small), "--evaluator", "vlm", "--judge",
+                "openai-compatible:sim", "--base-url", server.url, "--cache",
+                str(tmp_path / "c")]  # fmt: skip
+        assert main(argv) == 0
+    report = validate_run(sim_small)
+    rules, vlm = report.section("rules").agreement, report.section("vlm").agreement
+    assert rules.n_answers > 500 and rules.n_wrong == 0  # the truth agrees with the checker
+    assert vlm.n_answers == rules.n_answers
+    assert vlm.error_rate_ci_low is not None and vlm.error_rate_ci_high is not None
+    assert vlm.error_rate_ci_low <= 0.1 <= vlm.error_rate_ci_high
+    assert main(["validate-judge", str(sim_small)]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # rich wraps long lines
+    assert "vlm (openai-compatible:sim): error rate against the oracle 0.1" in out

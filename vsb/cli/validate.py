@@ -104,6 +104,17 @@ def _print_section(console: Console, s: EvaluatorValidation) -> None:
         f"{c.signal} vs oracle coherence: Spearman ρ {_f(c.spearman)}, "
         f"Kendall τ {_f(c.kendall)} ({c.n_units} units)"
     )
+    g = s.agreement
+    ci = (
+        "—"
+        if g.error_rate_ci_low is None
+        else f"[{_f(g.error_rate_ci_low)}, {_f(g.error_rate_ci_high)}]"
+    )
+    console.print(
+        f"{name}: error rate against the oracle {_f(g.error_rate)} {ci} "
+        f"({g.n_wrong} of {g.n_answers} answers wrong: {g.n_false_pass} false passes, "
+        f"{g.n_false_fail} false fails)"
+    )
 
 
 def _grouped(items: list[Any]) -> list[Any]:

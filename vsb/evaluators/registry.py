@@ -161,8 +161,9 @@ class RulesEvaluator:
                 continue
             scene = story.scenes[f.scene - 1]
             if f.image is None or not f.is_render:
+                why = {"reason": f.reason or "not a render"}
                 results = [
-                    RequirementResult.of(r, None, False, "", "rules", verdict="not_applicable")
+                    RequirementResult.of(r, why, False, "", "rules", verdict="not_applicable")
                     for r in scene.requirements
                 ]
             else:

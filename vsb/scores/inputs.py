@@ -40,6 +40,8 @@ class RequirementRows:
     judge_model: list[str] = field(default_factory=list)
     reason: list[str] = field(default_factory=list)
     """Why the evaluator did not apply ('' unless the verdict is not_applicable)."""
+    expected: list[str] = field(default_factory=list)
+    """The requirement's expected value as JSON text (validation's oracle truth needs it)."""
 
     def __len__(self) -> int:
         return len(self.passed)
@@ -61,6 +63,7 @@ class RequirementRows:
         self.evaluator.append(str(row.get("evaluator") or DEFAULT_EVALUATOR))
         self.judge_model.append(str(row.get("judge_model") or ""))
         self.reason.append(not_applicable_reason(row) if self.verdict[-1] == NOT_APPLICABLE else "")
+        self.expected.append(str(row.get("expected", "null")))
 
     def subset(self, keep: list[bool]) -> RequirementRows:
         """The rows where ``keep`` is true (same columns)."""

@@ -69,6 +69,7 @@ from vsb.validation.signals import (
     signal_table,
     story_means,
 )
+from vsb.validation.truth import oracle_agreement
 from vsb.validation.write import VALIDATION_DIR, write_judge
 
 __all__ = ["VALIDATION_DIR", "present_evaluators", "validate_run", "write_judge"]
@@ -164,6 +165,7 @@ def _section(
         taxonomy_by_model=by_model,
         pass_rate=signal_auroc(ev, signal, values, faulty),
         coherence=correlation(name, coherence_signal(name), memory_coherence(applicable), truth),
+        agreement=oracle_agreement(applicable, faults),
     )
     return section, values
 

@@ -114,6 +114,20 @@ class SignalCorrelation(BaseModel):
     n_units: int = Field(ge=0, description="story × model × condition units with both values.")
 
 
+class OracleAgreement(BaseModel):
+    """An evaluator's passed/failed answers against the oracle's requirement-level truth
+    (vsb/validation/truth.py): the share that are wrong, whatever their labels."""
+
+    model_config = _STRICT
+    n_answers: int = Field(ge=0, description="Passed or failed verdicts (unsure etc. aside).")
+    n_wrong: int = Field(ge=0, description="Verdicts that disagree with the oracle's truth.")
+    n_false_pass: int = Field(ge=0, description="Passed where the image breaks the fact.")
+    n_false_fail: int = Field(ge=0, description="Failed where the image shows the fact.")
+    error_rate: float | None = Field(description="n_wrong / n_answers (null if none).")
+    error_rate_ci_low: float | None = Field(description="Wilson 95% interval, low end.")
+    error_rate_ci_high: float | None = Field(description="Wilson 95% interval, high end.")
+
+
 class EvaluatorValidation(BaseModel):
     """One requirement evaluator (rule checker, VLM judge…) against the oracle."""
 
@@ -131,6 +145,9 @@ class EvaluatorValidation(BaseModel):
     pass_rate: SignalAuroc = Field(description="AUROC of its per-frame pass rate.")
     coherence: SignalCorrelation = Field(
         description="Its story-level memory pass rate vs oracle coherence."
+    )
+    agreement: OracleAgreement = Field(
+        description="Its answers vs the oracle's requirement-level truth (error rate)."
     )
 
 

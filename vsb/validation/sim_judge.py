@@ -7,10 +7,9 @@ judge throughput (``benchmarks/bench_judge.py``): the pipeline must recover the 
 error rate, send one request per scene, and pay nothing on a rerun.
 
 How it answers one request: the image's sha256 names the frame (model, condition, story,
-scene) through ``records.jsonl``; the numbered questions are the frame's requirements in
-order (``vsb.evaluators.vlm_judge.scene_prompt``). A requirement is true unless the oracle
-holds a visual fault on its subject and attribute, or its subject (or, for a holder, the
-holder; for an order, anyone in it) is missing. Each answer is flipped with probability
+scene) through ``records.jsonl``; each numbered question is matched to the requirement (or
+object probe) it asks about. A requirement's truth is ``vsb.validation.truth``'s (the same
+that validation measures error rates against). Each answer is flipped with probability
 ``error_rate``, drawn from ``numpy.random.default_rng([seed, hash of frame and question])``.
 Only vsb.validation reads the oracle; this module belongs here for that reason.
 """
@@ -33,32 +32,12 @@ import numpy as np
 from vsb.evaluators.vlm_questions import question_for
 from vsb.fsio import iter_jsonl
 from vsb.story.io import load_suite
-from vsb.story.models import Requirement
+from vsb.validation.truth import requirement_true
 
 FrameKey = tuple[str, str, str, int]
 _ALIASES = {"hair_color": "hair", "hair_style": "hair", "color": "present"}
 _PROBE = re.compile(r"^Is there an? (\w+) of any colour in the picture\?$")
 _DATA_URI = re.compile(r"^data:[^;]+;base64,(.*)$", re.S)
-
-
-def _missing(faults: set[tuple[str, str]], subject: str) -> bool:
-    return (subject, "present") in faults
-
-
-def requirement_true(req: Requirement, faults: set[tuple[str, str]]) -> bool:
-    """Whether the rendered image satisfies ``req``, given the frame's visual faults as
-    (subject, normalised attribute) pairs."""
-    if req.subject == "scene":
-        if (req.subject, req.attribute) in faults:
-            return False
-        if req.attribute == "order" and isinstance(req.expected, list):
-            return not any(_missing(faults, str(n)) for n in req.expected)
-        return True
-    if (req.subject, req.attribute) in faults:
-        return False
-    if req.attribute != "present" and _missing(faults, req.subject):
-        return False
-    return not (req.attribute == "holder" and _missing(faults, str(req.expected)))
 
 
 class SimJudge:
@@ -110,7 +89,7 @@ class SimJudge:
                 continue
             else:
                 req, q = asked.pop(i)
-                ok = requirement_true(req, faults)
+                ok = requirement_true(req.subject, req.attribute, req.expected, faults)
                 answer, ident = (q.expect if ok else ("NO" if q.expect == "YES" else "YES")), req.id
             digest = hashlib.sha256(f"{model}|{cond}|{sid}|{k}|{ident}".encode()).digest()
             rng = np.random.default_rng([self.seed, int.from_bytes(digest[:8], "big")])

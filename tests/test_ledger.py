@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -78,3 +80,72 @@ def test_summary_per_model_and_session(tmp_path: Path) -> None:
 def test_open_existing(tmp_path: Path) -> None:
     with pytest.raises(RunError, match="no ledger"):
         Ledger.open_existing(tmp_path / "ledger.sqlite")
+
+
+def test_attempt_rows_begin_before_and_finish_after(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite"
+    with Ledger(path) as led:
+        led.start_session("run")
+        ok = led.begin("k1", "a", condition="independent", story_id="s", scene=1, cost_usd=0.04)
+        # committed before the call: another connection (another process) sees it
+        with sqlite3.connect(path) as other:
+            assert other.execute("SELECT status, cost_usd FROM requests").fetchall() == [
+                ("started", 0.04)
+            ]
+        led.finish(ok, latency_s=2.0, success=True, cost_usd=0.05)
+        bad = led.begin("k2", "a", cost_usd=0.04)
+        led.finish(bad, latency_s=1.0, success=False, cost_usd=None, error="HTTP 500")
+        led.begin("k3", "a", cost_usd=0.04)  # the process dies during this call
+        led.record_many([_e("a", True, 0.0)])
+        (row,) = led.summary()
+        assert (row.requests, row.hits, row.calls, row.failures, row.interrupted) == (4, 1, 3, 1, 1)
+        assert row.mean_latency_s == pytest.approx(1.5)  # finished calls only
+        assert row.cost_usd is None and row.unknown_cost == 1  # the failure's cost is unknown
+        assert led.called_keys() == {"k1", "k2", "k3"}
+
+
+def test_interrupted_call_keeps_its_list_price(tmp_path: Path) -> None:
+    with Ledger(tmp_path / "ledger.sqlite") as led:
+        led.begin("k", "free", cost_usd=0.0)
+        led.begin("k", "paid", cost_usd=0.04)
+        rows = {r.model: r for r in led.summary()}
+        assert (rows["free"].interrupted, rows["free"].cost_usd) == (1, 0.0)
+        assert rows["paid"].cost_usd == pytest.approx(0.04)  # assumed charged, not zero
+
+
+def test_ledger_written_before_attempts_is_migrated(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE sessions (session INTEGER PRIMARY KEY AUTOINCREMENT, label TEXT)")
+        db.execute(
+            "CREATE TABLE requests (session INTEGER NOT NULL, key TEXT NOT NULL, model TEXT NOT "
+            "NULL, condition TEXT, story_id TEXT, scene INTEGER, latency_s REAL NOT NULL, success "
+            "INTEGER NOT NULL, cache_hit INTEGER NOT NULL, cost_usd REAL, error TEXT)"
+        )
+        db.execute("INSERT INTO sessions (label) VALUES ('old')")
+        db.execute(
+            "INSERT INTO requests VALUES (1, 'k', 'a', NULL, NULL, NULL, 0.5, 0, 0, NULL, 'x')"
+        )
+    db.close()
+    with Ledger.open_existing(path) as led:
+        (row,) = led.summary()
+        assert (row.calls, row.failures, row.interrupted) == (1, 1, 0)
+
+
+def _write_rows(path: str, n: int) -> None:
+    led = Ledger(path)
+    led.session = 1
+    for i in range(n):
+        led.finish(led.begin(f"k{i}", "a", cost_usd=0.0), latency_s=0.1, success=True, cost_usd=0.0)
+    led.close()
+
+
+def test_several_processes_write_one_ledger(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite"
+    with Ledger(path) as led:
+        led.start_session("run")
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(3) as pool:
+            pool.starmap(_write_rows, [(str(path), 40)] * 3)
+        (row,) = led.summary()
+        assert (row.requests, row.calls, row.interrupted, row.failures) == (120, 120, 0, 0)

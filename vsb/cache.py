@@ -8,12 +8,21 @@ condition). On a miss ``compute()`` runs and its result is stored.
 Storage (the embedded default)::
 
     CACHE/objects/<aa>/<sha256>.png   content-addressed PNG bytes (atomic temp file + rename)
-    CACHE/index.sqlite                WAL-mode index: key -> sha256, metadata JSON, cost
+    CACHE/index.sqlite                WAL-mode index: key -> sha256, metadata JSON, cost;
+                                      in-flight claims: key -> owner pid, start token, time
+
+A key is generated once even by several processes sharing the cache (runs on different run
+directories, fork workers, threads): before ``compute()`` a miss *claims* its key — a row in
+``claims`` inserted in an immediate transaction that also checks ``entries`` — and the entry
+is committed together with the claim's release, right after ``compute()``. Another process
+wanting a claimed key waits (polling) until the claim is gone, then reads the entry (or, if
+the owner failed, claims the key itself). A claim whose owner process is dead (SIGKILLed;
+``vsb.locks.process_alive``) is taken over. Claims are held only while ``compute()`` runs,
+never while waiting for another key, so two processes can never wait on each other.
 
 An object whose bytes no longer match its hash is detected on read, deleted and
 regenerated — never served. Each process and thread opens its own SQLite connection (after
-a fork the child opens a fresh one), so several workers may share one cache. Inside
-``with cache.batch():`` index writes are collected and committed in one transaction.
+a fork the child opens a fresh one).
 """
 
 from __future__ import annotations
@@ -32,20 +41,33 @@ from typing import Any
 from vsb.adapters.base import GenerationResult
 from vsb.errors import CacheError
 from vsb.fsio import atomic_write_bytes, loads_json, sha256_hex
+from vsb.locks import process_alive, process_token
 
 log = logging.getLogger(__name__)
 
 DEFAULT_CACHE_DIR = ".vsb-cache"
 INDEX_NAME = "index.sqlite"
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS entries (
-    key TEXT PRIMARY KEY,
-    sha256 TEXT NOT NULL,
-    metadata TEXT NOT NULL,
-    cost_usd REAL
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS entries (
+        key TEXT PRIMARY KEY, sha256 TEXT NOT NULL, metadata TEXT NOT NULL, cost_usd REAL)""",
+    """CREATE TABLE IF NOT EXISTS claims (
+        key TEXT PRIMARY KEY, pid INTEGER NOT NULL, token TEXT NOT NULL, since REAL NOT NULL)""",
 )
-"""
 _Row = tuple[str, str, str, float | None]
+#: Polling while another process generates a key: first and longest pause, in seconds.
+_POLL_FIRST, _POLL_MAX = 0.002, 0.1
+
+
+@contextmanager
+def _immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One write transaction, begun IMMEDIATE (it waits for the write lock, never upgrades)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 class GenerationCache:
@@ -54,15 +76,10 @@ class GenerationCache:
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
         self._local = threading.local()
-
-    @property
-    def _pending(self) -> dict[str, _Row] | None:
-        pending: dict[str, _Row] | None = getattr(self._local, "pending", None)
-        return pending
-
-    @_pending.setter
-    def _pending(self, value: dict[str, _Row] | None) -> None:
-        self._local.pending = value
+        self._token: tuple[int, str] | None = None
+        self._conns: list[tuple[int, sqlite3.Connection]] = []
+        self._conns_lock = threading.Lock()
+        self._generation = 0
 
     # --- storage -----------------------------------------------------------------------
 
@@ -72,11 +89,12 @@ class GenerationCache:
 
     def _db(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None or getattr(self._local, "pid", None) != os.getpid():
+        if conn is None or getattr(self._local, "key", None) != (os.getpid(), self._generation):
             # A connection inherited through fork belongs to the parent: leave it alone.
             conn = self._connect()
-            self._local.conn, self._local.pid = conn, os.getpid()
-            self._local.pending, self._local.depth = None, 0
+            self._local.conn, self._local.key = conn, (os.getpid(), self._generation)
+            with self._conns_lock:
+                self._conns.append((os.getpid(), conn))
         return conn
 
     def _connect(self) -> sqlite3.Connection:
@@ -85,11 +103,16 @@ class GenerationCache:
         for attempt in range(50):
             try:
                 self.root.mkdir(parents=True, exist_ok=True)
-                conn = sqlite3.connect(self.root / INDEX_NAME, timeout=60.0)
+                conn = sqlite3.connect(
+                    self.root / INDEX_NAME,
+                    timeout=60.0,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
-                conn.execute(_SCHEMA)
-                conn.commit()
+                for stmt in _SCHEMA:
+                    conn.execute(stmt)
                 return conn
             except sqlite3.OperationalError as err:
                 if "locked" not in str(err) or attempt == 49:
@@ -103,9 +126,14 @@ class GenerationCache:
         """Create/open the index now (before forking workers, so they find it ready)."""
         self._db()
 
+    def _owner(self) -> tuple[int, str]:
+        """This process's pid and start token (recomputed after a fork)."""
+        pid = os.getpid()
+        if self._token is None or self._token[0] != pid:
+            self._token = (pid, process_token(pid))
+        return self._token
+
     def _lookup(self, key: str) -> _Row | None:
-        if self._pending is not None and key in self._pending:
-            return self._pending[key]
         row = (
             self._db()
             .execute("SELECT key, sha256, metadata, cost_usd FROM entries WHERE key = ?", (key,))
@@ -132,61 +160,96 @@ class GenerationCache:
             atomic_write_bytes(path, data)
         return sha
 
-    def _store(self, row: _Row) -> None:
-        if self._pending is not None:
-            self._pending[row[0]] = row
-            return
-        db = self._db()
-        with db:
+    # --- in-flight claims --------------------------------------------------------------
+
+    def _claim(self, key: str) -> bool:
+        """Claim ``key`` for this process; False when an entry appeared or a live owner has it."""
+        pid, token = self._owner()
+        with _immediate(self._db()) as db:
+            entry = db.execute("SELECT sha256 FROM entries WHERE key = ?", (key,)).fetchone()
+            if entry is not None and self.object_path(entry[0]).is_file():
+                return False  # generated meanwhile: read it
+            held = db.execute("SELECT pid, token FROM claims WHERE key = ?", (key,)).fetchone()
+            if held is not None and process_alive(int(held[0]), str(held[1])):
+                return False  # in flight elsewhere (or in another thread here): wait
+            if held is not None:
+                log.warning("taking over the claim on %s of dead process %s", key, held[0])
+            db.execute(
+                "INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?)", (key, pid, token, time.time())
+            )
+        return True
+
+    def _claimed_by_other(self, key: str) -> bool:
+        row = self._db().execute("SELECT pid, token FROM claims WHERE key = ?", (key,)).fetchone()
+        return row is not None and process_alive(int(row[0]), str(row[1]))
+
+    def _release(self, key: str) -> None:
+        pid, token = self._owner()
+        with _immediate(self._db()) as db:
+            db.execute(
+                "DELETE FROM claims WHERE key = ? AND pid = ? AND token = ?", (key, pid, token)
+            )
+
+    def _commit(self, row: _Row) -> None:
+        """Store the entry and drop this process's claim on it, in one transaction."""
+        pid, token = self._owner()
+        with _immediate(self._db()) as db:
             db.execute("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?)", row)
+            db.execute(
+                "DELETE FROM claims WHERE key = ? AND pid = ? AND token = ?", (row[0], pid, token)
+            )
+
+    def in_flight(self) -> list[tuple[str, int]]:
+        """The claimed keys and their owners' pids (live or not), sorted by key."""
+        rows = self._db().execute("SELECT key, pid FROM claims ORDER BY key").fetchall()
+        return [(str(k), int(p)) for k, p in rows]
 
     # --- API ---------------------------------------------------------------------------
 
     def get(
         self, key: str, compute: Callable[[], GenerationResult]
     ) -> tuple[GenerationResult, bool]:
-        """The cached result for ``key``, or ``compute()``'s, stored; plus whether it was a hit."""
-        row = self._lookup(key)
-        if row is not None:
-            data = self._read_object(row[1])
-            if data is not None:
-                meta: dict[str, Any] = loads_json(row[2], file=self.root / INDEX_NAME)
-                return GenerationResult(png=data, metadata=meta, cost_usd=row[3]), True
-        result = compute()
-        sha = self._write_object(result.png)
-        meta_text = json.dumps(dict(result.metadata), sort_keys=True, ensure_ascii=False)
-        self._store((key, sha, meta_text, result.cost_usd))
+        """The cached result for ``key``, or ``compute()``'s, stored; plus whether it was a hit.
+
+        ``compute()`` runs at most once at a time per key across every process sharing the
+        cache; a caller that finds the key in flight waits for it and returns the hit."""
+        pause = _POLL_FIRST
+        while True:
+            row = self._lookup(key)
+            if row is not None:
+                data = self._read_object(row[1])
+                if data is not None:
+                    meta: dict[str, Any] = loads_json(row[2], file=self.root / INDEX_NAME)
+                    return GenerationResult(png=data, metadata=meta, cost_usd=row[3]), True
+            if self._claim(key):
+                break
+            if self._claimed_by_other(key):
+                time.sleep(pause)
+                pause = min(pause * 2, _POLL_MAX)
+        try:
+            result = compute()
+            sha = self._write_object(result.png)
+            meta_text = json.dumps(dict(result.metadata), sort_keys=True, ensure_ascii=False)
+            self._commit((key, sha, meta_text, result.cost_usd))
+        except BaseException:
+            self._release(key)
+            raise
         return result, False
 
     def __contains__(self, key: str) -> bool:
         row = self._lookup(key)
         return row is not None and self.object_path(row[1]).is_file()
 
-    @contextmanager
-    def batch(self) -> Iterator[None]:
-        """Collect index writes and commit them in one transaction at the end."""
-        self._db()
-        loc = self._local
-        if loc.depth == 0:
-            self._pending = {}
-        loc.depth += 1
-        try:
-            yield
-        finally:
-            loc.depth -= 1
-            if loc.depth == 0:
-                rows, self._pending = list((self._pending or {}).values()), None
-                if rows:
-                    db = self._db()
-                    with db:
-                        db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?)", rows)
-
     def __len__(self) -> int:
         return int(self._db().execute("SELECT COUNT(*) FROM entries").fetchone()[0])
 
     def close(self) -> None:
-        """Close this process's connection (safe to call twice)."""
-        conn = getattr(self._local, "conn", None)
-        if conn is not None and getattr(self._local, "pid", None) == os.getpid():
+        """Close the connections this process opened, every thread's (safe to call twice)."""
+        pid = os.getpid()
+        with self._conns_lock:
+            mine = [c for p, c in self._conns if p == pid]
+            self._conns = [(p, c) for p, c in self._conns if p != pid]
+            self._generation += 1  # other threads' connections are closed: reopen on use
+        for conn in mine:
             conn.close()
         self._local.conn = None

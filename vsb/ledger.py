@@ -1,15 +1,25 @@
-"""The cost ledger: one SQLite row per request, and per-model summaries.
+"""The cost ledger: one SQLite row per attempt, written before the call, and summaries.
 
 Every image request of a run is recorded with its cache key, model, latency, success, cache
 hit and approximate cost. Costs come from the adapter when it reports one, otherwise from
 ``config/pricing.json`` (per model, with an ``as_of`` date). An unknown price is stored
 as NULL and reported as unknown — never as zero; a cache hit costs nothing (no call was
 made). Each ``vsb run`` is one *session*; summaries default to the latest session.
+
+Crash safety: an adapter call is recorded by the process that makes it, *before* the call
+(``begin``: a row with status ``started``, cost = the list price, committed) and completed
+after it (``finish``), and the runner stores the image in the generation cache only after
+``finish`` has committed. So a call whose image reached the cache is always in the ledger,
+whenever the run is killed; a row still ``started`` afterwards is an *interrupted* call
+(the process died during it; a paid provider may have charged it). The database is in WAL
+mode and every process and thread writes through its own connection.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,8 +36,16 @@ _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS requests (
         session INTEGER NOT NULL, key TEXT NOT NULL, model TEXT NOT NULL,
         condition TEXT, story_id TEXT, scene INTEGER, latency_s REAL NOT NULL,
-        success INTEGER NOT NULL, cache_hit INTEGER NOT NULL, cost_usd REAL, error TEXT)""",
+        success INTEGER NOT NULL, cache_hit INTEGER NOT NULL, cost_usd REAL, error TEXT,
+        status TEXT NOT NULL DEFAULT 'done')""",
 )
+#: Ledgers written before attempts were recorded lack the status column (every row is done).
+_MIGRATE = "ALTER TABLE requests ADD COLUMN status TEXT NOT NULL DEFAULT 'done'"
+_COLUMNS = (
+    "session, key, model, condition, story_id, scene, latency_s, success, cache_hit, "
+    "cost_usd, error, status"
+)
+STARTED, DONE = "started", "done"
 
 
 @dataclass(frozen=True)
@@ -90,12 +108,16 @@ class ModelSummary:
     model: str
     requests: int
     hits: int
+    #: adapter calls, interrupted ones included
     calls: int
+    #: finished calls that failed
     failures: int
     mean_latency_s: float | None
     total_latency_s: float
     cost_usd: float | None
     unknown_cost: int
+    #: calls begun but never finished (the process died during the call)
+    interrupted: int = 0
 
 
 def request_cost(
@@ -110,16 +132,36 @@ def request_cost(
 
 
 class Ledger:
-    """A ledger database (``RUN/ledger.sqlite``); written by one process at a time."""
+    """A ledger database (``RUN/ledger.sqlite``); any number of processes and threads may
+    write to it (each through its own connection)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, timeout=60.0)
-        with self._db:
+        self._local = threading.local()
+        self._conns: list[tuple[int, sqlite3.Connection]] = []
+        self._conns_lock = threading.Lock()
+        self._generation = 0
+        db = self._conn()
+        with db:
+            db.execute("PRAGMA journal_mode=WAL")
             for stmt in _SCHEMA:
-                self._db.execute(stmt)
+                db.execute(stmt)
+            cols = {row[1] for row in db.execute("PRAGMA table_info(requests)")}
+            if "status" not in cols:
+                db.execute(_MIGRATE)
         self.session: int | None = None
+
+    def _conn(self) -> sqlite3.Connection:
+        """This process's and thread's connection (a forked child opens its own)."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None or getattr(self._local, "key", None) != (os.getpid(), self._generation):
+            conn = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False)
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._local.conn, self._local.key = conn, (os.getpid(), self._generation)
+            with self._conns_lock:
+                self._conns.append((os.getpid(), conn))
+        return conn
 
     @classmethod
     def open_existing(cls, path: str | Path) -> Ledger:
@@ -130,30 +172,83 @@ class Ledger:
 
     def start_session(self, label: str) -> int:
         """Begin a new session; later records belong to it."""
-        with self._db:
-            cur = self._db.execute("INSERT INTO sessions (label) VALUES (?)", (label,))
+        db = self._conn()
+        with db:
+            cur = db.execute("INSERT INTO sessions (label) VALUES (?)", (label,))
         self.session = int(cur.lastrowid or 0)
         return self.session
 
-    def record_many(self, entries: Iterable[LedgerEntry]) -> None:
-        """Record requests in one transaction."""
+    def _session(self) -> int:
         if self.session is None:
             self.start_session("unnamed")
+        assert self.session is not None
+        return self.session
+
+    def record_many(self, entries: Iterable[LedgerEntry]) -> None:
+        """Record finished requests (cache hits, or calls recorded after the fact) at once."""
+        s = self._session()
         rows = [
             (
-                self.session, e.key, e.model, e.condition, e.story_id, e.scene, e.latency_s,
-                int(e.success), int(e.cache_hit), e.cost_usd, e.error,
+                s, e.key, e.model, e.condition, e.story_id, e.scene, e.latency_s,
+                int(e.success), int(e.cache_hit), e.cost_usd, e.error, DONE,
             )
             for e in entries
         ]  # fmt: skip
-        with self._db:
-            self._db.executemany(
-                "INSERT INTO requests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
+        if not rows:
+            return
+        db = self._conn()
+        with db:
+            db.executemany(f"INSERT INTO requests ({_COLUMNS}) VALUES ({_marks(12)})", rows)
+
+    def begin(
+        self,
+        key: str,
+        model: str,
+        *,
+        condition: str | None = None,
+        story_id: str | None = None,
+        scene: int | None = None,
+        cost_usd: float | None = None,
+    ) -> int:
+        """Record an adapter call about to be made (committed before it returns); the row id.
+
+        ``cost_usd`` is what the call is assumed to cost until it finishes (the list price):
+        an interrupted call keeps it."""
+        row = (
+            self._session(), key, model, condition, story_id, scene, 0.0, 0, 0, cost_usd,
+            None, STARTED,
+        )  # fmt: skip
+        db = self._conn()
+        with db:
+            cur = db.execute(f"INSERT INTO requests ({_COLUMNS}) VALUES ({_marks(12)})", row)
+        return int(cur.lastrowid or 0)
+
+    def finish(
+        self,
+        row_id: int,
+        *,
+        latency_s: float,
+        success: bool,
+        cost_usd: float | None,
+        error: str | None = None,
+    ) -> None:
+        """Complete a call recorded by ``begin`` (committed before it returns)."""
+        db = self._conn()
+        with db:
+            db.execute(
+                "UPDATE requests SET latency_s = ?, success = ?, cost_usd = ?, error = ?, "
+                "status = ? WHERE rowid = ?",
+                (latency_s, int(success), cost_usd, error, DONE, row_id),
             )
 
     def latest_session(self) -> int | None:
-        row = self._db.execute("SELECT MAX(session) FROM sessions").fetchone()
+        row = self._conn().execute("SELECT MAX(session) FROM sessions").fetchone()
         return None if row[0] is None else int(row[0])
+
+    def called_keys(self) -> set[str]:
+        """Every key with an adapter call recorded (begun or finished), in any session."""
+        rows = self._conn().execute("SELECT DISTINCT key FROM requests WHERE cache_hit = 0")
+        return {str(k) for (k,) in rows}
 
     def summary(
         self, session: int | None = None, *, all_sessions: bool = False
@@ -164,15 +259,22 @@ class Ledger:
         if not all_sessions:
             s = session if session is not None else self.latest_session()
             where, args = "WHERE session = ?", (s,)
-        rows = self._db.execute(
-            f"""SELECT model, COUNT(*), SUM(cache_hit), SUM(1 - cache_hit), SUM(1 - success),
-                       AVG(CASE WHEN cache_hit = 0 THEN latency_s END), SUM(latency_s),
-                       SUM(cost_usd), SUM(CASE WHEN cost_usd IS NULL THEN 1 ELSE 0 END)
+        rows = (
+            self._conn()
+            .execute(
+                f"""SELECT model, COUNT(*), SUM(cache_hit), SUM(1 - cache_hit),
+                       SUM(CASE WHEN success = 0 AND status = 'done' THEN 1 ELSE 0 END),
+                       AVG(CASE WHEN cache_hit = 0 AND status = 'done' THEN latency_s END),
+                       SUM(latency_s), SUM(cost_usd),
+                       SUM(CASE WHEN cost_usd IS NULL THEN 1 ELSE 0 END),
+                       SUM(CASE WHEN status = 'started' THEN 1 ELSE 0 END)
                 FROM requests {where} GROUP BY model ORDER BY model""",
-            args,
-        ).fetchall()
+                args,
+            )
+            .fetchall()
+        )
         out = []
-        for m, n, hits, calls, fails, mean_lat, tot_lat, cost, unknown in rows:
+        for m, n, hits, calls, fails, mean_lat, tot_lat, cost, unknown, interrupted in rows:
             out.append(
                 ModelSummary(
                     model=m,
@@ -184,15 +286,28 @@ class Ledger:
                     total_latency_s=float(tot_lat or 0.0),
                     cost_usd=None if unknown else float(cost or 0.0),
                     unknown_cost=int(unknown),
+                    interrupted=int(interrupted),
                 )
             )
         return out
 
     def close(self) -> None:
-        self._db.close()
+        """Close the connections this process opened, every thread's (safe to call twice)."""
+        pid = os.getpid()
+        with self._conns_lock:
+            mine = [c for p, c in self._conns if p == pid]
+            self._conns = [(p, c) for p, c in self._conns if p != pid]
+            self._generation += 1  # other threads' connections are closed: reopen on use
+        for conn in mine:
+            conn.close()
+        self._local.conn = None
 
     def __enter__(self) -> Ledger:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _marks(n: int) -> str:
+    return ", ".join("?" * n)

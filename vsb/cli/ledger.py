@@ -1,4 +1,6 @@
-"""``vsb ledger``: per-model calls, cache hits, failures, latency and cost of a run."""
+"""``vsb ledger``: per-model calls, cache hits, failures, latency and cost of a run.
+
+*interrupted* counts calls begun but never finished (the run was killed during them)."""
 
 from __future__ import annotations
 
@@ -27,13 +29,22 @@ def ledger(run_dir: Path | None, all_sessions: bool) -> None:
     console = Console() if Console().is_terminal else Console(width=120)
     table = Table(title=f"ledger: {path}", box=box.SIMPLE_HEAD)
     for i, col in enumerate(
-        ("model", "requests", "cache hits", "calls", "failures", "mean latency", "cost")
+        (
+            "model",
+            "requests",
+            "cache hits",
+            "calls",
+            "failures",
+            "interrupted",
+            "mean latency",
+            "cost",
+        )
     ):
         table.add_column(col, justify="left" if i == 0 else "right", no_wrap=True)
     for r in rows:
         lat = "—" if r.mean_latency_s is None else f"{r.mean_latency_s * 1000:.1f} ms"
         table.add_row(
-            r.model, str(r.requests), str(r.hits), str(r.calls), str(r.failures), lat,
-            _cost(r.cost_usd, r.unknown_cost),
+            r.model, str(r.requests), str(r.hits), str(r.calls), str(r.failures),
+            str(r.interrupted), lat, _cost(r.cost_usd, r.unknown_cost),
         )  # fmt: skip
     console.print(table)

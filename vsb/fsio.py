@@ -242,7 +242,12 @@ def iter_jsonl(
             raw = raw.rstrip()
             if not raw:
                 continue
-            obj = loads_json(raw, file=path, line=n, max_depth=max_depth, max_bytes=max_bytes)
+            try:  # fast path for the usual flat row; any doubt goes through loads_json
+                if raw.count(b"[") + raw.count(b"{") > max_depth:
+                    raise ValueError
+                obj = json.loads(raw.decode())
+            except ValueError:  # includes JSONDecodeError and UnicodeDecodeError
+                obj = loads_json(raw, file=path, line=n, max_depth=max_depth, max_bytes=max_bytes)
             if not isinstance(obj, dict):
                 raise InputError("expected a JSON object", file=path, location=f"line {n}")
             yield n, obj

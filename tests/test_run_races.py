@@ -76,6 +76,8 @@ class Echo(ImageModelAdapter):
             n = sum(1 for _ in fh)
         if n == KILL_AT:
             os.kill(MAIN_PID, signal.SIGKILL)  # the `vsb run` process; its workers go on
+            while os.getppid() == MAIN_PID:  # a fork worker: until the kill has landed
+                time.sleep(0.001)
         return GenerationResult(png(key), {})
 
 
@@ -175,9 +177,9 @@ def _cache_keys(cache: Path) -> set[str]:
     return keys
 
 
-@pytest.mark.parametrize(("workers", "kill_at"), [(2, 1), (2, 8), (2, 16), (1, 9)])
+@pytest.mark.parametrize(("workers", "kill_at"), [(2, 1), (2, 8), (1, 9)])
 def test_killed_run_loses_no_call_from_the_ledger(
-    suite: Path, tmp_path: Path, workers: int, kill_at: int
+    suite: Path, tmp_path: Path, workers: int, kill_at: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out, cache, coord = tmp_path / "run", tmp_path / "cache", tmp_path / "coord"
     proc = _vsb_run(suite, out, cache, coord, "race-echo", workers, kill_at)
@@ -191,6 +193,15 @@ def test_killed_run_loses_no_call_from_the_ledger(
         assert _cache_keys(cache) <= led.called_keys()
         (first,) = led.summary()
     assert first.interrupted == (1 if workers == 1 else 0)  # serial: killed during the call
+    assert main(["ledger", str(out)]) == 0
+    (row,) = [x.split() for x in capsys.readouterr().out.splitlines() if "race-echo" in x]
+    assert row[:6] == ["race-echo", *map(str, (first.requests, first.hits, first.calls, 0)),
+                       str(first.interrupted)]  # fmt: skip
+    with sqlite3.connect(out / "ledger.sqlite") as db:
+        stories = {s for (s,) in db.execute("SELECT story_id FROM requests WHERE cache_hit = 0")}
+    db.close()
+    if kill_at == 1:  # orphaned workers finish the task in hand and take no other
+        assert 1 <= len(stories) <= workers < 3
     # the rerun completes from the cache; the ledger counts every call that was made
     config = RunConfig(
         suite_dir=suite, models=["race-echo"], conditions=CONDITIONS.split(","), out=out,

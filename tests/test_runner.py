@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import threading
 from pathlib import Path
 from typing import ClassVar
 
@@ -18,11 +20,12 @@ from vsb.adapters.base import (
     require_env,
 )
 from vsb.cli.main import main
-from vsb.errors import AdapterError, UnknownNameError
+from vsb.errors import AdapterError, RunError, UnknownNameError
 from vsb.fsio import sha256_hex
 from vsb.generator.generate import generate_story, write_suite
 from vsb.ledger import Ledger
-from vsb.runner import RunConfig, image_path, run
+from vsb.locks import LOCK_NAME
+from vsb.runner import RunConfig, RunResult, image_path, run
 
 CONDS = ["independent", "previous_text", "structured_memory", "previous_image"]
 
@@ -238,3 +241,45 @@ def test_cli_run_and_ledger(
     assert "procedural-drift-mid" in table and "$0.0000" in table and "48" in table
     assert main(["ledger", str(tmp_path / "nowhere")]) == 1
     assert "no ledger" in capsys.readouterr().err
+
+
+class Held(Echo):
+    """Blocks in its first call until released (the run holds its directory meanwhile)."""
+
+    name = "fake-held"
+    entered = threading.Event()
+    release = threading.Event()
+
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        Held.entered.set()
+        assert Held.release.wait(30)
+        return super().generate(request)
+
+
+def test_one_run_per_directory(small_suite: Path, tmp_path: Path) -> None:
+    Held.entered.clear()
+    Held.release.clear()
+    done: list[RunResult] = []
+    first = threading.Thread(
+        target=lambda: done.append(
+            run(_cfg(small_suite, tmp_path, ["fake-held"]), adapters={"fake-held": Held()})
+        )
+    )
+    first.start()
+    try:
+        assert Held.entered.wait(30)
+        assert (tmp_path / "run" / LOCK_NAME).read_text() == f"{os.getpid()}\n"
+        with pytest.raises(RunError) as err:
+            run(_cfg(small_suite, tmp_path, ["fake-echo"]), adapters={"fake-echo": Echo()})
+        assert str(err.value) == (
+            f"{tmp_path / 'run'}: run directory is in use by another vsb run "
+            f"(pid {os.getpid()}); wait for it to finish or choose another directory"
+        )
+    finally:
+        Held.release.set()
+        first.join(30)
+    assert done[0].images == 32 and not (tmp_path / "run" / LOCK_NAME).exists()
+    # the directory is the first run's: nothing of the refused one got in
+    assert {r["model"] for r in _records(tmp_path / "run")} == {"fake-held"}
+    again = run(_cfg(small_suite, tmp_path, ["fake-echo"]), adapters={"fake-echo": Echo()})
+    assert again.images == 32 and not (tmp_path / "run" / LOCK_NAME).exists()

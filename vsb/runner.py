@@ -22,13 +22,16 @@ Crash safety and concurrency:
   directory until it is done: a second run on the same directory fails at once, naming the
   pid that holds it; the lock goes with its process, so a killed run never blocks the next;
 - runs on different directories that share a cache never generate a key twice: the cache
-  claims each key while it is being generated (``vsb.cache``).
+  claims each key while it is being generated (``vsb.cache``);
+- a fork worker whose ``vsb run`` process was killed finishes the task in hand (its calls
+  reach the ledger and the cache) and takes no other.
 """
 
 from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -110,6 +113,8 @@ class _Shared:
     run_dir: Path
     seed: int
     pricing: Pricing
+    #: the ``vsb run`` process; a fork worker whose parent is gone stops taking tasks
+    parent: int = field(default_factory=os.getpid)
 
 
 _STATE: _Shared | None = None
@@ -164,6 +169,8 @@ def _run_task(task: tuple[int, str]) -> _TaskOutput:
     i, model = task
     adapter = st.adapters[model]
     out = _TaskOutput(model)
+    if os.getpid() != st.parent and os.getppid() != st.parent:
+        return out  # the run was killed: nobody will collect this task, generate nothing
     hits: list[LedgerEntry] = []  # calls are recorded as they happen; hits at the end
     try:
         _run_scenes(st, i, adapter, out, hits)

@@ -51,7 +51,11 @@ def run(
     samples_dir: Path | None,
     samples_source: str | None,
 ) -> None:
-    """Generate every (story, scene, model, condition) image into OUT (resumable via the cache)."""
+    """Generate every (story, scene, model, condition) image into OUT (resumable via the cache).
+
+    One run at a time per OUT (a second one fails at once, naming the pid holding OUT); runs
+    on different OUTs may share --cache and never generate the same image twice. Every
+    adapter call is in OUT/ledger.sqlite, even after a kill (see `vsb ledger`)."""
     from vsb.adapters.registry import get_adapter, resolve_models
     from vsb.conditions import resolve_conditions
     from vsb.runner import RunConfig

@@ -134,14 +134,14 @@ def _call(
     st: _Shared,
     adapter: ImageModelAdapter,
     req: GenerationRequest,
-    where: tuple[str, str, int],
+    where: tuple[str, str, str, int],
 ) -> GenerationResult:
     """One adapter call, recorded in the ledger before and after it (both committed before
-    the cache may store the image)."""
-    cname, story_id, scene = where
+    the cache may store the image). ``where``: key, condition, story id, scene."""
+    key, cname, story_id, scene = where
     price_key = getattr(adapter, "pricing_key", req.model)
     row = st.ledger.begin(
-        req.key(), req.model, condition=cname, story_id=story_id, scene=scene,
+        key, req.model, condition=cname, story_id=story_id, scene=scene,
         cost_usd=st.pricing.price(price_key),
     )  # fmt: skip
     t0 = time.perf_counter()
@@ -204,7 +204,7 @@ def _run_scenes(
             error: str | None = None
             try:
                 result, hit = st.cache.get(
-                    key, partial(_call, st, adapter, req, (cname, story.id, k))
+                    key, partial(_call, st, adapter, req, (key, cname, story.id, k))
                 )
             except CredentialMissing as err:
                 out.credential_error = str(err)

@@ -293,3 +293,14 @@ def test_fifo_and_directory_named_like_stories(
     (suite / "suite.json.tmp").rename(suite / "suite.json")
     with pytest.raises(InputError, match=r"suite\.json: not a regular file"):
         load_suite_index(suite)
+
+
+def test_overlong_story_id(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A 300-character id passed validation, then ``vsb run`` died on a folder name."""
+    long_id = "a" * 300
+    p = work / "suite" / "wardrobe-easy.json"
+    doc = json.loads(p.read_text())
+    doc["id"] = long_id
+    p.write_text(json.dumps(doc))
+    _edit_index(work / "suite", 0, id=long_id)
+    _assert_refused(work, capsys, f"{p}: /id: a story id has at most 100 characters, not 300")

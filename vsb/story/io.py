@@ -33,6 +33,8 @@ ALLOWED_SCENE_COUNTS = (3, 5, 8)
 MAX_STORY_BYTES = 16 * 1024 * 1024
 """Largest story or suite index read (a generated story is about 40 kB)."""
 INDEX_NAME = "suite.json"
+MAX_ID_CHARS = 100
+"""Longest story id (it becomes a file and a folder name; generated ids have about 30)."""
 
 
 @lru_cache(maxsize=1)
@@ -126,6 +128,13 @@ def _check_story(path: Path, found: list[Story]) -> Iterator[StoryValidationErro
     except PydanticError as exc:  # schema and models agree, so this is a safety net
         first = exc.errors()[0]
         yield StoryValidationError(first["msg"], file=path, location=_pointer(first["loc"]))
+        return
+    if len(story.id) > MAX_ID_CHARS:  # the id names files and folders of every run
+        yield StoryValidationError(
+            f"a story id has at most {MAX_ID_CHARS} characters, not {len(story.id)}",
+            file=path,
+            location="/id",
+        )
         return
     found.append(story)
     yield from _structure_problems(story, path)

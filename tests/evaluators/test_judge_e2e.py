@@ -162,3 +162,28 @@ def test_validate_judge_recovers_the_injected_error_rate(
     assert main(["validate-judge", str(sim_small)]) == 0
     out = " ".join(capsys.readouterr().out.split())  # rich wraps long lines
     assert "vlm (openai-compatible:sim): error rate against the oracle 0.1" in out
+
+
+def test_cross_frame_questions_one_call_per_pair_validated(sim_small: Path, tmp_path: Path) -> None:
+    from vsb.validation.judge import validate_run
+
+    recs = [json.loads(x) for x in (sim_small / "records.jsonl").read_text().splitlines()]
+    shas = {(r["model"], r["story_id"], r["scene"]): r["sha256"] for r in recs}
+    pairs = {(shas[(m, s, k - 1)], sha) for (m, s, k), sha in shas.items() if k > 1}
+    with SimJudgeServer(sim_small, error_rate=0.1, seed=5) as server:
+        argv = ["evaluate", str(sim_small), "--evaluator", "vlm_xframe", "--judge",
+                "openai-compatible:sim", "--base-url", server.url, "--cache",
+                str(tmp_path / "c")]  # fmt: skip
+        assert main(argv) == 0
+        assert server.requests == len(pairs)  # one call per distinct pair of frames
+        body = server.bodies[0]
+    content = body["messages"][1]["content"]
+    assert [p["type"] for p in content] == ["image_url", "image_url", "text"]
+    rows = [r for r in _rows(sim_small) if r["evaluator"] == "vlm_xframe"]
+    assert {r["attribute"] for r in rows} == {"same_person", "same_clothes", "same_place"}
+    assert {r["dimension"] for r in rows} == {"identity", "clothing", "environment"}
+    report = validate_run(sim_small)
+    g = report.section("vlm_xframe").agreement
+    assert g.n_answers == len(rows)
+    assert g.error_rate_ci_low is not None and g.error_rate_ci_high is not None
+    assert g.error_rate_ci_low <= 0.1 <= g.error_rate_ci_high

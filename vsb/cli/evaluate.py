@@ -27,8 +27,8 @@ def _usd(x: float | None) -> str:
     "evaluators",
     default=None,
     metavar="NAME[,NAME…]",
-    help="Evaluators to run: rules, pairwise, vlm. Default: rules and pairwise, plus vlm when "
-    "--judge is given. Only the named evaluators' rows are replaced; others are kept.",
+    help="Evaluators to run: rules, pairwise, vlm, clip, dino. Default: rules and pairwise, plus "
+    "vlm when --judge is given. Only the named evaluators' rows are replaced; others are kept.",
 )
 @click.option("--model", "models", default=None, help="Only these models (comma-separated).")
 @click.option(
@@ -81,7 +81,35 @@ def _usd(x: float | None) -> str:
     default=".vsb-cache",
     show_default=True,
     type=click.Path(file_okay=False, path_type=Path),
-    help="Where judge answers are cached (a rerun pays nothing).",
+    help="Where judge answers and embeddings are cached (a rerun pays nothing).",
+)
+@click.option(
+    "--clip-model",
+    default=None,
+    metavar="NAME_OR_DIR",
+    help="clip evaluator: a hub name in the local Hugging Face cache or a model directory "
+    "[default: openai/clip-vit-base-patch32].",
+)
+@click.option(
+    "--dino-model",
+    default=None,
+    metavar="NAME_OR_DIR",
+    help="dino evaluator: a hub name in the local Hugging Face cache or a model directory "
+    "[default: facebook/dinov2-small].",
+)
+@click.option(
+    "--device",
+    default="cpu",
+    show_default=True,
+    type=click.Choice(["cpu", "cuda", "mps"]),
+    help="Where the clip and dino models run.",
+)
+@click.option(
+    "--batch-size",
+    default=32,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Images (and texts) per forward pass of the clip and dino models.",
 )
 @click.option(
     "--workers",
@@ -102,6 +130,10 @@ def evaluate(
     budget: float | None,
     dry_run: bool,
     cache_dir: Path,
+    clip_model: str | None,
+    dino_model: str | None,
+    device: str,
+    batch_size: int,
     workers: int,
 ) -> None:
     """Judge RUN_DIR's images: the extractor + rule checker and pairwise signals on renders,
@@ -114,6 +146,7 @@ def evaluate(
       vsb evaluate run --evaluator vlm --judge openai-compatible:qwen2.5-vl \\
           --base-url http://127.0.0.1:8000/v1 --model stored:flux --condition independent
     """
+    from vsb.evaluators.embed import EmbedOptions
     from vsb.evaluators.evaluate import evaluate_run, plan_judge
     from vsb.evaluators.judge_store import JudgePricing
     from vsb.evaluators.vlm_judge import JudgeOptions
@@ -130,10 +163,25 @@ def evaluate(
         pricing=JudgePricing.load(),
     )
     model_list, cond_list = _names(models), _names(conditions)
+    chosen = _names(evaluators) or []
+    for name, value in (("clip", clip_model), ("dino", dino_model)):
+        if value is not None and name not in chosen:
+            raise click.UsageError(f"--{name}-model is only used by the {name} evaluator")
+    defaults = EmbedOptions()
+    embed_options = EmbedOptions(
+        clip_model=clip_model or defaults.clip_model,
+        dino_model=dino_model or defaults.dino_model,
+        device=device,
+        batch_size=batch_size,
+        cache_dir=cache_dir,
+    )
     if dry_run:
         if transport is None:
             raise click.UsageError("--dry-run plans judge calls: give --judge")
-        plan = plan_judge(run_dir, transport, options, models=model_list, conditions=cond_list)
+        plan = plan_judge(
+            run_dir, transport, options, models=model_list, conditions=cond_list,
+            evaluators=_names(evaluators),
+        )  # fmt: skip
         click.echo(
             f"{transport.judge_model}: {plan.calls} calls, {plan.cached} cached, "
             f"{plan.to_make} to make, estimated cost {_usd(plan.estimated_usd)}"
@@ -155,12 +203,16 @@ def evaluate(
     ) as bar:
         local = bar.add_task("evaluating", total=None)
         judged = bar.add_task("judging", total=None, visible=transport is not None)
+        embedded = bar.add_task("embedding", total=None, visible=False)
 
         def progress(done: int, total: int) -> None:
             bar.update(local, completed=done, total=total, refresh=True)
 
         def judge_progress(done: int, total: int) -> None:
             bar.update(judged, completed=done, total=total, refresh=True)
+
+        def embed_progress(done: int, total: int) -> None:
+            bar.update(embedded, completed=done, total=total, visible=True, refresh=True)
 
         result = evaluate_run(
             run_dir,
@@ -172,6 +224,8 @@ def evaluate(
             judge=transport,
             judge_options=options,
             judge_progress=judge_progress,
+            embed_options=embed_options,
+            embed_progress=embed_progress,
         )
     for line in result.warnings:
         click.echo(f"warning: {line}", err=True)
@@ -188,4 +242,10 @@ def evaluate(
         click.echo(
             f"judge {j.judge_model}: {j.calls} calls, {j.cache_hits} cached, "
             f"cost {_usd(j.cost_usd)}; verdicts: {verdicts}"
+        )
+    for e in result.embed:
+        texts = f"; {e.texts} texts, {e.texts_computed} embedded" if e.evaluator == "clip" else ""
+        click.echo(
+            f"{e.evaluator} {e.model}: {e.images} images, {e.computed} embedded, "
+            f"{e.cached} cached{texts}"
         )

@@ -43,6 +43,13 @@ except ImportError:  # TEMPORARY until the robust decoder lands
         return _D(image)
 
 
+from vsb.evaluators.embed import (
+    EMBED_EVALUATORS,
+    EmbedOptions,
+    EmbedSummary,
+    check_embeddings,
+    run_embeddings,
+)
 from vsb.evaluators.registry import (
     DEFAULT_EVALUATORS,
     EvaluatorOutput,
@@ -54,6 +61,9 @@ from vsb.evaluators.vlm_judge import (
     EVALUATOR_NAME as JUDGE,
 )
 from vsb.evaluators.vlm_judge import (
+    PAIRS_EVALUATOR as PAIRS,
+)
+from vsb.evaluators.vlm_judge import (
     CallOutcome,
     CostPlan,
     JudgeCall,
@@ -62,6 +72,7 @@ from vsb.evaluators.vlm_judge import (
     failed_calls_error,
     plan_calls,
     plan_cost,
+    plan_pair_calls,
     rows_from_outcomes,
     transcript_row,
 )
@@ -82,6 +93,8 @@ SIGNAL_COLUMNS: tuple[str, ...] = (
     "model", "condition", "story_id", "scene", "signal", "value", "evaluator",
 )  # fmt: skip
 TRANSCRIPT_FILE = "judge_calls.jsonl"
+#: Evaluators that run through the VLM judge (per frame; per pair of consecutive frames).
+JUDGES: tuple[str, ...] = (JUDGE, PAIRS)
 
 
 @dataclass(frozen=True)
@@ -116,6 +129,7 @@ class EvaluationResult:
     warnings: tuple[str, ...] = ()
     not_applicable: int = 0
     judge: JudgeSummary | None = None
+    embed: tuple[EmbedSummary, ...] = ()  # what the embedding evaluators computed
 
 
 @dataclass
@@ -221,13 +235,14 @@ def resolve_evaluators(
     names = tuple(evaluators) if evaluators else (*DEFAULT_EVALUATORS, *((JUDGE,) if judge else ()))
     for name in names:
         evaluator_info(name)  # unknown names fail before any work
-    if JUDGE in names and judge is None:
+    judged = [n for n in names if n in JUDGES]
+    if judged and judge is None:
         raise InputError(
-            "--evaluator vlm needs a judge: --judge openai-compatible:MODEL [--base-url URL], "
-            "anthropic:MODEL, replay:DIR or mock[:ERROR_RATE]"
+            f"--evaluator {judged[0]} needs a judge: --judge openai-compatible:MODEL "
+            "[--base-url URL], anthropic:MODEL, replay:DIR or mock[:ERROR_RATE]"
         )
-    if judge is not None and JUDGE not in names:
-        raise InputError("--judge is only used by the vlm evaluator: add vlm to --evaluator")
+    if judge is not None and not judged:
+        raise InputError("--judge is only used by the vlm evaluators: add vlm to --evaluator")
     return names
 
 
@@ -259,14 +274,28 @@ def _prepare(
     return _Selection(root, stories, tasks, {(t.model, t.condition) for t in tasks})
 
 
-def _judge_calls(sel: _Selection, judge: VlmTransport, options: JudgeOptions) -> list[JudgeCall]:
-    frames = [
-        (t.model, t.condition, t.story_id, k, p, sel.stories[t.story_id].scenes[k - 1])
-        for t in sel.tasks
-        for k, p in t.images
-        if p is not None
-    ]
-    return plan_calls(frames, judge.judge_model, options.batch)
+def _judge_calls(
+    sel: _Selection,
+    judge: VlmTransport,
+    options: JudgeOptions,
+    names: Sequence[str] = (JUDGE,),
+) -> list[JudgeCall]:
+    calls: list[JudgeCall] = []
+    if JUDGE in names:
+        frames = [
+            (t.model, t.condition, t.story_id, k, p, sel.stories[t.story_id].scenes[k - 1])
+            for t in sel.tasks
+            for k, p in t.images
+            if p is not None
+        ]
+        calls += plan_calls(frames, judge.judge_model, options.batch)
+    if PAIRS in names:
+        seqs = [
+            (t.model, t.condition, t.story_id, list(t.images), sel.stories[t.story_id].scenes)
+            for t in sel.tasks
+        ]
+        calls += plan_pair_calls(seqs, judge.judge_model)
+    return calls
 
 
 def plan_judge(
@@ -276,10 +305,12 @@ def plan_judge(
     *,
     models: Sequence[str] | None = None,
     conditions: Sequence[str] | None = None,
+    evaluators: Sequence[str] | None = None,
 ) -> CostPlan:
     """The dry run of a judge pass: calls not yet cached and their estimated cost."""
+    names = [n for n in resolve_evaluators(evaluators, judge) if n in JUDGES]
     sel = _prepare(run_dir, models, conditions)
-    return plan_cost(_judge_calls(sel, judge, options), judge, options)
+    return plan_cost(_judge_calls(sel, judge, options, names), judge, options)
 
 
 def _run_local(
@@ -331,13 +362,14 @@ def _run_judge(
     options: JudgeOptions,
     progress: ProgressFn | None,
     ledger_path: Path,
+    names: Sequence[str],
 ) -> tuple[list[CallOutcome], list[dict[str, Any]], list[dict[str, Any]]]:
     from vsb.ledger import Ledger
 
     check = getattr(judge, "check_credentials", None)
     if check is not None:
         check()
-    calls = _judge_calls(sel, judge, options)
+    calls = _judge_calls(sel, judge, options, names)
     done = 0
     with Ledger(ledger_path) as ledger:
         ledger.start_session(f"evaluate {JUDGE} {judge.judge_model}")
@@ -413,12 +445,19 @@ def evaluate_run(
     judge_options: JudgeOptions | None = None,
     judge_progress: ProgressFn | None = None,
     ledger_path: str | Path | None = None,
+    embed_options: EmbedOptions | None = None,
+    embed_progress: ProgressFn | None = None,
 ) -> EvaluationResult:
     """Evaluate the images of a run directory and write ``RUN/evaluations/``; judge calls
     are recorded in ``ledger_path`` (default ``RUN/ledger.sqlite``)."""
     names = resolve_evaluators(evaluators, judge)
     sel = _prepare(run_dir, models, conditions)
-    local_names = tuple(n for n in names if n != JUDGE)
+    # Embedding evaluators (clip, dino) run in their own phase below, never in the fork pool.
+    embed_names = tuple(n for n in names if n in EMBED_EVALUATORS)
+    eopts = embed_options or EmbedOptions()
+    if embed_names:
+        check_embeddings(embed_names, eopts)  # extra and weights present, before any work
+    local_names = tuple(n for n in names if n not in JUDGES and n not in EMBED_EVALUATORS)
     local = _Local()
     if local_names:
         local = _run_local(sel, local_names, workers, progress)
@@ -428,7 +467,8 @@ def evaluate_run(
     if judge is not None:
         opts = judge_options or JudgeOptions()
         ledger = Path(ledger_path) if ledger_path else sel.root / "ledger.sqlite"
-        outcomes, jreq, jsig = _run_judge(sel, judge, opts, judge_progress, ledger)
+        judged = [n for n in names if n in JUDGES]
+        outcomes, jreq, jsig = _run_judge(sel, judge, opts, judge_progress, ledger, judged)
         req_rows, sig_rows = req_rows + jreq, sig_rows + jsig
         transcript = [transcript_row(o, judge.judge_model) for o in outcomes]
         costs = [o.cost_usd for o in outcomes]
@@ -439,6 +479,12 @@ def evaluate_run(
             cost_usd=None if any(c is None for c in costs) else sum(c or 0.0 for c in costs),
             verdicts=dict(Counter(str(r["verdict"]) for r in jreq)),
         )
+    embed_summary: list[EmbedSummary] = []
+    if embed_names:
+        esig, embed_summary = run_embeddings(
+            sel.stories, sel.tasks, embed_names, eopts, embed_progress
+        )
+        sig_rows = sig_rows + esig
     out_dir = sel.root / "evaluations"
     all_req = _merge(_existing(out_dir / "requirements.jsonl"), req_rows, names, sel.cells)
     all_sig = _merge(_existing(out_dir / "signals.jsonl"), sig_rows, names, sel.cells)
@@ -463,6 +509,7 @@ def evaluate_run(
         warnings=tuple(warnings),
         not_applicable=sum(r.get("verdict") == "not_applicable" for r in req_rows),
         judge=summary,
+        embed=tuple(embed_summary),
     )
     present = list(dict.fromkeys(_row_evaluator(r) for r in [*all_req, *all_sig]))
     atomic_write_json(

@@ -12,7 +12,9 @@ Built-ins:
 
 - ``rules``: blind extractor + rule checker (renders only);
 - ``pairwise``: colour-histogram intersection of consecutive frames (renders only);
-- ``vlm``: the VLM question-answering judge (any image; needs ``--judge``; paid).
+- ``vlm``: the VLM question-answering judge (any image; needs ``--judge``; paid);
+- ``vlm_xframe``: the judge's cross-frame questions on consecutive frames (same person, same
+  clothes, same place; VinaBench's consistency checks), scored as an evaluator of its own.
 """
 
 from __future__ import annotations
@@ -207,4 +209,18 @@ add(EvaluatorInfo(
 add(EvaluatorInfo(
     "vlm", "verdicts", "any", True, "vsb.evaluators.vlm_judge:VlmJudge", needs="--judge",
     description="VLM question-answering judge, one call per scene (any image)",
+))  # fmt: skip
+add(EvaluatorInfo(
+    "vlm_xframe", "verdicts", "any", True, "vsb.evaluators.vlm_judge:VlmJudge", needs="--judge",
+    description="VLM cross-frame questions on consecutive frames: same person, clothes, place",
+))  # fmt: skip
+add(EvaluatorInfo(
+    "clip", "signals", "any", False, "vsb.evaluators.embed:ClipEvaluator",
+    needs="CLIP weights (--clip-model); pip install 'vsb[embed]'",
+    description="CLIP text–image similarity and reciprocal rank among negative texts (any image)",
+))  # fmt: skip
+add(EvaluatorInfo(
+    "dino", "signals", "any", False, "vsb.evaluators.embed:DinoEvaluator",
+    needs="DINOv2 weights (--dino-model); pip install 'vsb[embed]'",
+    description="DINOv2 CLS similarity to the previous frame and to scene 1 (any image)",
 ))  # fmt: skip

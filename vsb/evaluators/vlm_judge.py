@@ -34,12 +34,13 @@ from vsb.errors import AdapterError, RunError
 from vsb.evaluators.judge_store import JudgeCache, JudgePricing, call_key
 from vsb.evaluators.registry import EvaluatorOutput, Frame
 from vsb.evaluators.rules import RequirementResult, Verdict
-from vsb.evaluators.vlm_questions import Question, question_for
+from vsb.evaluators.vlm_questions import Question, pair_questions, question_for
 from vsb.evaluators.vlm_transports import JudgeReply, JudgeRequest, VlmTransport
 from vsb.story.models import Requirement, Scene, Story
 
 Answer = Literal["YES", "NO", "UNSURE"]
 EVALUATOR_NAME = "vlm"
+PAIRS_EVALUATOR = "vlm_xframe"
 SIGNAL_NAME = "vlm_pass_rate"
 
 _RULES = (
@@ -52,6 +53,12 @@ SYSTEM_PROMPT = (
     "You are checking one picture from an illustrated story. You get numbered questions about "
     "it. Answer every question on its own line, in order, as its number, a colon and one word: "
     "YES, NO or UNSURE (for example `1: YES`). " + _RULES
+)
+SYSTEM_PROMPT_PAIRS = (
+    "You are comparing two consecutive pictures from an illustrated story: the first picture, "
+    "then the second. You get numbered questions about them. Answer every question on its "
+    "own line, in order, as its number, a colon and one word: YES, NO or UNSURE (for example "
+    "`1: YES`). " + _RULES
 )
 SYSTEM_PROMPT_SINGLE = (
     "You are checking one picture from an illustrated story against a single question. "
@@ -141,6 +148,10 @@ class JudgeCall:
     prompt: str
     key: str
     probes: tuple[str, ...] = ()  # object kinds asked about "of any colour" (after the rest)
+    #: Cross-frame calls: the earlier frame's image (``image_path`` is the later one's, and
+    #: comes second in the request), and the evaluator their rows belong to.
+    prev_image_path: str | None = None
+    evaluator: str = EVALUATOR_NAME
 
     @property
     def max_tokens(self) -> int:
@@ -230,13 +241,53 @@ def plan_calls(
     return calls
 
 
+def plan_pair_calls(
+    sequences: Iterable[tuple[str, str, str, list[tuple[int, str | None]], list[Scene]]],
+    judge_model: str,
+) -> list[JudgeCall]:
+    """One cross-frame call per pair of consecutive frames that both exist:
+    ``(model, condition, story_id, [(scene, image_path)], scenes)`` sequences."""
+    calls = []
+    for model, condition, story_id, images, scenes in sequences:
+        paths = dict(images)
+        for k in sorted(paths):
+            a, b = paths.get(k - 1), paths[k]
+            if a is None or b is None:
+                continue
+            pairs = pair_questions(scenes[k - 2], scenes[k - 1])
+            if not pairs:
+                continue
+            sha = ":".join(hashlib.sha256(Path(x).read_bytes()).hexdigest() for x in (a, b))
+            qs = tuple(q for _, q in pairs)
+            prompt = scene_prompt(qs)
+            calls.append(
+                JudgeCall(
+                    model,
+                    condition,
+                    story_id,
+                    k,
+                    b,
+                    sha,
+                    tuple(r for r, _ in pairs),
+                    qs,
+                    SYSTEM_PROMPT_PAIRS,
+                    prompt,
+                    call_key(judge_model, SYSTEM_PROMPT_PAIRS, prompt, sha),
+                    prev_image_path=a,
+                    evaluator=PAIRS_EVALUATOR,
+                )
+            )
+    return calls
+
+
 def estimate_cost(call: JudgeCall, pricing: JudgePricing | None, judge_model: str) -> float | None:
     """An upper estimate of a call's cost (text at ~4 characters a token, the image at the
     listed tokens, every output token used); None when the price is unknown."""
     price = pricing.price(judge_model) if pricing else None
     if price is None:
         return None
-    tokens_in = price.image_tokens + math.ceil((len(call.system) + len(call.prompt)) / 4)
+    images = 2 if call.prev_image_path else 1
+    tokens_in = images * price.image_tokens + math.ceil((len(call.system) + len(call.prompt)) / 4)
     return price.cost(tokens_in, call.max_tokens)
 
 
@@ -281,13 +332,18 @@ def plan_cost(
 
 def _request(call: JudgeCall) -> JudgeRequest:
     data = Path(call.image_path).read_bytes()
+    first = data
+    extra: tuple[bytes, ...] = ()
+    if call.prev_image_path is not None:
+        first, extra = Path(call.prev_image_path).read_bytes(), (data,)
     return JudgeRequest(
-        image=data,
-        media_type=media_type(data),
+        image=first,
+        media_type=media_type(first),
         system=call.system,
         prompt=call.prompt,
         max_tokens=call.max_tokens,
         expected=tuple(q.expect for q in call.questions),
+        extra_images=extra,
     )
 
 
@@ -414,7 +470,7 @@ def outcome_results(out: CallOutcome, judge_model: str) -> list[RequirementResul
                 answer,
                 v == "passed",
                 label,
-                EVALUATOR_NAME,
+                call.evaluator,
                 verdict=v,
                 judge_model=judge_model,
             )
@@ -427,25 +483,26 @@ def rows_from_outcomes(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Requirement rows and ``vlm_pass_rate`` signal rows of finished calls."""
     req_rows: list[dict[str, Any]] = []
-    frames: dict[tuple[str, str, str, int], list[bool]] = {}
+    frames: dict[tuple[str, str, str, str, int], list[bool]] = {}
     for out in outcomes:
         c = out.call
         for r in outcome_results(out, judge_model):
             req_rows.append(
                 r.row(model=c.model, condition=c.condition, story_id=c.story_id, scene=c.scene)
             )
-            frames.setdefault((c.model, c.condition, c.story_id, c.scene), []).append(r.passed)
+            key = (c.evaluator, c.model, c.condition, c.story_id, c.scene)
+            frames.setdefault(key, []).append(r.passed)
     sig_rows = [
         {
             "model": m,
             "condition": cond,
             "story_id": s,
             "scene": k,
-            "signal": SIGNAL_NAME,
+            "signal": f"{ev}_pass_rate",
             "value": sum(passed) / len(passed),
-            "evaluator": EVALUATOR_NAME,
+            "evaluator": ev,
         }
-        for (m, cond, s, k), passed in frames.items()
+        for (ev, m, cond, s, k), passed in frames.items()
     ]
     return req_rows, sig_rows
 
@@ -456,7 +513,7 @@ def transcript_row(out: CallOutcome, judge_model: str) -> dict[str, Any]:
     hits, latency and cost are in the ledger)."""
     c, reply = out.call, out.reply
     return {
-        "evaluator": EVALUATOR_NAME,
+        "evaluator": c.evaluator,
         "judge_model": judge_model,
         "model": c.model,
         "condition": c.condition,

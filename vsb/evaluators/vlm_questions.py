@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from vsb.errors import InputError
-from vsb.story.models import Requirement, SceneState
+from vsb.story.models import Requirement, Scene, SceneState
 from vsb.vocab import OBJECT_KINDS
 
 _SKIN = {
@@ -169,3 +169,51 @@ def question_for(req: Requirement, state: SceneState) -> Question:
     if req.subject in state.objects:
         return _object_question(req, state)
     return _character_question(req, state)
+
+
+#: Cross-frame facts: (dimension, taxonomy) of each.
+PAIR_FACTS: dict[str, tuple[str, str]] = {
+    "same_person": ("identity", "identity_drift"),
+    "same_clothes": ("clothing", "clothing_change"),
+    "same_place": ("environment", "wrong_location"),
+}
+
+
+def _pair_req(k: int, subject: str, attribute: str, expected: bool) -> Requirement:
+    dimension, taxonomy = PAIR_FACTS[attribute]
+    return Requirement(
+        id=f"x{k}.{subject}.{attribute}", dimension=dimension, taxonomy=taxonomy,
+        source="memory", subject=subject, attribute=attribute, expected=expected,
+    )  # fmt: skip
+
+
+def pair_questions(prev: Scene, cur: Scene) -> list[tuple[Requirement, Question]]:
+    """Cross-frame questions about two consecutive frames (VinaBench's consistency checks,
+    with vsb's known truth): for every character in both scenes, whether they look the same
+    person and wear the same clothes (YES when the story keeps them), and whether the two
+    pictures show the same place (YES when the story stays). The requirement's scene is the
+    later frame; its expected value is whether the two should look alike."""
+    a, b = prev.state, cur.state
+    out = []
+    for name, c in b.characters.items():
+        p = a.characters.get(name)
+        if p is None or not (p.present and c.present):
+            continue
+        who = person(a, name)
+        out.append((
+            _pair_req(cur.index, name, "same_person", True),
+            Question(f"Is {who} in the first picture also in the second picture, with the "
+                     "same skin tone and the same hair colour and style?", "YES"),
+        ))  # fmt: skip
+        same = (p.top, p.trousers, p.accessory) == (c.top, c.trousers, c.accessory)
+        out.append((
+            _pair_req(cur.index, name, "same_clothes", same),
+            Question(f"Does {who} wear the same clothes in both pictures?",
+                     "YES" if same else "NO"),
+        ))  # fmt: skip
+    same_place = a.location == b.location
+    out.append((
+        _pair_req(cur.index, "scene", "same_place", same_place),
+        Question("Do the two pictures show the same place?", "YES" if same_place else "NO"),
+    ))  # fmt: skip
+    return out

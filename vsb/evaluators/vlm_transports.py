@@ -54,6 +54,16 @@ class JudgeRequest:
     prompt: str
     max_tokens: int
     expected: tuple[str, ...] = ()
+    #: Further images after the first (cross-frame questions compare two frames).
+    extra_images: tuple[bytes, ...] = ()
+
+    def images(self) -> tuple[bytes, ...]:
+        """Every image of the request, in order."""
+        return (self.image, *self.extra_images)
+
+    def images_sha256(self) -> str:
+        """sha256 of the image, or of each image joined by ':'."""
+        return ":".join(hashlib.sha256(x).hexdigest() for x in self.images())
 
 
 @dataclass(frozen=True)
@@ -157,20 +167,22 @@ class OpenAICompatibleVlm:
 
     def ask(self, request: JudgeRequest) -> JudgeReply:
         key = _key(self.api_key_env, optional=self.key_optional)
-        data_uri = f"data:{request.media_type};base64,{base64.b64encode(request.image).decode()}"
+        parts: list[dict[str, Any]] = [
+            {
+                "type": "image_url",
+                "image_url": {
+                    "url": f"data:{request.media_type};base64,{base64.b64encode(x).decode()}"
+                },
+            }
+            for x in request.images()
+        ]
         body = {
             "model": self.model,
             "temperature": 0,
             "max_tokens": request.max_tokens,
             "messages": [
                 {"role": "system", "content": request.system},
-                {
-                    "role": "user",
-                    "content": [
-                        {"type": "image_url", "image_url": {"url": data_uri}},
-                        {"type": "text", "text": request.prompt},
-                    ],
-                },
+                {"role": "user", "content": [*parts, {"type": "text", "text": request.prompt}]},
             ],
         }
         url = f"{self.base_url}/chat/completions"
@@ -228,14 +240,17 @@ class AnthropicVlm:
                 {
                     "role": "user",
                     "content": [
-                        {
-                            "type": "image",
-                            "source": {
-                                "type": "base64",
-                                "media_type": request.media_type,
-                                "data": base64.b64encode(request.image).decode(),
-                            },
-                        },
+                        *(
+                            {
+                                "type": "image",
+                                "source": {
+                                    "type": "base64",
+                                    "media_type": request.media_type,
+                                    "data": base64.b64encode(x).decode(),
+                                },
+                            }
+                            for x in request.images()
+                        ),
                         {"type": "text", "text": request.prompt},
                     ],
                 }
@@ -296,7 +311,7 @@ class ReplayVlm:
         )
 
     def ask(self, request: JudgeRequest) -> JudgeReply:
-        sha = hashlib.sha256(request.image).hexdigest()
+        sha = request.images_sha256()
         try:
             return JudgeReply(self.answers[replay_key(sha, request.system, request.prompt)])
         except KeyError:
@@ -319,7 +334,7 @@ class MockVlm:
 
     def ask(self, request: JudgeRequest) -> JudgeReply:
         self.calls += 1
-        seed = hashlib.sha256(request.image + request.prompt.encode("utf-8")).digest()
+        seed = hashlib.sha256(b"".join(request.images()) + request.prompt.encode("utf-8")).digest()
         rng = np.random.default_rng(int.from_bytes(seed[:8], "big"))
         flips = rng.random(len(request.expected)) < self.error_rate
         answers = [

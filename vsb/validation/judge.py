@@ -69,7 +69,7 @@ from vsb.validation.signals import (
     signal_table,
     story_means,
 )
-from vsb.validation.truth import oracle_agreement
+from vsb.validation.truth import PAIR_ATTRIBUTES, PairTruth, oracle_agreement
 from vsb.validation.write import VALIDATION_DIR, write_judge
 
 __all__ = ["VALIDATION_DIR", "present_evaluators", "validate_run", "write_judge"]
@@ -135,6 +135,7 @@ def _section(
     faults: list[Fault],
     table: SignalTable,
     truth: dict[tuple[str, str, str], float],
+    pairs: PairTruth | None = None,
 ) -> tuple[EvaluatorValidation, dict[Frame, float]]:
     """One evaluator's section and the per-frame values of its pass-rate signal."""
     applicable = rows.subset([v != _NOT_APPLICABLE for v in rows.verdict])
@@ -165,9 +166,17 @@ def _section(
         taxonomy_by_model=by_model,
         pass_rate=signal_auroc(ev, signal, values, faulty),
         coherence=correlation(name, coherence_signal(name), memory_coherence(applicable), truth),
-        agreement=oracle_agreement(applicable, faults),
+        agreement=oracle_agreement(applicable, faults, pairs),
     )
     return section, values
+
+
+def _pair_truth(root: Path) -> PairTruth:
+    """What every frame rendered (the run's suite with the oracle laid over it)."""
+    from vsb.fsio import iter_jsonl
+    from vsb.story.io import load_suite
+
+    return PairTruth(load_suite(root / "suite"), (f for _, f in iter_jsonl(root / FAULTS_FILE)))
 
 
 def validate_run(
@@ -192,13 +201,14 @@ def validate_run(
     all_frames = set(frames_of(rows.subset([v != _NOT_APPLICABLE for v in rows.verdict])))
     chosen = rows.subset([e in keep for e in rows.evaluator])
     truth = oracle_coherence(chosen, faults)
+    pairs = _pair_truth(root) if any(a in PAIR_ATTRIBUTES for a in chosen.attribute) else None
 
     sections: list[EvaluatorValidation] = []
     values: dict[tuple[str, str], dict[Frame, float]] = {}
     for name in _ordered(keep & set(rows.evaluator)):
         note(f"{name}: recall and precision")
         sec, vals = _section(
-            name, rows.subset([e == name for e in rows.evaluator]), faults, table, truth
+            name, rows.subset([e == name for e in rows.evaluator]), faults, table, truth, pairs
         )
         sections.append(sec)
         values[(sec.pass_rate.evaluator, sec.pass_rate.signal)] = vals

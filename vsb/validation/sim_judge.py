@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from vsb.evaluators.vlm_questions import question_for
+from vsb.evaluators.vlm_questions import pair_questions, question_for
 from vsb.fsio import iter_jsonl
 from vsb.story.io import load_suite
-from vsb.validation.truth import requirement_true
+from vsb.validation.truth import PairTruth, requirement_true
 
 FrameKey = tuple[str, str, str, int]
 _ALIASES = {"hair_color": "hair", "hair_style": "hair", "color": "present"}
@@ -49,12 +49,15 @@ class SimJudge:
         self.seed = seed
         stories = {s.id: s for s in load_suite(root / "suite")}
         self.frames: dict[str, FrameKey] = {}
+        self.all_frames: dict[str, list[FrameKey]] = defaultdict(list)
+        self.sha_of: dict[FrameKey, str] = {}
         for _, rec in iter_jsonl(root / "records.jsonl"):
             if rec.get("error") is None:
                 sha = hashlib.sha256((root / rec["path"]).read_bytes()).hexdigest()
-                self.frames.setdefault(
-                    sha, (rec["model"], rec["condition"], rec["story_id"], int(rec["scene"]))
-                )
+                frame = (rec["model"], rec["condition"], rec["story_id"], int(rec["scene"]))
+                self.frames.setdefault(sha, frame)
+                self.all_frames[sha].append(frame)
+                self.sha_of[frame] = sha
         self.faults: dict[FrameKey, set[tuple[str, str]]] = defaultdict(set)
         self.gone: dict[FrameKey, set[str]] = defaultdict(set)  # objects not drawn at all
         oracle = root / "oracle" / "faults.jsonl"
@@ -67,6 +70,41 @@ class SimJudge:
                     if f["attribute"] == "present" and f.get("rendered_value") is False:
                         self.gone[key].add(str(f["subject"]))
         self.stories = stories
+        raw = [f for _, f in iter_jsonl(oracle)] if oracle.is_file() else []
+        self.pairs = PairTruth(stories.values(), raw)
+
+    def _flip(self, answer: str, frame: FrameKey, ident: str) -> str:
+        model, cond, sid, k = frame
+        digest = hashlib.sha256(f"{model}|{cond}|{sid}|{k}|{ident}".encode()).digest()
+        rng = np.random.default_rng([self.seed, int.from_bytes(digest[:8], "big")])
+        if rng.random() < self.error_rate:
+            return "NO" if answer == "YES" else "YES"
+        return answer
+
+    def pair_answers(self, first: bytes, second: bytes, questions: list[str]) -> list[str]:
+        """Answers to cross-frame questions about two consecutive frames."""
+        a = hashlib.sha256(first).hexdigest()
+        b = hashlib.sha256(second).hexdigest()
+        frame = next(
+            (f for f in self.all_frames.get(b, []) if self.sha_of.get((*f[:3], f[3] - 1)) == a),
+            None,
+        )
+        if frame is None:
+            return ["UNSURE"] * len(questions)
+        scenes = self.stories[frame[2]].scenes
+        asked = {
+            q.text: (r, q) for r, q in pair_questions(scenes[frame[3] - 2], scenes[frame[3] - 1])
+        }
+        out = []
+        for text in questions:
+            if text not in asked:
+                out.append("UNSURE")
+                continue
+            req, _ = asked[text]
+            alike = self.pairs.alike(frame, req.subject, req.attribute)
+            answer = "YES" if alike else "NO"
+            out.append(self._flip(answer, frame, req.id))
+        return out
 
     def answers(self, image: bytes, questions: list[str]) -> list[str]:
         """YES/NO answers to the questions (texts as asked) about the image's scene; each text
@@ -162,12 +200,14 @@ class SimJudgeServer:
         if self.latency_s:
             time.sleep(self.latency_s)
         user = body["messages"][-1]["content"]
-        uri = next(p["image_url"]["url"] for p in user if p.get("type") == "image_url")
+        uris = [p["image_url"]["url"] for p in user if p.get("type") == "image_url"]
         text = next(p["text"] for p in user if p.get("type") == "text")
-        m = _DATA_URI.match(uri)
-        image = base64.b64decode(m.group(1)) if m else b""
+        images = [base64.b64decode(m.group(1)) if (m := _DATA_URI.match(u)) else b"" for u in uris]
         numbered = re.findall(r"^\d+\. (.*)$", text, flags=re.M)
-        answers = self.judge.answers(image, numbered or [text.strip()])
+        if len(images) == 2:
+            answers = self.judge.pair_answers(images[0], images[1], numbered)
+        else:
+            answers = self.judge.answers(images[0], numbered or [text.strip()])
         n = len(answers)
         content = (
             "\n".join(f"{i}: {a}" for i, a in enumerate(answers, start=1))

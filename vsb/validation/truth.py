@@ -8,6 +8,11 @@ would answer, so an evaluator's *error rate against the oracle* (the share of it
 failed verdicts that disagree with the truth) estimates how often its answers are wrong,
 whatever labels it gives: a judge that flips each answer with probability p shows p.
 ``unsure`` and ``parse_failure`` verdicts are not answers; they have rates of their own.
+
+Cross-frame facts (``same_person``, ``same_clothes``, ``same_place`` of a frame and the one
+before it) compare what was *rendered* in the two frames (``PairTruth``: the story's state
+with the oracle's rendered values laid over it): the fact holds when the two renderings
+are alike exactly when the story says they should be.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from vsb.scores.inputs import RequirementRows
+from vsb.story.models import Story
 from vsb.validation.matching import Fault, Frame
 from vsb.validation.metrics import wilson_interval
 from vsb.validation.models import OracleAgreement
@@ -47,8 +53,54 @@ def requirement_true(subject: str, attribute: str, expected: Any, faults: FaultS
     return not (attribute == "holder" and (str(expected), "present") in faults)
 
 
-def oracle_agreement(rows: RequirementRows, faults: Iterable[Fault]) -> OracleAgreement:
-    """How often ``rows``' passed/failed verdicts agree with the oracle's truth."""
+PAIR_ATTRIBUTES: dict[str, tuple[str, ...]] = {
+    "same_person": ("skin", "hair_color", "hair_style"),
+    "same_clothes": ("top", "trousers", "accessory"),
+    "same_place": ("location",),
+}
+
+
+class PairTruth:
+    """What each frame rendered: the story's expected state, overridden by the oracle's
+    rendered values (``faults`` are raw oracle rows: subject, attribute, rendered_value)."""
+
+    def __init__(self, stories: Iterable[Story], faults: Iterable[dict[str, Any]]) -> None:
+        self.stories = {s.id: s for s in stories}
+        self.over: dict[Frame, dict[tuple[str, str], Any]] = defaultdict(dict)
+        for f in faults:
+            frame = (str(f["model"]), str(f["condition"]), str(f["story_id"]), int(f["scene"]))
+            if f.get("visual", True):
+                self.over[frame][(str(f["subject"]), str(f["attribute"]))] = f.get("rendered_value")
+
+    def rendered(self, frame: Frame, subject: str, attribute: str) -> Any:
+        """The value frame rendered for (subject, attribute)."""
+        over = self.over.get(frame, {})
+        if (subject, attribute) in over:
+            return over[(subject, attribute)]
+        state = self.stories[frame[2]].scenes[frame[3] - 1].state
+        if subject == "scene":
+            return getattr(state, attribute)
+        return getattr(state.characters[subject], attribute)
+
+    def alike(self, frame: Frame, subject: str, attribute: str) -> bool:
+        """Whether ``frame`` and the frame before it rendered the pair fact alike (a
+        character missing from either is never alike)."""
+        prev = (*frame[:3], frame[3] - 1)
+        if subject != "scene" and not all(
+            self.rendered(f, subject, "present") for f in (prev, frame)
+        ):
+            return False
+        return all(
+            self.rendered(prev, subject, a) == self.rendered(frame, subject, a)
+            for a in PAIR_ATTRIBUTES[attribute]
+        )
+
+
+def oracle_agreement(
+    rows: RequirementRows, faults: Iterable[Fault], pairs: PairTruth | None = None
+) -> OracleAgreement:
+    """How often ``rows``' passed/failed verdicts agree with the oracle's truth (cross-frame
+    rows need ``pairs``; without it they are left out)."""
     sets = fault_sets(faults)
     n = wrong = false_pass = false_fail = 0
     for i, verdict in enumerate(rows.verdict):
@@ -59,9 +111,15 @@ def oracle_agreement(rows: RequirementRows, faults: Iterable[Fault]) -> OracleAg
             expected = json.loads(rows.expected[i])
         except ValueError:
             expected = rows.expected[i]
-        truth = requirement_true(
-            rows.subject[i], rows.attribute[i], expected, sets.get(frame, set())
-        )
+        if rows.attribute[i] in PAIR_ATTRIBUTES:
+            if pairs is None:
+                continue
+            alike = pairs.alike(frame, rows.subject[i], rows.attribute[i])
+            truth = alike == bool(expected)
+        else:
+            truth = requirement_true(
+                rows.subject[i], rows.attribute[i], expected, sets.get(frame, set())
+            )
         n += 1
         if truth != (verdict == "passed"):
             wrong += 1

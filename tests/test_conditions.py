@@ -1,4 +1,5 @@
-"""The six prompting conditions: registry, contexts, and which facts each context carries."""
+"""The prompting conditions: registry, contexts, and which facts each context carries (the six
+main ones, the placebo and the field ablations)."""
 
 from __future__ import annotations
 
@@ -6,16 +7,24 @@ import json
 
 import pytest
 
+from vsb import vocab
 from vsb.conditions import (
+    ABLATIONS,
+    FACT_GROUPS,
+    PLACEBO_CONDITION,
     PRIMARY_CONDITION,
+    ablation_names,
+    all_condition_names,
     condition_names,
+    fact_group,
     fact_value,
     get_condition,
+    placebo_partner,
     resolve_conditions,
     state_json,
     state_summary,
 )
-from vsb.errors import UnknownNameError
+from vsb.errors import InputError, UnknownNameError
 from vsb.fsio import canonical_json
 from vsb.generator.generate import generate_story
 from vsb.story.models import Story
@@ -128,3 +137,144 @@ def test_what_each_context_supplies(default_suite: list[Story]) -> None:
     assert cond["full_context"].context_factor == 1.6
     assert cond["previous_text"].context_factor == 1.0
     assert cond["previous_image"].reference_image and cond["previous_image"].context_factor is None
+
+
+ABLATION_NAMES = [
+    "structured_memory-no_identity",
+    "structured_memory-no_clothing",
+    "structured_memory-no_objects",
+    "structured_memory-no_environment",
+]
+
+
+def test_control_conditions_registered_apart_from_all() -> None:
+    assert all_condition_names() == [*SIX, "random_context", *ABLATION_NAMES]
+    assert ablation_names() == ABLATION_NAMES == list(ABLATIONS)
+    assert PLACEBO_CONDITION == "random_context"
+    assert resolve_conditions("ablations") == ABLATION_NAMES
+    assert resolve_conditions("All, random_context") == [*SIX, "random_context"]
+    assert resolve_conditions("independent,ABLATIONS,independent") == [
+        "independent",
+        *ABLATION_NAMES,
+    ]
+    assert resolve_conditions("") == []
+    kinds = {n: get_condition(n).kind for n in all_condition_names()}
+    assert [n for n, k in kinds.items() if k == "main"] == SIX
+    assert kinds["random_context"] == "placebo"
+    for name, group in ABLATIONS.items():
+        cond = get_condition(name)
+        assert cond.kind == "ablation" and cond.removes == group
+        assert cond.stream == PRIMARY_CONDITION and cond.context_factor == 1.0
+    assert get_condition("random_context").stream == "independent"
+    assert all(get_condition(n).stream == n for n in SIX)
+    with pytest.raises(UnknownNameError, match="structured_memory-no_identity"):
+        resolve_conditions("structured_memory-no_hair")
+
+
+def test_fact_groups_cover_the_requirements(default_suite: list[Story]) -> None:
+    seen: dict[str | None, set[str]] = {}
+    for story in default_suite:
+        for scene in story.scenes:
+            for r in scene.requirements:
+                g = fact_group(r.subject, r.attribute)
+                seen.setdefault(g, set()).add(r.dimension)
+                if r.subject == "scene":
+                    assert g == ("environment" if r.attribute != "order" else None)
+                elif r.subject in vocab.OBJECT_KINDS:
+                    assert g == "objects"
+                elif r.attribute in ("skin", "hair"):
+                    assert g == "identity" and r.dimension == "identity"
+                elif r.attribute in ("top", "trousers", "accessory"):
+                    assert g == "clothing" and r.dimension == "clothing"
+                else:
+                    assert r.attribute in ("present", "pose") and g is None
+    assert set(seen) == {*FACT_GROUPS, None}
+    assert seen["environment"] == {"environment", "chronology"}
+    assert {"object_persistence", "object_state", "spatial"} <= seen["objects"]
+
+
+def test_ablation_contexts_drop_exactly_their_group(default_suite: list[Story]) -> None:
+    story = next(s for s in default_suite if s.id == "object_persistence-hard")
+    k = 4
+    full = state_json(story.scenes[k - 2].state)
+    removed = {
+        "identity": {"skin", "hair"},
+        "clothing": {"top", "trousers", "accessory"},
+        "objects": {"objects"},
+        "environment": {"location", "time", "day", "weather"},
+    }
+    for name, group in ABLATIONS.items():
+        ctx = get_condition(name).context(story, k)
+        assert ctx.condition == name and ctx.text is None and not ctx.reference_image
+        data = ctx.data
+        assert data is not None and json.loads(canonical_json(data)) == data
+        gone = removed[group]
+        assert set(data) == set(full) - gone
+        for char, fields in full["characters"].items():
+            assert data["characters"][char] == {f: v for f, v in fields.items() if f not in gone}, (
+                name,
+                char,
+            )
+        for key in set(full) - gone - {"characters"}:
+            assert data[key] == full[key]
+        assert get_condition(name).context(story, 1).is_empty()
+    assert full["objects"], "the story should have objects in scene 3"
+
+
+def test_ablations_supply_structured_memory_minus_their_group(
+    default_suite: list[Story],
+) -> None:
+    sm = get_condition(PRIMARY_CONDITION)
+    counts = dict.fromkeys(ABLATIONS, 0)
+    for story in default_suite:
+        for scene in story.scenes[1:]:
+            k = scene.index
+            for r in scene.requirements:
+                full = sm.supplies(story, k, r)
+                for name, group in ABLATIONS.items():
+                    got = get_condition(name).supplies(story, k, r)
+                    in_group = fact_group(r.subject, r.attribute) == group
+                    assert got == (full and not in_group), (name, story.id, r.id)
+                    counts[name] += full and in_group
+    assert all(n > 100 for n in counts.values()), counts
+
+
+def test_placebo_is_another_storys_memory(default_suite: list[Story]) -> None:
+    placebo = get_condition("random_context")
+    ids = {s.id for s in default_suite}
+    for story in default_suite:
+        partner = placebo_partner(story)
+        assert placebo_partner(story) is partner  # fixed (and memoised)
+        assert partner.category == story.category and len(partner.scenes) == len(story.scenes)
+        names = {c.name for c in story.world.characters}
+        assert not names & {c.name for c in partner.world.characters}
+        assert placebo.context(story, 1).is_empty()
+        for k in range(2, len(story.scenes) + 1):
+            ctx = placebo.context(story, k)
+            assert ctx.data == state_json(partner.scenes[k - 2].state)
+            assert ctx.data != state_json(story.scenes[k - 2].state)
+            assert not set(ctx.data["characters"]) & names
+            for r in story.scenes[k - 1].requirements:
+                assert not placebo.supplies(story, k, r)
+    assert len({placebo_partner(s).seed for s in default_suite}) == len(ids)
+
+
+def test_placebo_partner_is_the_same_for_the_paraphrase() -> None:
+    plain = generate_story("possession", "hard", "p-hard", seed=11)
+    para = generate_story("possession", "hard", "p-hard", seed=11, paraphrase=True)
+    other = generate_story("possession", "hard", "p-hard", seed=12)
+    placebo = get_condition("random_context")
+    for k in range(2, len(plain.scenes) + 1):
+        assert placebo.context(para, k) == placebo.context(plain, k)
+    assert placebo_partner(other).seed != placebo_partner(plain).seed
+
+
+def test_placebo_partner_of_an_odd_length() -> None:
+    base = generate_story("counting", "medium", "c-odd", seed=4)
+    four = base.model_copy(update={"scenes": base.scenes[:4]})
+    partner = placebo_partner(four)
+    assert len(partner.scenes) >= 3 and partner.category == "counting"
+    hard = generate_story("counting", "hard", "c-long", seed=4)
+    long = hard.model_copy(update={"scenes": [*hard.scenes, *hard.scenes[:2]]})
+    with pytest.raises(InputError, match="no placebo partner"):
+        placebo_partner(long)

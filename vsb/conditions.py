@@ -1,7 +1,8 @@
 """Prompting conditions: what context a model gets besides the scene text.
 
 The scene text (``scene.text``, plain or paraphrased) never changes across conditions;
-only the context does. Every condition is registered by name in ``CONDITIONS``:
+only the context does. Every condition is registered by name in ``CONDITIONS``. The six
+main conditions (``--condition all``):
 
 ==================  ==============================================================
 independent         no context
@@ -12,21 +13,59 @@ summarized_state    a one-paragraph summary of every persistent fact
 full_context        every previous scene text
 ==================  ==============================================================
 
-A condition also says which of a scene's facts its context carries (``supplies``); the
-procedural simulators use that, with ``context_factor``, to set corruption probabilities.
-Scene 1 gets no context under any condition (there is no previous scene).
+Controls of the primary condition (issue 16), run by name or as a set:
+
+=================================  ==================================================
+random_context                     placebo: the structured memory of *another* story
+                                   of the same template and length (``placebo_partner``)
+structured_memory-no_identity      structured memory without skin and hair
+structured_memory-no_clothing      ... without top, trousers and accessory
+structured_memory-no_objects       ... without the objects
+structured_memory-no_environment   ... without location, time, day and weather
+=================================  ==================================================
+
+``--condition ablations`` names the four ``structured_memory-no_*`` variants. A condition
+also says which of a scene's facts its context carries (``supplies``); the procedural
+simulators use that, with ``context_factor``, to set corruption probabilities. An ablation
+supplies what structured memory supplies minus its fact group, so a removed fact gets the
+memory fault rate again. The placebo supplies no fact: its facts are another story's, and
+the simulators ignore them (a simulator copies a context's fact only when it is this story's
+fact with this story's value: they model a model that is neither helped nor misled by a
+context about other people and places). ``stream_of`` names the condition whose random
+stream a simulator shares (common random numbers with the condition a control is compared
+with): an ablation shares structured memory's, so the paired difference isolates the removed
+group; the placebo shares independent's, so for a simulator it *is* no context (the same
+images), and any placebo gain measured on simulators would come from the pipeline, not from
+chance. Scene 1 gets no context under any condition (there is no previous scene).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from functools import lru_cache
+from typing import Any, Literal
 
+from vsb import vocab
+from vsb.errors import InputError, TransitionError
 from vsb.registry import Registry
-from vsb.story.models import Requirement, SceneState, Story, Value
+from vsb.story.models import DIFFICULTIES, Requirement, SceneState, Story, Value
 
 PRIMARY_CONDITION = "structured_memory"
+PLACEBO_CONDITION = "random_context"
+#: The fact groups an ablation can remove from the structured memory, in display order.
+FACT_GROUPS: tuple[str, ...] = ("identity", "clothing", "objects", "environment")
+#: Ablation condition -> the fact group it removes.
+ABLATIONS: dict[str, str] = {f"{PRIMARY_CONDITION}-no_{g}": g for g in FACT_GROUPS}
+#: The JSON keys of ``state_json`` each group removes (per character, or at the top level).
+_GROUP_KEYS: dict[str, tuple[str, ...]] = {
+    "identity": ("skin", "hair"),
+    "clothing": ("top", "trousers", "accessory"),
+    "objects": ("objects",),
+    "environment": ("location", "time", "day", "weather"),
+}
+ConditionKind = Literal["main", "placebo", "ablation"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +98,18 @@ class Condition:
     context_factor: float | None = None
     #: The context is the previous generated image (visual facts only).
     reference_image: bool = False
+    #: main (``--condition all``), placebo, or ablation (``--condition ablations``).
+    kind: ConditionKind = "main"
+    #: The condition a simulator draws this one's chain from (common random numbers with the
+    #: condition it is compared with); None: its own stream.
+    stream_of: str | None = None
+    #: The fact group an ablation removes (``FACT_GROUPS``); None otherwise.
+    removes: str | None = None
+
+    @property
+    def stream(self) -> str:
+        """The name of the random stream a simulator draws this condition's chain from."""
+        return self.stream_of or self.name
 
     def context(self, story: Story, k: int) -> ConditionContext:
         """The context for scene ``k`` (1-based) of ``story``."""
@@ -77,6 +128,9 @@ def register(
     supplies: Supplies,
     context_factor: float | None = None,
     reference_image: bool = False,
+    kind: ConditionKind = "main",
+    stream_of: str | None = None,
+    removes: str | None = None,
 ) -> Callable[[Callable[[Story, int], ConditionContext]], Callable[[Story, int], ConditionContext]]:
     """Decorator: register a context builder ``(story, k) -> ConditionContext`` as a condition."""
 
@@ -85,7 +139,17 @@ def register(
     ) -> Callable[[Story, int], ConditionContext]:
         CONDITIONS.add(
             name,
-            Condition(name, description, build, supplies, context_factor, reference_image),
+            Condition(
+                name,
+                description,
+                build,
+                supplies,
+                context_factor,
+                reference_image,
+                kind,
+                stream_of,
+                removes,
+            ),
         )
         return build
 
@@ -98,17 +162,40 @@ def get_condition(name: str) -> Condition:
 
 
 def condition_names() -> list[str]:
-    """Every registered condition, in registration order."""
+    """The six main conditions (what ``--condition all`` means), in registration order."""
+    return [n for n in CONDITIONS.names() if CONDITIONS.get(n).kind == "main"]
+
+
+def all_condition_names() -> list[str]:
+    """Every registered condition (main, placebo, ablations), in registration order."""
     return CONDITIONS.names()
 
 
+def ablation_names() -> list[str]:
+    """The ablations of the primary condition (what ``--condition ablations`` means)."""
+    return [n for n in CONDITIONS.names() if CONDITIONS.get(n).kind == "ablation"]
+
+
+#: Names that stand for a set of conditions in ``resolve_conditions`` (any case).
+CONDITION_SETS: dict[str, Callable[[], list[str]]] = {
+    "all": condition_names,
+    "ablations": ablation_names,
+}
+
+
 def resolve_conditions(spec: str) -> list[str]:
-    """A comma-separated list of condition names, or ``all``; unknown names raise."""
-    if spec.strip() == "all":
-        return condition_names()
-    names = [n.strip() for n in spec.split(",") if n.strip()]
-    for n in names:
-        get_condition(n)
+    """A comma-separated list of condition names and sets (``all``: the six main conditions,
+    ``ablations``: the four field ablations), e.g. ``all,random_context``; unknown names
+    raise, duplicates are dropped (first place kept)."""
+    names: list[str] = []
+    for token in (t.strip() for t in spec.split(",")):
+        if not token:
+            continue
+        expand = CONDITION_SETS.get(token.lower())
+        if expand is not None:
+            names += expand()
+        else:
+            names.append(get_condition(token).name)
     return list(dict.fromkeys(names))
 
 
@@ -176,6 +263,31 @@ def _supplies_previous_image(story: Story, k: int, req: Requirement) -> bool:
     )
 
 
+def fact_group(subject: str, attribute: str) -> str | None:
+    """The fact group (``FACT_GROUPS``) of a requirement's (subject, attribute); None for
+    facts no ablation removes (a character's presence and pose, the left-to-right order)."""
+    if subject == "scene":
+        return "environment" if attribute in ("location", "weather", "time") else None
+    if subject in vocab.OBJECT_KINDS:
+        return "objects"
+    if attribute in _GROUP_KEYS["identity"]:
+        return "identity"
+    if attribute in _GROUP_KEYS["clothing"]:
+        return "clothing"
+    return None
+
+
+def _supplies_without(group: str) -> Supplies:
+    """What structured memory supplies, minus the facts of ``group``."""
+
+    def supplies(story: Story, k: int, req: Requirement) -> bool:
+        return fact_group(req.subject, req.attribute) != group and _supplies_previous_state(
+            story, k, req
+        )
+
+    return supplies
+
+
 def _supplies_full_context(story: Story, k: int, req: Requirement) -> bool:
     """The latest earlier statement of the fact holds the current value."""
     for j in range(k - 1, 0, -1):
@@ -188,9 +300,9 @@ def _supplies_full_context(story: Story, k: int, req: Requirement) -> bool:
 # --- context builders ------------------------------------------------------------------------
 
 
-def state_json(state: SceneState) -> dict[str, Any]:
+def state_json(state: SceneState, without: str | None = None) -> dict[str, Any]:
     """The state fields a model needs, as plain JSON (characters seen so far, objects that
-    have entered the story)."""
+    have entered the story), less the keys of the fact group ``without`` (an ablation)."""
     chars: dict[str, Any] = {}
     for name, c in state.characters.items():
         if not c.seen:
@@ -218,7 +330,7 @@ def state_json(state: SceneState) -> dict[str, Any]:
         else:
             entry["place"] = o.place
         objs[kind] = entry
-    return {
+    out = {
         "location": state.location,
         "time": state.time,
         "day": state.day,
@@ -227,6 +339,67 @@ def state_json(state: SceneState) -> dict[str, Any]:
         "characters": chars,
         "objects": objs,
     }
+    if without is not None:
+        drop = _GROUP_KEYS[without]
+        out = {k: v for k, v in out.items() if k not in drop}
+        for c in chars.values():
+            for key in drop:
+                c.pop(key, None)
+    return out
+
+
+# --- the placebo's partner story ---------------------------------------------------------------
+
+#: Draws tried for a placebo partner before giving up (a clash of names is rare).
+_PARTNER_ATTEMPTS = 64
+
+
+def placebo_seed(story_id: str, seed: int, attempt: int) -> int:
+    """The generator seed of the ``attempt``-th partner draw for a story (63 bits of sha256
+    over its id and seed: a story's plain and paraphrased copies share it)."""
+    digest = hashlib.sha256(f"placebo:{story_id}:{seed}:{attempt}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def placebo_partner(story: Story) -> Story:
+    """The story whose structured memory ``random_context`` shows for ``story``.
+
+    A fresh story of the same template (category) and difficulty — hence the same length
+    in the generated suites — drawn with ``placebo_seed``: the first draw that has at least
+    ``len(story.scenes) - 1`` scenes and shares no character name with ``story`` (so its
+    facts are about other people; its objects and places may share kinds and names with
+    ``story``'s, with other values). A story whose length its difficulty does not give
+    takes the shortest difficulty long enough. Fixed for a given story: a pure function
+    of (id, seed, category, difficulty, character names, length)."""
+    names = tuple(c.name for c in story.world.characters)
+    return _partner(
+        story.id, story.seed, story.category, story.difficulty, names, len(story.scenes)
+    )
+
+
+@lru_cache(maxsize=256)
+def _partner(
+    story_id: str, seed: int, category: str, difficulty: str, names: tuple[str, ...], n: int
+) -> Story:
+    from vsb.generator.generate import generate_story
+
+    difficulties = [difficulty, *(d for d in DIFFICULTIES if d != difficulty)]
+    for d in difficulties:
+        for attempt in range(_PARTNER_ATTEMPTS):
+            try:
+                partner = generate_story(
+                    category, d, story_id, seed=placebo_seed(story_id, seed, attempt)
+                )
+            except TransitionError:  # pragma: no cover - the templates' fallbacks held so far
+                continue
+            if len(partner.scenes) < n - 1:
+                break  # this difficulty is too short for the story: try the next one
+            if not {c.name for c in partner.world.characters} & set(names):
+                return partner
+    raise InputError(
+        f"story {story_id!r}: no placebo partner of template {category!r} with "
+        f"{n - 1}+ scenes and other characters (random_context)"
+    )
 
 
 def _join(names: list[str]) -> str:
@@ -318,3 +491,35 @@ def _summarized_state(story: Story, k: int) -> ConditionContext:
 def _full_context(story: Story, k: int) -> ConditionContext:
     texts = [f"Scene {s.index}: {s.text}" for s in story.scenes[: k - 1]]
     return ConditionContext("full_context", text="\n".join(texts))
+
+
+@register(
+    PLACEBO_CONDITION,
+    "placebo: the structured memory of another story of the same template and length",
+    supplies=_supplies_nothing,
+    context_factor=1.0,
+    kind="placebo",
+    stream_of="independent",
+)
+def _random_context(story: Story, k: int) -> ConditionContext:
+    partner = placebo_partner(story)
+    return ConditionContext(PLACEBO_CONDITION, data=state_json(partner.scenes[k - 2].state))
+
+
+def _register_ablation(name: str, group: str) -> None:
+    def build(story: Story, k: int) -> ConditionContext:
+        return ConditionContext(name, data=state_json(story.scenes[k - 2].state, without=group))
+
+    register(
+        name,
+        f"structured memory without the {group} facts (ablation)",
+        supplies=_supplies_without(group),
+        context_factor=1.0,
+        kind="ablation",
+        stream_of=PRIMARY_CONDITION,
+        removes=group,
+    )(build)
+
+
+for _name, _group in ABLATIONS.items():
+    _register_ablation(_name, _group)

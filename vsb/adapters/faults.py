@@ -87,7 +87,10 @@ class SceneSim:
 def fact_probability(
     params: SimulatorParams, condition: Condition, story: Story, k: int, req: Requirement
 ) -> float:
-    """The per-scene corruption probability of ``req`` in scene ``k`` under ``condition``."""
+    """The per-scene corruption probability of ``req`` in scene ``k`` under ``condition``.
+
+    What the context does not supply gets ``p_memory``: a fact an ablation removed from the
+    structured memory, and every fact under the placebo (whose context is another story's)."""
     if req.source == "prompt" or k == 1:
         p = params.p_adherence
     elif condition.context_factor is not None and condition.supplies(story, k, req):

@@ -11,6 +11,14 @@ from the reference bytes it is handed (the image bonus applies to the facts visi
 previous frame). The faults of each image travel in ``metadata["faults"]``; the runner
 writes them to the sealed oracle file.
 
+The controls of the primary condition (``vsb.conditions``) are simulated on the random
+stream of the condition they are compared with (``Condition.stream``: common random
+numbers). An ablation draws structured memory's stream, so its images differ from the
+structured-memory ones only where a removed fact drew a fault the full memory would have
+prevented. The placebo supplies no fact (its facts are another story's and are ignored), so
+every memory fact gets ``p_memory`` as without context, and it draws independent's stream:
+its images are the independent ones, by design.
+
 ==================== ========= =========== ===========
 simulator            p_memory  p_adherence image_bonus
 ==================== ========= =========== ===========
@@ -86,8 +94,9 @@ class ProceduralSimulator(ImageModelAdapter):
         key = (story_sha256, condition, seed)
         sims = self._memo.get(key)
         if sims is None:
-            rng = chain_rng(self.name, story.id, condition, seed)
-            sims = simulate_story(story, get_condition(condition), self.params, rng)
+            cond = get_condition(condition)
+            rng = chain_rng(self.name, story.id, cond.stream, seed)
+            sims = simulate_story(story, cond, self.params, rng)
             self._memo[key] = sims
             if len(self._memo) > _MEMO_SIZE:
                 self._memo.popitem(last=False)

@@ -31,12 +31,14 @@ from vsb.scores.inputs import (
     REQUIREMENTS_FILE,
     RequirementRows,
     load_requirements,
+    load_signals,
     read_manifest,
     release_name,
     require_run_dir,
 )
 from vsb.scores.judge_swap import judge_swap
 from vsb.scores.models import NotApplicable, RunIdentity, ScoresReport
+from vsb.scores.signals import SignalScore, signal_scores
 from vsb.scores.table import CONDITION_ORDER, StoryTable, build_story_table, ordered_names
 from vsb.story.models import DIMENSIONS
 
@@ -127,6 +129,7 @@ def _report(
     cfg: Settings,
     model_order: Sequence[str],
     condition_order: Sequence[str],
+    signals: Sequence[SignalScore] = (),
 ) -> ScoresReport:
     evaluators = list(parts)
     scores = [r for p in parts.values() for r in p.scores]
@@ -149,6 +152,7 @@ def _report(
         rank_stability=[r for p in parts.values() for r in p.stability],
         not_applicable=not_applicable,
         judge_swap=judge_swap(scores, evaluators, conditions, models),
+        signals=list(signals),
     )
 
 
@@ -213,7 +217,11 @@ def score_input(
         first = [n for n in not_applicable if n.evaluator == chosen[0]]
         raise RunError(refusal(chosen[0], first, str(inp.root)))
     order = (*inp.condition_order, *CONDITION_ORDER)
-    return _report(inp.run, parts, judge_models, not_applicable, cfg, inp.model_order, order)
+    sig = signal_scores(
+        load_signals(inp.root), seed=cfg.seed, n_resamples=cfg.n_resamples,
+        confidence=cfg.confidence, model_order=inp.model_order, condition_order=order,
+    )  # fmt: skip
+    return _report(inp.run, parts, judge_models, not_applicable, cfg, inp.model_order, order, sig)
 
 
 def run_identity(run_dir: Path, release: str | None = None) -> RunIdentity:

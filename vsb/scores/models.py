@@ -20,6 +20,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from vsb.scores.signals import SignalScore
+
 SCORES_FORMAT_VERSION = "2.0"
 PRIMARY_CONDITION = "structured_memory"
 
@@ -248,4 +250,9 @@ class ScoresReport(BaseModel):
     )
     judge_swap: list[JudgeSwap] = Field(
         description="Per condition and evaluator pair: ranking agreement of the shared models."
+    )
+    signals: list[SignalScore] = Field(
+        default_factory=list,
+        description="Mean of each continuous signal per (model, condition) with its story "
+        "bootstrap CI (clip_rr: MRR); see vsb.scores.signals.",
     )

@@ -21,6 +21,7 @@ from vsb.scores.models import (
     NotApplicable,
     ScoresReport,
 )
+from vsb.scores.signals import SIGNAL_HEADER
 
 SCORES_DIR = "scores"
 MODEL_HEADER = (
@@ -97,7 +98,7 @@ def _na_rows(report: ScoresReport) -> Iterable[list[Any]]:
 
 
 def write_scores(run_dir: str | Path, report: ScoresReport) -> list[Path]:
-    """Write ``scores.json`` and the six CSV tables under ``RUN/scores/``; return the paths."""
+    """Write ``scores.json`` and the seven CSV tables under ``RUN/scores/``; return the paths."""
     out = Path(run_dir) / SCORES_DIR
     story_header = ["evaluator", "model", "condition", "story_id", "n_images", "n_requirements"]
     story_header += [f"dim_{d}" for d in report.dimensions] + [f"summary_{s}" for s in SUMMARIES]
@@ -111,6 +112,9 @@ def write_scores(run_dir: str | Path, report: ScoresReport) -> list[Path]:
         "rank_stability.csv": csv_text(RANK_HEADER, _rank_rows(report)),
         "judge_swap.csv": csv_text(SWAP_HEADER, _swap_rows(report)),
         "not_applicable.csv": csv_text(NA_HEADER, _na_rows(report)),
+        "signals.csv": csv_text(
+            SIGNAL_HEADER, ([getattr(s, f) for f in SIGNAL_HEADER] for s in report.signals)
+        ),
     }
     paths = [out / "scores.json"]
     atomic_write_json(paths[0], report.model_dump(mode="json"))

@@ -1,0 +1,392 @@
+"""The embedding evaluators: CLIP text–image similarity and ranking, DINOv2 frame consistency.
+
+Signals (one row per frame, higher = more coherent; docs/CONTRACTS.md):
+
+- ``clip`` / ``clip_text``: cosine similarity between a frame's image and its scene's text;
+- ``clip`` / ``clip_rr``: reciprocal rank of the scene's own text among candidate texts ranked
+  by CLIP similarity to the image (VinaBench's ranking idea, made story-aware). The
+  candidates are the own text, every other scene of the same story (hard negatives: same
+  characters, other events) and scenes of other stories of the suite, drawn without
+  replacement up to ``pool_size`` candidates in all. The draw depends only on the suite,
+  the seed and (story, scene), never on which models were evaluated, so every model is
+  ranked against the same texts. A negative whose text equals the own text is dropped;
+  a negative as similar as the own text ranks above it (ties are not in the frame's favour).
+  The mean of ``clip_rr`` is the MRR (``vsb.scores.signals``).
+- ``dino`` / ``dino_prev``: cosine similarity of DINOv2 CLS embeddings of a frame and the
+  frame before it (from scene 2 on); ``dino`` / ``dino_first``: of a frame and scene 1 (drift
+  over the story). A frame without an image (generation failed) has no rows.
+
+Both read any image. They run as their own phase of ``vsb evaluate`` (never in the fork pool):
+every distinct image (by sha256 of its bytes) and text is embedded once per model, in batches
+of ``batch_size`` (the next batch is decoded and preprocessed while the model runs), and
+cached in ``CACHE/embeddings.sqlite`` by (model identity, content sha256), so a rerun
+computes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+from PIL import Image
+
+from vsb.errors import InputError
+from vsb.evaluators.embed_cache import EmbeddingCache, vector_key
+from vsb.evaluators.embed_models import (
+    DEFAULT_MODELS,
+    Encoder,
+    Kind,
+    Weights,
+    load_encoder,
+    locate_weights,
+    require_extra,
+)
+from vsb.evaluators.registry import EvaluatorOutput, Frame
+from vsb.story.models import Story
+
+#: The embedding evaluators (``vsb evaluate`` runs them in their own phase).
+EMBED_EVALUATORS: tuple[Kind, ...] = ("clip", "dino")
+SIGNALS: dict[str, tuple[str, ...]] = {
+    "clip": ("clip_text", "clip_rr"),
+    "dino": ("dino_prev", "dino_first"),
+}
+ProgressFn = Callable[[int, int], None]
+Vectors = NDArray[np.float32]
+
+
+@dataclass(frozen=True)
+class EmbedOptions:
+    """How the embedding evaluators run."""
+
+    clip_model: str = DEFAULT_MODELS["clip"]
+    dino_model: str = DEFAULT_MODELS["dino"]
+    device: str = "cpu"
+    batch_size: int = 32
+    cache_dir: Path = Path(".vsb-cache")
+    pool_size: int = 100  # candidate texts per CLIP ranking, the own text included
+    seed: int = 0  # of the draw of other stories' scenes as negatives
+
+    def model(self, kind: Kind) -> str:
+        """The model name or directory of an evaluator."""
+        return self.clip_model if kind == "clip" else self.dino_model
+
+
+@dataclass(frozen=True)
+class EmbedSummary:
+    """What one embedding evaluator did."""
+
+    evaluator: str
+    model: str  # the model's identity (hub:NAME@COMMIT or dir:SHA256)
+    images: int  # distinct images
+    computed: int  # image embeddings computed by this evaluation
+    cached: int  # image embeddings read from the cache
+    texts: int = 0  # distinct scene texts (CLIP)
+    texts_computed: int = 0
+
+
+class Sequence_(Protocol):
+    """The frames of one (model, condition, story): ``images`` = ((scene, path or None), …)."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def condition(self) -> str: ...
+    @property
+    def story_id(self) -> str: ...
+    @property
+    def images(self) -> tuple[tuple[int, str | None], ...]: ...
+
+
+@dataclass(frozen=True)
+class StorySequence:
+    """A plain ``Sequence_``."""
+
+    model: str
+    condition: str
+    story_id: str
+    images: tuple[tuple[int, str | None], ...]
+
+
+def check_embeddings(names: Sequence[str], options: EmbedOptions) -> dict[str, Weights]:
+    """Fail early (before other evaluators run) when the extra or the weights are missing;
+    imports neither torch nor transformers."""
+    found: dict[str, Weights] = {}
+    for name in names:
+        kind = _kind(name)
+        require_extra(name)
+        found[name] = locate_weights(kind, options.model(kind))
+    if options.batch_size < 1:
+        raise InputError("--batch-size must be at least 1")
+    if options.pool_size < 2:
+        raise InputError("the CLIP ranking needs at least 2 candidate texts")
+    return found
+
+
+def _kind(name: str) -> Kind:
+    if name == "clip":
+        return "clip"
+    if name == "dino":
+        return "dino"
+    raise InputError(f"{name!r} is not an embedding evaluator ({', '.join(EMBED_EVALUATORS)})")
+
+
+def _sha_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _hash_images(sequences: Sequence[Sequence_]) -> dict[str, str]:
+    """path -> sha256 of its bytes, for every image of the sequences."""
+    out: dict[str, str] = {}
+    for seq in sequences:
+        for _, path in seq.images:
+            if path is not None and path not in out:
+                try:
+                    out[path] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+                except OSError as err:
+                    raise InputError(f"cannot read image: {err.strerror}", file=path) from None
+    return out
+
+
+def _open_rgb(path: str) -> Image.Image:
+    try:
+        with Image.open(path) as im:
+            return im.convert("RGB")
+    except (OSError, ValueError, Image.DecompressionBombError) as err:
+        raise InputError(f"cannot decode image: {err}", file=path) from None
+
+
+def _prefetched(
+    chunks: list[list[str]], prepare: Callable[[list[str]], Any]
+) -> Iterator[tuple[list[str], Any]]:
+    """``(chunk, prepare(chunk))`` in order, preparing the next chunk while the caller works."""
+    if not chunks:
+        return
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(prepare, chunks[0])
+        for i, chunk in enumerate(chunks):
+            ready = pending.result()
+            if i + 1 < len(chunks):
+                pending = pool.submit(prepare, chunks[i + 1])
+            yield chunk, ready
+
+
+@dataclass
+class _Embedder:
+    """Embeds distinct images and texts through the cache, counting what it computed."""
+
+    encoder: Encoder
+    cache: EmbeddingCache
+    batch_size: int
+    progress: Callable[[int], None] = lambda _n: None
+    computed: int = 0
+    cached: int = 0
+    texts_seen: int = 0
+    texts_computed: int = 0
+
+    def images(self, by_path: dict[str, str]) -> dict[str, Vectors]:
+        """sha256 -> unit vector of every image (``by_path``: path -> sha256)."""
+        enc = self.encoder
+        first_path: dict[str, str] = {}
+        for path, sha in sorted(by_path.items()):
+            first_path.setdefault(sha, path)
+        keys = {sha: vector_key(enc.ident, "image", sha) for sha in first_path}
+        hits = self.cache.get_many(list(keys.values()))
+        out = {sha: hits[k] for sha, k in keys.items() if k in hits}
+        self.cached += len(out)
+        self.progress(len(out))
+        todo = sorted(sha for sha in first_path if sha not in out)
+        chunks = [todo[i : i + self.batch_size] for i in range(0, len(todo), self.batch_size)]
+
+        def prepare(shas: list[str]) -> Any:
+            return enc.image_inputs([_open_rgb(first_path[s]) for s in shas])
+
+        for shas, inputs in _prefetched(chunks, prepare):
+            new = dict(zip(shas, enc.image_vectors(inputs), strict=True))
+            self.cache.put_many(enc.ident, "image", ((keys[s], v) for s, v in new.items()))
+            out.update(new)
+            self.computed += len(shas)
+            self.progress(len(shas))
+        return out
+
+    def texts(self, texts: Sequence[str]) -> dict[str, Vectors]:
+        """text -> unit vector of every distinct text."""
+        enc = self.encoder
+        keys = {t: vector_key(enc.ident, "text", _sha_text(t)) for t in dict.fromkeys(texts)}
+        hits = self.cache.get_many(list(keys.values()))
+        out = {t: hits[k] for t, k in keys.items() if k in hits}
+        self.texts_seen += len(keys)
+        todo = [t for t in keys if t not in out]
+        for i in range(0, len(todo), self.batch_size):
+            part = todo[i : i + self.batch_size]
+            new = dict(zip(part, enc.texts(part), strict=True))
+            self.cache.put_many(enc.ident, "text", ((keys[t], v) for t, v in new.items()))
+            out.update(new)
+            self.texts_computed += len(part)
+        return out
+
+
+def _row(seq: Sequence_, scene: int, signal: str, value: float, evaluator: str) -> dict[str, Any]:
+    return {
+        "model": seq.model, "condition": seq.condition, "story_id": seq.story_id,
+        "scene": scene, "signal": signal, "value": value, "evaluator": evaluator,
+    }  # fmt: skip
+
+
+def _story_key(story_id: str) -> int:
+    return int.from_bytes(hashlib.sha256(story_id.encode("utf-8")).digest()[:8], "big")
+
+
+def candidate_texts(
+    stories: dict[str, Story], story_id: str, scene: int, pool_size: int, seed: int
+) -> list[str]:
+    """The texts a frame's own text is ranked among: the own text first, then the story's
+    other scenes, then other stories' scenes drawn (seeded by ``seed``, the story and the
+    scene) up to ``pool_size`` texts in all; texts equal to the own text are left out."""
+    story = stories[story_id]
+    own = story.scenes[scene - 1].text
+    hard = list(dict.fromkeys(s.text for s in story.scenes if s.text != own))
+    taken = {own, *hard}
+    others = list(
+        dict.fromkeys(
+            s.text
+            for sid in sorted(stories)
+            if sid != story_id
+            for s in stories[sid].scenes
+            if s.text not in taken
+        )
+    )
+    room = max(0, pool_size - 1 - len(hard))
+    if len(others) > room:
+        rng = np.random.default_rng([seed, _story_key(story_id), scene])
+        picked = np.sort(rng.choice(len(others), size=room, replace=False))
+        others = [others[i] for i in picked]
+    return [own, *hard, *others]
+
+
+def reciprocal_rank(image: Vectors, candidates: Vectors) -> float:
+    """1 / rank of candidate 0 among ``candidates`` by cosine similarity to ``image``
+    (unit vectors; a candidate as similar as candidate 0 ranks above it)."""
+    sims = candidates.astype(np.float64) @ image.astype(np.float64)
+    return 1.0 / (1 + int(np.count_nonzero(sims[1:] >= sims[0])))
+
+
+def _cos(a: Vectors, b: Vectors) -> float:
+    return float(np.dot(a.astype(np.float64), b.astype(np.float64)))
+
+
+def _clip_rows(
+    stories: dict[str, Story],
+    sequences: Sequence[Sequence_],
+    shas: dict[str, str],
+    emb: _Embedder,
+    options: EmbedOptions,
+) -> list[dict[str, Any]]:
+    image_vecs = emb.images(shas)
+    frames = [(seq, k, p) for seq in sequences for k, p in seq.images if p is not None]
+    n, seed = options.pool_size, options.seed
+    pools = {
+        (s.story_id, k): candidate_texts(stories, s.story_id, k, n, seed) for s, k, _ in frames
+    }
+    text_vecs = emb.texts([t for pool in pools.values() for t in pool])
+    rows = []
+    for seq, k, path in frames:
+        img = image_vecs[shas[path]]
+        cand = np.stack([text_vecs[t] for t in pools[(seq.story_id, k)]])
+        rows.append(_row(seq, k, "clip_text", _cos(img, cand[0]), "clip"))
+        rows.append(_row(seq, k, "clip_rr", reciprocal_rank(img, cand), "clip"))
+    return rows
+
+
+def _dino_rows(
+    sequences: Sequence[Sequence_], shas: dict[str, str], emb: _Embedder
+) -> list[dict[str, Any]]:
+    vecs = emb.images(shas)
+    rows = []
+    for seq in sequences:
+        by_scene = {k: vecs[shas[p]] for k, p in seq.images if p is not None}
+        first = by_scene.get(1)
+        for k in sorted(by_scene):
+            if k == 1:
+                continue
+            if k - 1 in by_scene:
+                rows.append(_row(seq, k, "dino_prev", _cos(by_scene[k], by_scene[k - 1]), "dino"))
+            if first is not None:
+                rows.append(_row(seq, k, "dino_first", _cos(by_scene[k], first), "dino"))
+    return rows
+
+
+def run_embeddings(
+    stories: dict[str, Story],
+    sequences: Sequence[Sequence_],
+    names: Sequence[str],
+    options: EmbedOptions,
+    progress: ProgressFn | None = None,
+) -> tuple[list[dict[str, Any]], list[EmbedSummary]]:
+    """Signal rows of the embedding evaluators ``names`` over ``sequences`` (``stories``: the
+    whole suite, the source of the CLIP negatives), and what each evaluator computed."""
+    weights = check_embeddings(names, options)
+    shas = _hash_images(sequences)
+    total = len(set(shas.values())) * len(names)
+    done = 0
+
+    def advance(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress:
+            progress(done, total)
+
+    rows: list[dict[str, Any]] = []
+    summaries: list[EmbedSummary] = []
+    with EmbeddingCache(options.cache_dir) as cache:
+        for name in names:
+            encoder = load_encoder(weights[name], options.device, cache.dir_digest)
+            emb = _Embedder(encoder, cache, options.batch_size, advance)
+            if name == "clip":
+                rows += _clip_rows(stories, sequences, shas, emb, options)
+            else:
+                rows += _dino_rows(sequences, shas, emb)
+            summaries.append(
+                EmbedSummary(
+                    evaluator=name, model=encoder.ident, images=emb.cached + emb.computed,
+                    computed=emb.computed, cached=emb.cached,
+                    texts=emb.texts_seen,
+                    texts_computed=emb.texts_computed,
+                )
+            )  # fmt: skip
+    return rows, summaries
+
+
+class _EmbedEvaluator:
+    """One story at a time (registry use); ``vsb evaluate`` batches all stories instead."""
+
+    name = ""
+
+    def __init__(self, options: EmbedOptions | None = None) -> None:
+        self.options = options or EmbedOptions()
+
+    def evaluate_story(self, story: Story, frames: list[Frame]) -> EvaluatorOutput:
+        """Signal rows of one sequence (negatives: the story's own other scenes only)."""
+        groups: dict[tuple[str, str], list[tuple[int, str | None]]] = {}
+        for f in frames:
+            groups.setdefault((f.model, f.condition), []).append((f.scene, f.path))
+        seqs = [StorySequence(m, c, story.id, tuple(sorted(v))) for (m, c), v in groups.items()]
+        rows, _ = run_embeddings({story.id: story}, seqs, (self.name,), self.options)
+        return EvaluatorOutput(signals=rows)
+
+
+class ClipEvaluator(_EmbedEvaluator):
+    """CLIP text–image similarity and reciprocal rank among negative texts."""
+
+    name = "clip"
+
+
+class DinoEvaluator(_EmbedEvaluator):
+    """DINOv2 CLS similarity to the previous frame and to scene 1."""
+
+    name = "dino"

@@ -51,7 +51,7 @@ def resolve_models(spec: str) -> list[str]:
     """A comma-separated list of model names; unknown names raise. ``all`` means every
     local model (those that need no credential: the simulators), never a paid provider."""
     _load_builtin()
-    if spec.strip() == "all":
+    if spec.strip().lower() == "all":
         return [n for n in ADAPTERS.names() if n.startswith("procedural-")]
     names = [n.strip() for n in spec.split(",") if n.strip()]
     for n in names:

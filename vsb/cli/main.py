@@ -42,6 +42,13 @@ def _register() -> None:
     from vsb.cli import evaluate
 
     cli.add_command(evaluate.evaluate)
+    from vsb.cli import human
+
+    cli.add_command(human.human)
+    from vsb.cli import models
+
+    cli.add_command(models.models)
+    cli.add_command(models.conditions)
 
 
 _register()

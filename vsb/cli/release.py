@@ -47,7 +47,9 @@ class _RichProgress:
 @click.argument("name")
 @click.option("--out", "out_dir", default=Path("build"), show_default=True, type=_DIR,
               help="Build directory; the release goes to OUT/NAME/.")  # fmt: skip
-@click.option("--workers", default=2, show_default=True, help="Parallel workers.")
+@click.option(
+    "--workers", default=2, show_default=True, type=click.IntRange(min=1), help="Parallel workers."
+)
 @click.option("--seed", default=0, show_default=True, help="Suite and run seed.")
 @click.option("--evaluator", "evaluators", default=None, metavar="NAME[,NAME…]",
               help="Evaluators (default: rules and pairwise, plus vlm with --judge).")  # fmt: skip

@@ -22,7 +22,10 @@ from vsb.cache import DEFAULT_CACHE_DIR
 )
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--seed", default=0, show_default=True, help="Run seed (same seed, same images).")
-@click.option("--workers", default=2, show_default=True, help="Parallel workers (stories).")
+@click.option(
+    "--workers", default=2, show_default=True, type=click.IntRange(min=1),
+    help="Parallel workers (stories).",
+)  # fmt: skip
 @click.option(
     "--cache", "cache_dir", default=DEFAULT_CACHE_DIR, show_default=True,
     type=click.Path(file_okay=False, path_type=Path), help="Generation cache directory.",

@@ -176,8 +176,13 @@ def score(
 
 @click.command()
 @click.argument("run_dir", type=_RUN)
-@click.option("--a", "a", required=True, help="MODEL[:CONDITION] on the left of a − b.")
-@click.option("--b", "b", required=True, help="MODEL[:CONDITION] on the right of a − b.")
+@click.option(
+    "--a",
+    "a",
+    required=True,
+    help="MODEL[@CONDITION] on the left of a − b (MODEL:CONDITION also works).",
+)
+@click.option("--b", "b", required=True, help="MODEL[@CONDITION] on the right of a − b.")
 @click.option(
     "--evaluator",
     default=None,
@@ -189,8 +194,10 @@ def compare(
     run_dir: Path, a: str, b: str, evaluator: str | None, seed: int, resamples: int
 ) -> None:
     """Paired story-level bootstrap comparison a − b on every metric (a condition left out
-    is taken from the other side, else the primary condition; model names may hold colons:
-    MODEL:CONDITION splits at the last colon)."""
+    is taken from the other side, else the primary condition). Model names may hold colons,
+    so write a side as MODEL@CONDITION, e.g. --a openai:gpt-image-1@structured_memory
+    (MODEL:CONDITION splits at the last colon). `vsb models` and `vsb conditions` list the
+    names."""
     from vsb.scores.compare import compare_run
 
     rows = compare_run(run_dir, a, b, evaluator=evaluator, seed=seed, n_resamples=resamples)

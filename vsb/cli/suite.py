@@ -27,16 +27,46 @@ def suite() -> None:
 )
 @click.option("--seed", default=0, show_default=True, help="Suite seed (same seed, same bytes).")
 @click.option("--paraphrase", is_flag=True, help="Use the paraphrase prompt style.")
-def generate(out_dir: Path, seed: int, paraphrase: bool) -> None:
-    """Generate the default suite: 10 categories x (easy, medium x2, hard) = 40 stories."""
+@click.option(
+    "--per-cell",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="N stories in every category x difficulty cell (30·N stories) instead of the default "
+    "suite; more stories narrow every CI (see the minimum detectable difference on the "
+    "comparisons page).",
+)
+def generate(out_dir: Path, seed: int, paraphrase: bool, per_cell: int | None) -> None:
+    """Generate the default suite: 10 categories x (easy, medium x2, hard) = 40 stories
+    (or, with --per-cell N, N stories per category x difficulty)."""
     from vsb.generator.generate import generate_suite, write_suite
 
-    stories = generate_suite(seed, paraphrase=paraphrase)
+    stories = generate_suite(seed, paraphrase=paraphrase, per_cell=per_cell)
     index = write_suite(stories, out_dir, seed=seed)
     n_scenes = sum(e.scenes for e in index.stories)
     n_reqs = sum(e.requirements for e in index.stories)
     click.echo(
         f"wrote {len(index.stories)} stories, {n_scenes} scenes, {n_reqs} requirements to {out_dir}"
+    )
+
+
+@suite.command("index")
+@click.argument("suite_dir", type=click.Path(path_type=Path))
+@click.option(
+    "--seed", type=int, default=None, help="Seed recorded in suite.json (default: kept, else 0)."
+)
+def index_cmd(suite_dir: Path, seed: int | None) -> None:
+    """Write SUITE_DIR/suite.json for a directory of story files (hand-written stories):
+    every *.json story is validated and listed with its id, category, difficulty, counts
+    and SHA-256. Rerun it after editing a story."""
+    from vsb.story.index import index_suite
+
+    index = index_suite(suite_dir, seed=seed)
+    n_scenes = sum(e.scenes for e in index.stories)
+    n_reqs = sum(e.requirements for e in index.stories)
+    click.echo(
+        f"indexed {len(index.stories)} stories, {n_scenes} scenes, {n_reqs} requirements "
+        f"-> {suite_dir / 'suite.json'}"
     )
 
 

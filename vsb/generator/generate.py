@@ -14,9 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
+from vsb.errors import InputError
 from vsb.fsio import atomic_write_json, atomic_write_text, sha256_hex
 from vsb.generator import templates
-from vsb.story.models import CATEGORIES, Story, SuiteEntry, SuiteIndex
+from vsb.story.models import CATEGORIES, DIFFICULTIES, Story, SuiteEntry, SuiteIndex
 
 #: The default suite's variants per category: (story-id suffix, difficulty).
 DEFAULT_VARIANTS: tuple[tuple[str, str], ...] = (
@@ -52,14 +53,42 @@ def generate_story(
     )
 
 
+def cell_suffix(i: int) -> str:
+    """The letter suffix of the ``i``-th (0-based) story of a cell: a … z, aa, ab, …"""
+    out = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        out = chr(ord("a") + r) + out
+    return out
+
+
+def suite_jobs(per_cell: int | None = None) -> list[tuple[str, str, str]]:
+    """(category, difficulty, story id) of every story of a suite: the default variants, or
+    ``per_cell`` stories in every category × difficulty cell (ids ``<category>-<difficulty>-
+    <a, b, …>``, so the medium stories of ``per_cell=2`` are the default suite's)."""
+    if per_cell is None:
+        return [(c, d, f"{c}-{suffix}") for c in CATEGORIES for suffix, d in DEFAULT_VARIANTS]
+    if per_cell < 1:
+        raise InputError(f"--per-cell must be at least 1, got {per_cell}")
+    return [
+        (c, d, f"{c}-{d}-{cell_suffix(i)}")
+        for c in CATEGORIES
+        for d in DIFFICULTIES
+        for i in range(per_cell)
+    ]
+
+
 def generate_suite(
     seed: int = 0,
     *,
     paraphrase: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    per_cell: int | None = None,
 ) -> list[Story]:
-    """The default suite (40 stories), sorted by id."""
-    jobs = [(c, d, f"{c}-{suffix}") for c in CATEGORIES for suffix, d in DEFAULT_VARIANTS]
+    """The default suite (40 stories), or ``per_cell`` stories per category × difficulty
+    (``suite_jobs``), sorted by id."""
+    jobs = suite_jobs(per_cell)
     stories = []
     for i, (category, difficulty, story_id) in enumerate(jobs):
         stories.append(

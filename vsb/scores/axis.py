@@ -10,6 +10,7 @@ never pooled. ``--evaluator NAME`` selects an evaluator by that label or by its 
 
 from __future__ import annotations
 
+import difflib
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -66,8 +67,11 @@ def select_evaluators(present: Sequence[str], spec: str | Sequence[str] | None) 
     for name in names:
         hits = [p for p in present if p == name or p.split(":", 1)[0] == name]
         if not hits:
+            bases = list(dict.fromkeys([*present, *(p.split(":", 1)[0] for p in present)]))
+            close = difflib.get_close_matches(name, bases, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise InputError(
-                f"no rows of evaluator {name!r} in this run; evaluators present: "
+                f"no rows of evaluator {name!r} in this run{hint}; evaluators present: "
                 f"{', '.join(present)}"
             )
         out += [h for h in hits if h not in out]

@@ -1,8 +1,10 @@
-"""``vsb compare``: one paired comparison a − b, each side ``MODEL[:CONDITION]``.
+"""``vsb compare``: one paired comparison a − b, each side ``MODEL[@CONDITION]`` (or
+``MODEL[:CONDITION]``).
 
-Model names may hold colons (``openai:gpt-image-1``), so a side is split at its *last*
-colon, and only when what follows is a condition name (case-insensitive); otherwise the
-whole side is the model.
+Model names may hold colons (``openai:gpt-image-1``), so ``MODEL@CONDITION`` is the
+unambiguous form (``openai:gpt-image-1@structured_memory``). The colon form is split at the
+*last* colon, and only when what follows is a condition name (case-insensitive); otherwise
+the whole side is the model.
 """
 
 from __future__ import annotations
@@ -29,15 +31,27 @@ def _condition(name: str, known: Sequence[str]) -> str | None:
 
 
 def split_side(spec: str, models: Sequence[str], conditions: Sequence[str]) -> tuple[str, str]:
-    """``MODEL[:CONDITION]`` -> (model, condition or ''); unknown names raise.
+    """``MODEL[@CONDITION]`` or ``MODEL[:CONDITION]`` -> (model, condition or ''); unknown
+    names raise (with a close match and the valid names).
 
     ``conditions`` are the run's; a canonical condition the run lacks is reported as an
     unknown condition rather than read as part of the model name.
     """
     if spec in models:
         return spec, ""
-    head, sep, tail = spec.rpartition(":")
     known = [*conditions, *(c for c in CONDITION_ORDER if c not in conditions)]
+    head, at, tail = spec.rpartition("@")
+    if at:
+        cond = _condition(tail, known)
+        if cond is None and (head in models or not tail):
+            raise UnknownNameError("condition", tail, conditions)
+        if cond is not None:
+            if head not in models:
+                raise UnknownNameError("model", head, models)
+            if cond not in conditions:
+                raise UnknownNameError("condition", cond, conditions)
+            return head, cond
+    head, sep, tail = spec.rpartition(":")
     cond = _condition(tail, known) if sep else None
     if cond is not None:
         model = head
@@ -53,7 +67,7 @@ def split_side(spec: str, models: Sequence[str], conditions: Sequence[str]) -> t
 
 
 def parse_cell(table: StoryTable, spec: str, default_condition: str | None) -> Cell:
-    """``MODEL[:CONDITION]`` -> (model index, condition index); unknown names raise."""
+    """``MODEL[@CONDITION]`` -> (model index, condition index); unknown names raise."""
     model, cond = split_side(spec, table.models, table.conditions)
     cond = cond or default_condition or ""
     if cond not in table.conditions:
@@ -114,7 +128,7 @@ def compare_run(
     rows = inp.evaluator_rows(label)
     nas = {n.model: n for n in not_applicable_models(rows, label, inp.model_order, inp.applied())}
     for side in (a, b):
-        model = next((m for m in nas if side == m or side.startswith(m + ":")), None)
+        model = next((m for m in nas if side == m or side.startswith((m + ":", m + "@"))), None)
         if model is not None:
             raise InputError(advice(nas[model], str(inp.root)))
     _, cond_a = split_side(a, table.models, table.conditions)

@@ -227,7 +227,10 @@ def load_suite_index(root: str | Path) -> SuiteIndex:
     for problem in problems:
         raise problem
     if index is None:
-        raise InputError("suite index not found", file=Path(root) / INDEX_NAME)
+        raise InputError(
+            f"suite index not found; make one with `vsb suite index {root}`",
+            file=Path(root) / INDEX_NAME,
+        )
     return index
 
 

@@ -1,0 +1,81 @@
+"""``vsb models`` and ``vsb conditions``: what can be run, read from the registries
+(thin wrappers over ``vsb.catalog``)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import click
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+
+def _console() -> Console:
+    console = Console()
+    return console if console.is_terminal else Console(width=160)
+
+
+def _usd(x: float | None) -> str:
+    return "unknown" if x is None else f"{x:.3f}"
+
+
+@click.command("models")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (one object per model).")
+@click.option(
+    "--pricing",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Pricing file (default: config/pricing.json).",
+)
+def models(as_json: bool, pricing: Path | None) -> None:
+    """List every registered model: kind, whether its credential is set (never its value),
+    whether it accepts a reference image (the previous_image condition), and its list price
+    per image with the price's as-of date (unknown prices say so)."""
+    from vsb.catalog import PriceList, list_models
+
+    infos = list_models(PriceList.load(pricing))
+    if as_json:
+        click.echo(json.dumps([asdict(i) | {"ready": i.ready} for i in infos], indent=2))
+        return
+    table = Table(title="Models (vsb run --model NAME)", box=box.SIMPLE_HEAD)
+    for col in ("model", "kind", "credential", "reference image", "USD/image", "as of", "about"):
+        table.add_column(col, no_wrap=col != "about")
+    for i in infos:
+        if i.env_var is None:
+            cred = "--samples DIR" if i.kind == "stored" else "none needed"
+        else:
+            cred = f"{i.env_var} {'set' if i.credential_present else 'NOT set'}"
+        table.add_row(
+            i.name,
+            i.kind,
+            cred,
+            "yes" if i.accepts_reference_image else "no",
+            _usd(i.usd_per_image),
+            i.price_as_of or "—",
+            i.description,
+        )
+    _console().print(table)
+    click.echo("`vsb run --model all` runs every simulator (never a paid provider).")
+
+
+@click.command("conditions")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (one object per condition).")
+def conditions(as_json: bool) -> None:
+    """List every prompting condition: what context the model gets besides the scene text
+    (which never changes across conditions)."""
+    from vsb.catalog import list_conditions
+
+    infos = list_conditions()
+    if as_json:
+        click.echo(json.dumps([asdict(i) for i in infos], indent=2))
+        return
+    table = Table(title="Conditions (vsb run --condition NAME[,NAME…] or all)", box=box.SIMPLE_HEAD)
+    for col in ("condition", "kind", "context", "description"):
+        table.add_column(col, no_wrap=col != "description")
+    for i in infos:
+        name = i.name + (" (primary)" if i.primary and "primary" not in i.description else "")
+        table.add_row(name, i.kind, i.context, i.description)
+    _console().print(table)

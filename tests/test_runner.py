@@ -233,6 +233,12 @@ def test_cli_run_and_ledger(
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "96 images (96 generated, 0 from cache, 0 failed)" in out
+    # fork workers wrote the ledger and the cache index; nothing is left beside them
+    # (no write-ahead log that a copy of ledger.sqlite alone would miss, no lock)
+    assert sorted(p.name for p in rd.iterdir() if p.is_file()) == [
+        "ledger.sqlite", "manifest.json", "records.jsonl"
+    ]  # fmt: skip
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["index.sqlite", "objects"]
     assert (rd / "oracle" / "faults.jsonl").is_file()
     assert main([*args, "--workers", "1"]) == 0
     assert "(0 generated, 96 from cache" in capsys.readouterr().out

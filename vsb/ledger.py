@@ -163,6 +163,10 @@ class Ledger:
                 self._conns.append((os.getpid(), conn))
         return conn
 
+    def open(self) -> None:
+        """Connect now (a no-op when this process and thread already are)."""
+        self._conn()
+
     @classmethod
     def open_existing(cls, path: str | Path) -> Ledger:
         """Open a ledger that must exist (``RunError`` otherwise)."""

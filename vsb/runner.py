@@ -391,9 +391,12 @@ def _generate(
             if progress:
                 progress(done, total)
     finally:
-        ledger.close()
-        cache.close()
         _STATE = None
+        # Workers' connections are gone with them; the parent's, closed last, folds the
+        # write-ahead logs into ledger.sqlite and index.sqlite (no -wal files left behind).
+        for db in (ledger, cache):
+            db.open()
+            db.close()
     return records, faults
 
 

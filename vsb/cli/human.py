@@ -1,0 +1,157 @@
+"""``vsb human import | report | simulate``: thin wrappers over vsb.human."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+if TYPE_CHECKING:  # the library is imported by each command (keeps `vsb --help` fast)
+    from vsb.human.results import HumanReport
+
+_DIR = click.Path(path_type=Path, file_okay=False)
+
+
+def _console() -> Console:
+    console = Console(highlight=False)
+    return console if console.is_terminal else Console(width=120, highlight=False)
+
+
+def _f(x: float | None, digits: int = 3) -> str:
+    return "—" if x is None else f"{x:.{digits}f}"
+
+
+def _ci(lo: float | None, hi: float | None, digits: int = 3) -> str:
+    return "—" if lo is None or hi is None else f"[{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def _table(title: str, *columns: str) -> Table:
+    t = Table(title=Text(title), box=box.SIMPLE_HEAD)
+    for i, c in enumerate(columns):
+        t.add_column(Text(c), justify="left" if i == 0 else "right")
+    return t
+
+
+def _row(t: Table, *cells: object) -> None:
+    t.add_row(*(Text(str(c)) for c in cells))  # Text: names from files are never markup
+
+
+def print_report(report: HumanReport, console: Console) -> None:
+    """The report as tables (the synthetic notice first and last when it applies)."""
+    if report.synthetic:
+        console.print(Text(report.notice, style="bold red"))
+    kept = report.n_raters_kept
+    console.print(Text(f"{len(report.raters)} rater(s), {kept} kept; releases: "
+                       f"{', '.join(report.releases)}"))  # fmt: skip
+    raters = _table("raters", "rater", "items", "controls", "median s", "retest |Δ|", "kept")
+    for r in report.raters:
+        ctrl = f"{r.n_control_correct}/{r.n_control}" if r.n_control else "—"
+        why = "yes" if not r.excluded else "no: " + "; ".join(r.reasons)
+        _row(raters, r.rater_id, r.n_items, ctrl, _f(r.median_time_s, 1),
+             _f(r.repeat_abs_diff, 2), why)  # fmt: skip
+    console.print(raters)
+    rel = _table("Krippendorff's alpha", "dimension", "nominal", "ordinal", "interval", "units")
+    for a in report.alpha:
+        _row(rel, a.dimension, _f(a.nominal), _f(a.ordinal), _f(a.interval), a.n_units)
+    console.print(rel)
+    icc = _table("ICC on the largest complete block", "dimension", "ICC(2,1)", "ICC(2,k)", "k",
+                 "targets")  # fmt: skip
+    for i in report.icc:
+        _row(icc, i.dimension, _f(i.icc2_1), _f(i.icc2_k), i.k, i.n_targets)
+    console.print(icc)
+    means = _table("mean overall rating (95% CI, story bootstrap)", "model", "condition", "mean",
+                   "CI", "stories")  # fmt: skip
+    for m in report.model_means:
+        if m.dimension == "overall":
+            _row(means, m.model, m.condition, _f(m.mean, 2), _ci(m.ci_low, m.ci_high, 2),
+                 m.n_stories)  # fmt: skip
+    console.print(means)
+    if report.bradley_terry:
+        bt = _table("Bradley-Terry (lmarena scale)", "model", "rating", "CI", "comparisons")
+        for b in report.bradley_terry:
+            _row(bt, b.model, _f(b.rating, 0), _ci(b.ci_low, b.ci_high, 0), b.n_comparisons)
+        console.print(bt)
+    mm = report.mixed_model
+    if mm is not None:
+        mt = _table(f"{mm.formula} (vs {mm.reference})", "model", "effect", "CI", "p", "true")
+        for e in mm.effects:
+            _row(mt, e.model, _f(e.estimate), _ci(e.ci_low, e.ci_high), _f(e.p, 4),
+                 _f(e.true_effect))  # fmt: skip
+        console.print(mt)
+        console.print(Text(f"variance: story {_f(mm.var_story)}, rater {_f(mm.var_rater)}, "
+                           f"residual {_f(mm.var_residual)}; " + "; ".join(mm.notes)))  # fmt: skip
+    if report.agreement is not None:
+        ag = _table("model ranking vs humans (Kendall τ-b)", "evaluator", "condition", "τ",
+                    "models")  # fmt: skip
+        for g in report.agreement.rankings:
+            _row(ag, g.evaluator, g.condition, _f(g.kendall_tau), g.n_models)
+        console.print(ag)
+    if report.synthetic:
+        console.print(Text(report.notice, style="bold red"))
+
+
+@click.group()
+def human() -> None:
+    """Human evaluation: import ratings from /evaluate, print reports, simulate raters."""
+
+
+@human.command("import")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--out", "out", required=True, type=_DIR, help="Report directory (written).")
+@click.option(
+    "--release", type=_DIR, help="Release the ratings are of: adds judge-human agreement."
+)
+@click.option("--seed", default=0, show_default=True, help="Seed of the bootstraps.")
+@click.option("--resamples", default=1000, show_default=True, help="Bootstrap resamples.")
+@click.pass_context
+def import_(
+    ctx: click.Context, files: tuple[Path, ...], out: Path, release: Path | None, seed: int,
+    resamples: int,
+) -> None:  # fmt: skip
+    """Validate rating files (all or nothing) and write the report with its CSVs to OUT."""
+    from vsb.human.load import RatingImportError, load_rating_files
+    from vsb.human.report import build_report
+    from vsb.human.write import write_report
+
+    try:
+        loaded = load_rating_files(files)
+    except RatingImportError as err:
+        for line in err.problems:
+            click.echo(f"error: {line}", err=True)
+        click.echo(f"nothing written: {len(err.problems)} problem(s)", err=True)
+        ctx.exit(1)
+    report = build_report(loaded, release_dir=release, seed=seed, n_resamples=resamples)
+    write_report(out, report, loaded)
+    print_report(report, _console())
+    click.echo(f"wrote {out}")
+
+
+@human.command("report")
+@click.argument("directory", type=click.Path(path_type=Path))
+def report_(directory: Path) -> None:
+    """Print the human report in DIRECTORY (written by `vsb human import`)."""
+    from vsb.human.write import load_report
+
+    print_report(load_report(directory), _console())
+
+
+@human.command("simulate")
+@click.option("--release", required=True, type=_DIR, help="Frozen release to rate.")
+@click.option("--raters", "n_raters", required=True, type=click.IntRange(1, 1000))
+@click.option("--seed", required=True, type=int)
+@click.option("--out", "out", required=True, type=_DIR, help="Where the rating files go.")
+@click.option("--careless", default=0.25, show_default=True, type=click.FloatRange(0, 1),
+              help="Share of careless raters (fast, failing controls).")  # fmt: skip
+def simulate(release: Path, n_raters: int, seed: int, out: Path, careless: float) -> None:
+    """Write SYNTHETIC rating files (labelled so) to check the import pipeline."""
+    from vsb.human.simulate import simulate_raters, write_simulated
+
+    files = simulate_raters(release, n_raters, seed, careless_share=careless)
+    paths = write_simulated(out, files, release)
+    n_bad = sum(1 for f in files if f.truth is not None and f.truth.careless)
+    click.echo(f"wrote {len(paths)} SYNTHETIC rating file(s) ({n_bad} careless) to {out}")

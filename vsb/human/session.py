@@ -1,0 +1,110 @@
+"""What a blinded session draws from: the release's stories in the rated condition, with
+each model's complete image strip. The ``/evaluate`` page embeds ``evaluate_payload`` as
+JSON; ``vsb human simulate`` draws from the same ``story_pool``.
+
+Only (story, model) pairs whose every scene has an image are offered; control items need
+both control models (``CONTROL_GOOD``, ``CONTROL_BAD``) complete on a story.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from vsb.human.models import (
+    CONTROL_BAD,
+    CONTROL_GOOD,
+    RATED_DIMENSIONS,
+    RATER_ID_RULE,
+    RATING_FORMAT,
+    RATING_FORMAT_VERSION,
+)
+
+if TYPE_CHECKING:
+    from vsb.site.data import SiteData
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    """How many items of each kind one session holds (fewer when the release is small)."""
+
+    n_likert: int = 8
+    n_pairwise: int = 4
+    n_control: int = 4
+    n_repeat: int = 1
+
+
+@dataclass(frozen=True)
+class PoolStory:
+    """One story in the rated condition: its scene texts and each model's image strip."""
+
+    story_id: str
+    texts: tuple[str, ...]
+    #: model -> release-relative image path of every scene, in order
+    images: dict[str, tuple[str, ...]]
+
+
+def rated_condition(data: SiteData) -> str:
+    """The condition humans rate: the leaderboard's primary one when the release has it."""
+    primary = data.scores.primary_condition
+    return primary if primary in data.conditions else data.conditions[0]
+
+
+def story_pool(data: SiteData, condition: str | None = None) -> list[PoolStory]:
+    """Stories (suite order) with at least one model whose strip is complete."""
+    cond = condition or rated_condition(data)
+    pool = []
+    for story in data.stories:
+        strips: dict[str, tuple[str, ...]] = {}
+        for model in data.models:
+            paths = [data.images.get((model, cond, story.id, sc.index)) for sc in story.scenes]
+            if all(paths):
+                strips[model] = tuple(p for p in paths if p)
+        if strips:
+            texts = tuple(sc.text for sc in story.scenes)
+            pool.append(PoolStory(story.id, texts, strips))
+    return pool
+
+
+def has_controls(pool: list[PoolStory]) -> bool:
+    """Whether some story has both control models complete."""
+    return any(CONTROL_GOOD in s.images and CONTROL_BAD in s.images for s in pool)
+
+
+def evaluate_payload(
+    data: SiteData, image_paths: dict[str, str], config: SessionConfig | None = None
+) -> dict[str, Any]:
+    """The JSON the ``/evaluate`` page embeds. ``image_paths`` maps release-relative image
+    paths to their place in the site (what the site copied); a strip with an image the site
+    did not copy is left out."""
+    cfg = config or SessionConfig()
+    cond = rated_condition(data)
+    stories = []
+    for s in story_pool(data, cond):
+        strips = {
+            m: [image_paths[p] for p in paths]
+            for m, paths in s.images.items()
+            if all(p in image_paths for p in paths)
+        }
+        if strips:
+            stories.append({"id": s.story_id, "texts": list(s.texts), "images": strips})
+    models = [m for m in data.models if any(m in s["images"] for s in stories)]
+    return {
+        "version": RATING_FORMAT_VERSION,
+        "format": RATING_FORMAT,
+        "release": data.manifest.release,
+        "root_hash": data.manifest.root_hash,
+        "condition": cond,
+        "models": models,
+        "control": {"good": CONTROL_GOOD, "bad": CONTROL_BAD},
+        "dimensions": [{"key": k, "label": lab, "help": h} for k, lab, h in RATED_DIMENSIONS],
+        "config": {
+            "n_likert": cfg.n_likert,
+            "n_pairwise": cfg.n_pairwise,
+            "n_control": cfg.n_control,
+            "n_repeat": cfg.n_repeat,
+        },
+        "rater_id_pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
+        "rater_id_rule": RATER_ID_RULE,
+        "stories": stories,
+    }

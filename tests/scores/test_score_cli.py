@@ -24,7 +24,7 @@ def test_score_prints_leaderboard_and_writes(run: Path, capsys: pytest.CaptureFi
     assert main(["score", str(run), "--seed", "3", "--resamples", "200"]) == 0
     out = capsys.readouterr().out
     assert "structured_memory" in out and "oracle" in out and "drift" in out
-    assert "wrote 8 files" in out
+    assert "wrote 9 files" in out
     assert (run / "scores" / "scores.json").is_file()
 
 

@@ -96,6 +96,7 @@ def test_written_files_round_trip(run: Path) -> None:
     assert {p.name for p in paths} == {
         "scores.json", "model_scores.csv", "story_scores.csv", "comparisons.csv",
         "rank_stability.csv", "judge_swap.csv", "not_applicable.csv", "signals.csv",
+        "horizon.csv",
     }  # fmt: skip
     back = ScoresReport.model_validate(json.loads((run / "scores" / "scores.json").read_text()))
     assert back == rep

@@ -51,6 +51,13 @@ def _ci(lo: float | None, hi: float | None) -> str:
     return "—" if lo is None or hi is None else f"[{lo:.3f}, {hi:.3f}]"
 
 
+def _rank(rank: int, low: int | None, high: int | None) -> str:
+    """A rank with its bootstrap range when the data cannot pin it ("2 (1–3)")."""
+    if low is None or high is None or low == high:
+        return str(rank)
+    return f"{rank} ({low}–{high})"
+
+
 def _shown_conditions(conditions: list[str], spec: str | None, primary: str) -> list[str]:
     """The conditions to print (primary first): all, or the one ``spec`` names (any case)."""
     from vsb.errors import UnknownNameError
@@ -71,14 +78,14 @@ def _leaderboard(report: ScoresReport, evaluator: str, cond: str) -> Table | Non
     title = cond + (" (primary)" if cond == report.primary_condition else "")
     if len(report.evaluators) > 1 or evaluator != "rules":
         title += f" — evaluator {evaluator}"
-    columns = ("model", "#", "global", "95% CI", "adherence", "coherence", "95% CI")
+    columns = ("model", "# (95% range)", "global", "95% CI", "adherence", "coherence", "95% CI")
     table = _table(title, (*columns, "cond. coherence"))
     table.caption = _CAPTION
     for r in rows:
         g, a, c, k = r.global_score, r.adherence, r.coherence, r.conditional_coherence
         table.add_row(
             r.model,
-            str(r.rank),
+            _rank(r.rank, r.rank_low, r.rank_high),
             _pct(g.score if g else None),
             _ci(g.ci_low, g.ci_high) if g else "—",
             _pct(a.score if a else None),

@@ -78,6 +78,8 @@ class PairResults:
     p_less: FloatArray
     win_rate: FloatArray
     n_stories: np.ndarray
+    se: FloatArray
+    """Bootstrap standard error of the difference (std of the resampled Δ, ddof 1)."""
 
 
 def _win_rate(a: FloatArray, b: FloatArray) -> tuple[FloatArray, np.ndarray]:
@@ -100,7 +102,7 @@ def paired_comparisons(
     """Paired story-level bootstrap of a − b for every pair of cells, every metric."""
     if not pairs:
         empty = np.zeros((0, len(ALL_METRICS)))
-        return PairResults(*(empty,) * 9, empty.astype(np.int64))
+        return PairResults(*(empty,) * 9, empty.astype(np.int64), empty)
     ia = tuple(np.array(x) for x in zip(*(a for a, _ in pairs), strict=True))
     ib = tuple(np.array(x) for x in zip(*(b for _, b in pairs), strict=True))
     va = table.values[ia[0], ia[1]]  # (pairs, stories, base metrics)
@@ -123,4 +125,17 @@ def paired_comparisons(
     gwin, gn = _win_rate(ga.T, gb.T)
     win = np.concatenate([win, gwin[:, None]], axis=-1)
     n = np.concatenate([n, gn[:, None]], axis=-1)
-    return PairResults(a_pt, b_pt, d_pt, low, high, p_gt, p_eq, p_lt, win, n)
+    return PairResults(a_pt, b_pt, d_pt, low, high, p_gt, p_eq, p_lt, win, n, bootstrap_se(dist))
+
+
+def bootstrap_se(dist: FloatArray) -> FloatArray:
+    """Standard deviation over axis 0 of a bootstrap distribution (ddof 1), ignoring NaN
+    resamples; NaN where fewer than two are finite."""
+    finite = ~np.isnan(dist)
+    n = finite.sum(axis=0)
+    x = np.where(finite, dist, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = x.sum(axis=0) / n
+        ss = (np.where(finite, dist - mean, 0.0) ** 2).sum(axis=0)
+        out = np.sqrt(ss / (n - 1))
+    return np.where(n < 2, np.nan, out)

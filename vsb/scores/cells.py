@@ -11,7 +11,7 @@ its own generators, so its numbers do not depend on which other evaluators were 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,7 +21,8 @@ from vsb.scores.aggregate import ALL_METRICS, GLOBAL, Cell, Estimates, model_est
 from vsb.scores.aggregate import paired_comparisons as _paired
 from vsb.scores.axis import VerdictCounts
 from vsb.scores.bootstrap import resample_counts
-from vsb.scores.inputs import DEFAULT_EVALUATOR
+from vsb.scores.horizon import HorizonPoint, StoryInfo, horizon
+from vsb.scores.inputs import DEFAULT_EVALUATOR, RequirementRows
 from vsb.scores.models import (
     PRIMARY_CONDITION,
     SUMMARIES,
@@ -32,6 +33,7 @@ from vsb.scores.models import (
     RankStabilityModel,
     StoryScore,
 )
+from vsb.scores.power import min_detectable, rank_ranges, stories_needed
 from vsb.scores.rank import rank_stability
 from vsb.scores.table import (
     ADHERENCE,
@@ -67,7 +69,11 @@ def _estimate(est: Estimates, m: int, c: int, j: int) -> Estimate | None:
 
 
 def _model_scores(
-    table: StoryTable, est: Estimates, evaluator: str, counts: VerdictCounts | None
+    table: StoryTable,
+    est: Estimates,
+    evaluator: str,
+    counts: VerdictCounts | None,
+    ranges: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> list[ModelScore]:
     out: list[ModelScore] = []
     for c, cond in enumerate(table.conditions):
@@ -79,6 +85,10 @@ def _model_scores(
         for i in order:
             m = cells[i]
             key = (table.models[m], cond)
+            lo = hi = None
+            if ranges is not None:  # the range always holds the point estimate's rank
+                lo = min(int(ranges[0][m, c]), int(ranks[i]))
+                hi = max(int(ranges[1][m, c]), int(ranks[i]))
             out.append(
                 ModelScore(
                     evaluator=evaluator,
@@ -90,6 +100,8 @@ def _model_scores(
                     conditional_coherence=_estimate(est, m, c, CONDITIONAL_COHERENCE),
                     global_score=_estimate(est, m, c, GLOBAL),
                     rank=int(ranks[i]),
+                    rank_low=lo,
+                    rank_high=hi,
                     n_stories=int((table.n_images[m, c] > 0).sum()),
                     n_images=int(table.n_images[m, c].sum()),
                     n_requirements=int(table.n_requirements[m, c].sum()),
@@ -163,6 +175,8 @@ def compare_cells(
             if math.isnan(res.diff[p, j]):
                 continue
             metric_kind, metric = _metric_kind(j)
+            diff, n = float(res.diff[p, j]), int(res.n_stories[p, j])
+            mdd = min_detectable(_f(res.se[p, j]), confidence)
             out.append(
                 Comparison(
                     evaluator=evaluator,
@@ -182,7 +196,10 @@ def compare_cells(
                     p_equal=_f(res.p_equal[p, j]),
                     p_less=_f(res.p_less[p, j]),
                     win_rate=float(res.win_rate[p, j]),
-                    n_stories=int(res.n_stories[p, j]),
+                    n_stories=n,
+                    se=_f(res.se[p, j]),
+                    mdd=mdd,
+                    stories_needed=stories_needed(diff, mdd, n),
                 )
             )
     return out
@@ -240,6 +257,7 @@ class Part:
     stories: list[StoryScore]
     comparisons: list[Comparison]
     stability: list[RankStability]
+    horizon: list[HorizonPoint]
 
 
 @dataclass(frozen=True)
@@ -266,8 +284,11 @@ def score_one(
     counts: VerdictCounts | None,
     cfg: Settings,
     note: Callable[[str], None],
+    rows: RequirementRows | None = None,
+    stories: Mapping[str, StoryInfo] | None = None,
 ) -> Part:
-    """One evaluator's statistics (its own generators, seeded as if it were alone)."""
+    """One evaluator's statistics (its own generators, seeded as if it were alone); with
+    its ``rows`` (those ``table`` was built from), the long-horizon view too."""
     rng = np.random.default_rng(cfg.seed)
     weights = resample_counts(rng, len(table.stories), cfg.n_resamples)
     note(f"{evaluator}: model-level estimates")
@@ -277,10 +298,16 @@ def score_one(
     note(f"{evaluator}: rank stability")
     stab_rng = np.random.default_rng([cfg.seed, 1])
     stability = _rank_stability(table, est, stab_rng, cfg.n_draws, cfg.alpha, evaluator)
+    ranges = rank_ranges(table, weights, cfg.confidence)
+    long_view: list[HorizonPoint] = []
+    if rows is not None:
+        note(f"{evaluator}: long-horizon view")
+        long_view = horizon(rows, table, weights, evaluator, stories, cfg.confidence)
     return Part(
         table,
-        _model_scores(table, est, evaluator, counts),
+        _model_scores(table, est, evaluator, counts, ranges),
         _story_scores(table, evaluator),
         comparisons,
         stability,
+        long_view,
     )

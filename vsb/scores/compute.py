@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from vsb.errors import InputError, RunError
@@ -25,6 +25,7 @@ from vsb.scores.axis import (
     verdict_counts,
 )
 from vsb.scores.cells import Part, Settings, all_pairs, compare_cells, score_one
+from vsb.scores.horizon import StoryInfo
 from vsb.scores.inputs import (
     DEFAULT_EVALUATOR,
     NOT_APPLICABLE,
@@ -70,6 +71,9 @@ class ScoringInput:
     run: RunIdentity
     model_order: tuple[str, ...]
     condition_order: tuple[str, ...]
+    stories: dict[str, StoryInfo] = field(default_factory=dict)
+    """Difficulty and scene count of each story (from ``RUN/suite/suite.json``; empty when
+    the run has no readable suite index)."""
 
     @property
     def evaluators(self) -> list[str]:
@@ -118,7 +122,22 @@ def load_scoring_input(run_dir: str | Path, release: str | None = None) -> Scori
         run=run_identity(root, release),
         model_order=tuple(str(m) for m in manifest.get("models", [])),
         condition_order=tuple(str(c) for c in manifest.get("conditions", [])),
+        stories=suite_stories(root),
     )
+
+
+def suite_stories(run_dir: Path) -> dict[str, StoryInfo]:
+    """Difficulty and scene count per story id from the run's ``suite/suite.json`` ({} when
+    it is absent or unreadable: the long-horizon view then infers lengths)."""
+    from vsb.story.io import read_suite_index
+
+    try:
+        index = read_suite_index(run_dir / "suite")
+    except (InputError, OSError):
+        return {}
+    if index is None:
+        return {}
+    return {e.id: StoryInfo(e.difficulty, e.scenes) for e in index.stories}
 
 
 def _report(
@@ -150,6 +169,7 @@ def _report(
         stories=[r for p in parts.values() for r in p.stories],
         comparisons=[r for p in parts.values() for r in p.comparisons],
         rank_stability=[r for p in parts.values() for r in p.stability],
+        horizon=[h for p in parts.values() for h in p.horizon],
         not_applicable=not_applicable,
         judge_swap=judge_swap(scores, evaluators, conditions, models),
         signals=list(signals),
@@ -212,7 +232,7 @@ def score_input(
                 raise InputError(refusal(e, nas, str(inp.root)))
             continue
         table = build_story_table(sub, inp.model_order, inp.condition_order)
-        parts[e] = score_one(table, e, verdict_counts(sub), cfg, note)
+        parts[e] = score_one(table, e, verdict_counts(sub), cfg, note, sub, inp.stories)
     if not parts:
         first = [n for n in not_applicable if n.evaluator == chosen[0]]
         raise RunError(refusal(chosen[0], first, str(inp.root)))

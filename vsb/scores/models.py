@@ -12,6 +12,11 @@ Format 2.0: who judged is an axis. Every row names its ``evaluator`` (the rule c
 into one evaluator per model, ``NAME:JUDGE_MODEL``), and the statistics of two evaluators are
 never pooled. ``not_applicable`` verdicts are left out of every rate; ``unsure`` and
 ``parse_failure`` count as not passed.
+
+Format 2.1 adds (all optional, so 2.0 files still load): each model's bootstrap rank range
+(``rank_low``/``rank_high``), each comparison's bootstrap standard error, minimum detectable
+difference at 80 % power and the stories needed to detect its Δ (``vsb.scores.power``), and
+the long-horizon view (``horizon``: by scene position, difficulty and story length).
 """
 
 from __future__ import annotations
@@ -20,9 +25,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from vsb.scores.horizon import HorizonPoint
 from vsb.scores.signals import SignalScore
 
-SCORES_FORMAT_VERSION = "2.0"
+SCORES_FORMAT_VERSION = "2.1"
 PRIMARY_CONDITION = "structured_memory"
 
 MetricKind = Literal["dimension", "summary"]
@@ -73,6 +79,13 @@ class ModelScore(BaseModel):
     )
     rank: int = Field(
         ge=1, description="Rank by global score within (evaluator, condition) (1 = best)."
+    )
+    rank_low: int | None = Field(
+        default=None,
+        description="Best rank in the central bootstrap interval of ranks (vsb.scores.power).",
+    )
+    rank_high: int | None = Field(
+        default=None, description="Worst rank in the central bootstrap interval of ranks."
     )
     n_stories: int = Field(ge=0, description="Stories with at least one evaluated image.")
     n_images: int = Field(ge=0, description="Images with at least one applicable check.")
@@ -131,6 +144,19 @@ class Comparison(BaseModel):
     p_less: float | None = Field(description="Share of bootstrap resamples with Δ < 0.")
     win_rate: float = Field(description="Share of shared stories where a > b (ties count ½).")
     n_stories: int = Field(ge=0, description="Stories both a and b have this metric for.")
+    se: float | None = Field(
+        default=None, description="Bootstrap standard error of Δ (std of the resampled Δ)."
+    )
+    mdd: float | None = Field(
+        default=None,
+        description="Minimum detectable difference at 80% power and the report's confidence "
+        "(z_{1-α/2} + z_0.8) × se: a true |Δ| below it is likely missed with these stories.",
+    )
+    stories_needed: int | None = Field(
+        default=None,
+        description="Stories needed to detect the observed |Δ| at 80% power (se ∝ 1/√n); "
+        "null when Δ = 0.",
+    )
 
 
 class RankStabilityModel(BaseModel):
@@ -250,6 +276,11 @@ class ScoresReport(BaseModel):
     )
     judge_swap: list[JudgeSwap] = Field(
         description="Per condition and evaluator pair: ranking agreement of the shared models."
+    )
+    horizon: list[HorizonPoint] = Field(
+        default_factory=list,
+        description="The long-horizon view: pass rates by scene position, difficulty and story "
+        "length with story-bootstrap CIs (vsb.scores.horizon).",
     )
     signals: list[SignalScore] = Field(
         default_factory=list,

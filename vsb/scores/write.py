@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from vsb.fsio import atomic_write_json, atomic_write_text
+from vsb.scores.horizon import HorizonPoint
 from vsb.scores.models import (
     SUMMARIES,
     Comparison,
@@ -26,8 +27,10 @@ from vsb.scores.signals import SIGNAL_HEADER
 SCORES_DIR = "scores"
 MODEL_HEADER = (
     "evaluator", "model", "condition", "rank", "metric_kind", "metric", "score", "ci_low",
-    "ci_high", "n_stories", "n_unsure", "n_parse_failure", "n_not_applicable",
+    "ci_high", "n_stories", "n_unsure", "n_parse_failure", "n_not_applicable", "rank_low",
+    "rank_high",
 )  # fmt: skip
+HORIZON_HEADER = tuple(HorizonPoint.model_fields)
 RANK_HEADER = (
     "evaluator", "condition", "primary", "model", "rank", "keep_rank", "mean_rank", "rank_p05",
     "rank_p95", "tau_mean", "tau_p05", "tau_p95", "n_draws", "alpha",
@@ -58,7 +61,7 @@ def _metrics(row: Any) -> list[tuple[str, str, Any]]:
 
 def _model_rows(report: ScoresReport) -> Iterable[list[Any]]:
     for r in report.scores:
-        counts = [r.n_unsure, r.n_parse_failure, r.n_not_applicable]
+        counts = [r.n_unsure, r.n_parse_failure, r.n_not_applicable, r.rank_low, r.rank_high]
         for kind, metric, e in _metrics(r):
             if isinstance(e, Estimate):
                 yield [r.evaluator, r.model, r.condition, r.rank, kind, metric, *_est(e), *counts]
@@ -98,7 +101,7 @@ def _na_rows(report: ScoresReport) -> Iterable[list[Any]]:
 
 
 def write_scores(run_dir: str | Path, report: ScoresReport) -> list[Path]:
-    """Write ``scores.json`` and the seven CSV tables under ``RUN/scores/``; return the paths."""
+    """Write ``scores.json`` and the eight CSV tables under ``RUN/scores/``; return the paths."""
     out = Path(run_dir) / SCORES_DIR
     story_header = ["evaluator", "model", "condition", "story_id", "n_images", "n_requirements"]
     story_header += [f"dim_{d}" for d in report.dimensions] + [f"summary_{s}" for s in SUMMARIES]
@@ -114,6 +117,9 @@ def write_scores(run_dir: str | Path, report: ScoresReport) -> list[Path]:
         "not_applicable.csv": csv_text(NA_HEADER, _na_rows(report)),
         "signals.csv": csv_text(
             SIGNAL_HEADER, ([getattr(s, f) for f in SIGNAL_HEADER] for s in report.signals)
+        ),
+        "horizon.csv": csv_text(
+            HORIZON_HEADER, ([getattr(h, f) for f in HORIZON_HEADER] for h in report.horizon)
         ),
     }
     paths = [out / "scores.json"]

@@ -45,7 +45,7 @@ def test_expected_pages(synth_site: Path) -> None:
         "stories/counting-medium-a/independent.html", "models/alpha.html",
     ):  # fmt: skip
         assert page in rel
-    assert not any("evaluate" in p for p in rel)
+    assert "evaluate.html" in rel  # the blinded human-evaluation page (issue #13)
     assert (synth_site / "static" / "style.css").is_file()
     assert (synth_site / "static" / "sort.js").is_file()
 
@@ -81,8 +81,10 @@ def test_hostile_text_is_escaped_everywhere(synth_site: Path) -> None:
         parser.feed(html)
         for tag, attrs in parser.tags:
             assert not any(k.startswith("on") for k in attrs), (page, tag, attrs)
-            if tag == "script":
-                assert (attrs.get("src") or "").endswith("static/sort.js"), page
+            if tag == "script":  # local scripts, or the evaluate page's embedded JSON
+                src = attrs.get("src") or ""
+                data = attrs.get("type") == "application/json" and not src
+                assert data or src.endswith(("static/sort.js", "static/evaluate.js")), page
             if tag == "img":
                 assert attrs.get("src") != "x", page
         seen_model |= "evil&lt;/script&gt;&lt;script&gt;alert(1)" in html

@@ -11,6 +11,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from vsb.errors import InputError
+
 if TYPE_CHECKING:  # the library is imported by each command (keeps `vsb --help` fast)
     from vsb.human.results import HumanReport
 
@@ -108,9 +110,8 @@ def human() -> None:
 )
 @click.option("--seed", default=0, show_default=True, help="Seed of the bootstraps.")
 @click.option("--resamples", default=1000, show_default=True, help="Bootstrap resamples.")
-@click.pass_context
 def import_(
-    ctx: click.Context, files: tuple[Path, ...], out: Path, release: Path | None, seed: int,
+    files: tuple[Path, ...], out: Path, release: Path | None, seed: int,
     resamples: int,
 ) -> None:  # fmt: skip
     """Validate rating files (all or nothing) and write the report with its CSVs to OUT."""
@@ -123,8 +124,7 @@ def import_(
     except RatingImportError as err:
         for line in err.problems:
             click.echo(f"error: {line}", err=True)
-        click.echo(f"nothing written: {len(err.problems)} problem(s)", err=True)
-        ctx.exit(1)
+        raise InputError(f"nothing written: {len(err.problems)} problem(s)") from None
     report = build_report(loaded, release_dir=release, seed=seed, n_resamples=resamples)
     write_report(out, report, loaded)
     print_report(report, _console())

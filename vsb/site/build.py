@@ -9,7 +9,8 @@ Pages (relative to the site root)::
     models/<slug>.html              one page per model
     comparisons.html                paired comparisons (Δ, CI, P(Δ>0), win rate)
     stability.html                  rank stability under Dirichlet weight perturbation
-    judge.html                      judge validation against the sealed oracle
+    judge.html                      judge validation against the sealed oracle (and humans)
+    evaluate.html                   the blinded human-evaluation session (works from disk)
     stories/index.html              story browser
     stories/<id>/<condition>.html   scene texts, image strips, pass/fail marks
     methodology.html                the methodology text
@@ -33,6 +34,8 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from vsb import __version__
 from vsb.errors import ReleaseError
 from vsb.fsio import sha256_hex
+from vsb.human.session import evaluate_payload
+from vsb.human.write import release_report
 from vsb.site import pages
 from vsb.site.data import SiteData, load_site_data, model_slug, scores_view
 from vsb.site.methodology import methodology_text, render_methodology
@@ -40,7 +43,7 @@ from vsb.story.models import DIMENSION_LABELS
 
 #: Marker file: a directory holding it was written by ``build_site`` and may be replaced.
 MARKER = ".vsb-site"
-STATIC_FILES = ("style.css", "sort.js")
+STATIC_FILES = ("style.css", "sort.js", "evaluate.js", "evaluate.css")
 _SAFE_PATH = re.compile(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*")
 
 
@@ -182,7 +185,8 @@ def build_site(release_dir: str | Path, out_dir: str | Path) -> SiteResult:
         w.page(f"models/{data.slugs[model]}.html", "model.html", **pages.model_page(data, model))
     w.page("comparisons.html", "comparisons.html", **pages.comparisons(data))
     w.page("stability.html", "stability.html")
-    w.page("judge.html", "judge.html")
+    w.page("judge.html", "judge.html", human=release_report(data.root))
+    w.page("evaluate.html", "evaluate.html", session=evaluate_payload(data, images))
     w.page("stories/index.html", "stories.html", **pages.story_index(data))
     for story in data.stories:
         for cond in data.conditions:

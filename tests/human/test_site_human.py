@@ -1,0 +1,97 @@
+"""The site's human parts: evaluate.html embeds its session data safely, the judge page
+shows the human report (labelled synthetic when it is) and escapes what ratings carry."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from site_synth import HOSTILE, HOSTILE_MODEL
+
+from vsb.cli.main import main
+from vsb.human.session import evaluate_payload, story_pool
+from vsb.human.write import RELEASE_REPORT
+from vsb.site.build import build_site
+from vsb.site.data import load_site_data
+
+_EMBED = re.compile(r'<script type="application/json" id="evaluate-data">(.*?)</script>', re.DOTALL)
+
+
+@pytest.fixture(scope="module")
+def site_with_human(
+    tmp_path_factory: pytest.TempPathFactory, human_release: Path, simulated_files: list[Path]
+) -> Path:
+    root = tmp_path_factory.mktemp("site-human")
+    release = root / "release"
+    shutil.copytree(human_release, release)
+    args = ["human", "import", *map(str, simulated_files), "--resamples", "50"]
+    assert main([*args, "--out", str(release / "human"), "--release", str(release)]) == 0
+    build_site(release, root / "site")
+    return root / "site"
+
+
+def _pages(site: Path) -> list[Path]:
+    return sorted(site.rglob("*.html"))
+
+
+def test_no_page_carries_raw_markup_from_the_data(site_with_human: Path) -> None:
+    for page in _pages(site_with_human):
+        text = page.read_text()
+        assert HOSTILE not in text, page
+        assert "<script>alert" not in text, page
+
+
+def test_judge_page_shows_the_synthetic_human_report_escaped(site_with_human: Path) -> None:
+    text = (site_with_human / "judge.html").read_text()
+    assert 'id="human"' in text and "Against human ratings" in text
+    assert text.count('class="synthetic-notice"') == 2  # first and last
+    assert "SYNTHETIC" in text
+    for table in ("human-rankings", "human-correlations", "human-raters", "human-alpha",
+                  "human-icc", "human-means", "human-bt", "human-mixed"):  # fmt: skip
+        assert f'id="{table}"' in text, table
+    assert html.escape(HOSTILE_MODEL, quote=False) in text
+    assert "synthetic-01" in text and "median item time" in text
+
+
+def test_judge_page_without_human_ratings_says_so(human_release: Path, tmp_path: Path) -> None:
+    build_site(human_release, tmp_path / "site")
+    text = (tmp_path / "site" / "judge.html").read_text()
+    assert "holds no human ratings" in text and 'class="synthetic-notice"' not in text
+    assert not (human_release / RELEASE_REPORT).exists()
+
+
+def test_evaluate_page_embeds_the_session_as_escaped_json(
+    site_with_human: Path, human_release: Path
+) -> None:
+    text = (site_with_human / "evaluate.html").read_text()
+    assert 'href="evaluate.html" class="here"' in text  # the nav link, on its own page
+    (embedded,) = _EMBED.findall(text)
+    assert "</" not in embedded and "<" not in embedded  # |tojson escapes markup
+    payload = json.loads(embedded)
+    assert HOSTILE_MODEL in payload["models"]
+    assert payload["condition"] == "structured_memory"
+    for story in payload["stories"]:
+        for strip in story["images"].values():
+            assert len(strip) == len(story["texts"])
+            assert all((site_with_human / p).is_file() for p in strip)
+    assert (site_with_human / "static" / "evaluate.js").is_file()
+    assert "cdn" not in text.lower() and "http://" not in text and "https://" not in text
+
+
+def test_an_incomplete_strip_is_not_offered(human_release: Path) -> None:
+    data = load_site_data(human_release)
+    pool = story_pool(data)
+    story = pool[0]
+    key = (HOSTILE_MODEL, "structured_memory", story.story_id, 2)
+    assert key in data.images
+    data.images[key] = None  # a failed image
+    after = {s.story_id: s for s in story_pool(data)}
+    assert HOSTILE_MODEL not in after[story.story_id].images
+    mapping = {p: p for s in pool for strip in s.images.values() for p in strip}
+    payload = evaluate_payload(data, mapping)
+    first = next(s for s in payload["stories"] if s["id"] == story.story_id)
+    assert HOSTILE_MODEL not in first["images"]

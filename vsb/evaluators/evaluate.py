@@ -345,15 +345,35 @@ def _run_local(
     return acc
 
 
-def _ledger_entry(out: CallOutcome, judge_model: str) -> Any:
-    from vsb.ledger import LedgerEntry
+class _LedgerRecorder:
+    """Judge calls in the ledger: a row before each call is sent, completed after it; cache
+    hits get a completed row of their own (like generation)."""
 
-    c = out.call
-    return LedgerEntry(
-        key=c.key, model=f"judge:{judge_model}", latency_s=out.latency_s,
-        success=out.reply is not None, cache_hit=out.cache_hit, cost_usd=out.cost_usd,
-        condition=c.condition, story_id=c.story_id, scene=c.scene, error=out.error,
-    )  # fmt: skip
+    def __init__(self, ledger: Any, judge_model: str) -> None:
+        self.ledger = ledger
+        self.model = f"judge:{judge_model}"
+
+    def begin(self, call: JudgeCall, estimate_usd: float | None) -> int:
+        row = self.ledger.begin(
+            call.key, self.model, condition=call.condition, story_id=call.story_id,
+            scene=call.scene, cost_usd=estimate_usd,
+        )  # fmt: skip
+        return int(row)
+
+    def finish(self, row: int, out: CallOutcome) -> None:
+        self.ledger.finish(
+            row, latency_s=out.latency_s, success=out.reply is not None,
+            cost_usd=out.cost_usd, error=out.error,
+        )  # fmt: skip
+
+    def hit(self, out: CallOutcome) -> None:
+        from vsb.ledger import LedgerEntry
+
+        c = out.call
+        self.ledger.record_many([LedgerEntry(
+            key=c.key, model=self.model, latency_s=0.0, success=True, cache_hit=True,
+            cost_usd=0.0, condition=c.condition, story_id=c.story_id, scene=c.scene,
+        )])  # fmt: skip
 
 
 def _run_judge(
@@ -374,14 +394,17 @@ def _run_judge(
     with Ledger(ledger_path) as ledger:
         ledger.start_session(f"evaluate {JUDGE} {judge.judge_model}")
 
+        recorder = _LedgerRecorder(ledger, judge.judge_model)
+
         def on_done(out: CallOutcome) -> None:
             nonlocal done
-            ledger.record_many([_ledger_entry(out, judge.judge_model)])
+            if out.cache_hit:
+                recorder.hit(out)
             done += 1
             if progress:
                 progress(done, len(calls))
 
-        outcomes = execute_calls(calls, judge, options, on_done=on_done)
+        outcomes = execute_calls(calls, judge, options, on_done=on_done, recorder=recorder)
     err = failed_calls_error(outcomes)
     if err is not None:
         raise err

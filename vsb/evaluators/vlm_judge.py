@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from vsb.calls import Budget, BudgetExceeded, RetryPolicy, call_with_retries
 from vsb.errors import AdapterError, RunError
@@ -347,16 +347,26 @@ def _request(call: JudgeCall) -> JudgeRequest:
     )
 
 
+class CallRecorder(Protocol):
+    """Where made calls are recorded: ``begin`` before the request is sent (so a killed run
+    still counts a call that may have been billed), ``finish`` after (the ledger)."""
+
+    def begin(self, call: JudgeCall, estimate_usd: float | None) -> int: ...
+    def finish(self, row: int, out: CallOutcome) -> None: ...
+
+
 def execute_calls(
     calls: Sequence[JudgeCall],
     transport: VlmTransport,
     options: JudgeOptions,
     *,
     on_done: Callable[[CallOutcome], None] | None = None,
+    recorder: CallRecorder | None = None,
 ) -> list[CallOutcome]:
     """Make every call (cached ones cost nothing), ``options.concurrency`` at a time.
-    ``on_done`` runs in the calling thread as each call finishes (ledger rows, progress).
-    A budget stop lets running calls finish, then raises ``BudgetExceeded``."""
+    ``recorder`` records each call made, before and after it; ``on_done`` runs in the calling
+    thread as each call finishes (progress, rows for cache hits). A budget stop lets running
+    calls finish, then raises ``BudgetExceeded``."""
     cache = JudgeCache(options.cache_dir) if options.cache_dir and transport.paid else None
     budget = Budget(options.budget_usd if transport.paid else None)
     stop = threading.Event()
@@ -371,13 +381,15 @@ def execute_calls(
         if stop.is_set():
             out.error = "not made: the budget was reached"
             return out
+        estimate = estimate_cost(call, options.pricing, judge)
         try:
-            held = budget.reserve(estimate_cost(call, options.pricing, judge))
+            held = budget.reserve(estimate)
         except BudgetExceeded as err:
             stop.set()
             stopped.append(err)
             out.error = "not made: the budget was reached"
             return out
+        row = recorder.begin(call, estimate) if recorder is not None else None
         t0 = time.perf_counter()
         try:
             reply, out.attempts = call_with_retries(
@@ -386,13 +398,15 @@ def execute_calls(
         except AdapterError as err:
             budget.settle(held, 0.0)
             out.error, out.latency_s = err.message, time.perf_counter() - t0
-            return out
-        out.latency_s = time.perf_counter() - t0
-        out.reply = reply
-        out.cost_usd = _actual_cost(reply, call, options.pricing, judge)
-        budget.settle(held, out.cost_usd)
-        if cache is not None:
-            cache.put(call.key, judge, reply)
+        else:
+            out.latency_s = time.perf_counter() - t0
+            out.reply = reply
+            out.cost_usd = _actual_cost(reply, call, options.pricing, judge)
+            budget.settle(held, out.cost_usd)
+            if cache is not None:
+                cache.put(call.key, judge, reply)
+        if recorder is not None and row is not None:
+            recorder.finish(row, out)
         return out
 
     # Identical calls (the same image and questions in two cells) are made once.

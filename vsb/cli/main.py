@@ -49,6 +49,10 @@ def _register() -> None:
 
     cli.add_command(models.models)
     cli.add_command(models.conditions)
+    from vsb.cli import analysis, compare_runs
+
+    cli.add_command(analysis.analysis)
+    cli.add_command(compare_runs.compare_runs)
 
 
 _register()

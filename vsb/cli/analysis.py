@@ -1,0 +1,159 @@
+"""``vsb analysis RUN``: memory gain, placebo and field ablations with paired CIs (thin)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from vsb.scores.analysis import AnalysisReport, Effect
+
+_RUN = click.Path(path_type=Path)
+#: Short column headings of the ablation table (the metric names are long).
+_SHORT = {
+    "identity": "ident.", "clothing": "cloth.", "object_persistence": "obj.pers.",
+    "object_state": "obj.state", "spatial": "spatial", "environment": "env.",
+    "causal": "causal", "chronology": "chron.", "action": "action", "adherence": "adher.",
+    "coherence": "COHER.", "global": "GLOBAL",
+}  # fmt: skip
+
+
+def _console() -> Console:
+    console = Console()
+    return console if console.is_terminal else Console(width=140)
+
+
+def _table(title: str, columns: tuple[str, ...], caption: str = "") -> Table:
+    table = Table(title=title, box=box.SIMPLE_HEAD, caption=caption or None)
+    for i, col in enumerate(columns):
+        table.add_column(col, justify="left" if i == 0 else "right", no_wrap=True)
+    return table
+
+
+def _delta(lo: float | None, hi: float | None, d: float) -> str:
+    """Δ with a star when its CI excludes 0."""
+    star = "*" if lo is not None and hi is not None and (lo > 0 or hi < 0) else ""
+    return f"{d:+.3f}{star}"
+
+
+def _ci(e: Effect | None) -> tuple[str, str]:
+    if e is None:
+        return "—", "—"
+    if e.ci_low is None or e.ci_high is None:
+        return f"{e.diff:+.3f}", "—"
+    return f"{e.diff:+.3f}", f"[{e.ci_low:+.3f}, {e.ci_high:+.3f}]"
+
+
+def _gains(report: AnalysisReport, evaluator: str, metric: str) -> Table | None:
+    effects = [e for e in report.effects if e.evaluator == evaluator and e.metric == metric]
+    models = list(dict.fromkeys(e.model for e in effects if e.effect != "ablation"))
+    if not models:
+        return None
+    cols = ("model", "memory gain", "95% CI", "placebo gain", "95% CI", "memory − placebo")
+    table = _table(
+        f"{metric}: structured_memory − independent, random_context − independent, "
+        f"structured_memory − random_context (evaluator {evaluator})",
+        (*cols, "95% CI"),
+        "paired story-level bootstrap; a gain that is memory shows a placebo gain near 0",
+    )
+    for m in models:
+        by = {e.effect: e for e in effects if e.model == m}
+        table.add_row(
+            m,
+            *_ci(by.get("memory_gain")),
+            *_ci(by.get("placebo_gain")),
+            *_ci(by.get("memory_vs_placebo")),
+        )
+    return table
+
+
+def _ablations(report: AnalysisReport, evaluator: str, model: str) -> list[Table]:
+    from vsb.story.models import DIMENSIONS
+
+    effects = [
+        e
+        for e in report.effects
+        if e.evaluator == evaluator and e.model == model and e.effect == "ablation"
+    ]
+    if not effects:
+        return []
+    metrics = [*DIMENSIONS, "coherence", "global"]
+    shown = [m for m in metrics if any(e.metric == m for e in effects)]
+    dims = _table(
+        f"{model}: what remembering each group buys, structured_memory − ablation",
+        ("removed", *(_SHORT.get(m, m) for m in shown)),
+        "dimensions, then coherence and global; * paired 95% CI excludes 0; every CI is in "
+        "RUN/analysis/effects.csv",
+    )
+    for abl in dict.fromkeys(e.condition_b for e in effects):
+        by = {e.metric: e for e in effects if e.condition_b == abl}
+        cells = [_delta(by[m].ci_low, by[m].ci_high, by[m].diff) if m in by else "—" for m in shown]
+        dims.add_row(abl.rsplit("-no_", 1)[-1], *cells)
+    out = [dims]
+    groups = [g for g in report.fact_groups if g.evaluator == evaluator and g.model == model]
+    if groups:
+        names = list(dict.fromkeys(g.group for g in groups))
+        table = _table(
+            f"{model}: fault-rate change of each fact group, ablation − structured_memory "
+            "(memory checks)",
+            ("removed", *names),
+            "* paired 95% CI excludes 0; memory in use: only the removed group changes",
+        )
+        for abl in dict.fromkeys(g.ablation for g in groups):
+            by_g = {g.group: g for g in groups if g.ablation == abl}
+            table.add_row(
+                abl.rsplit("-no_", 1)[-1],
+                *(
+                    _delta(by_g[n].ci_low, by_g[n].ci_high, by_g[n].diff) if n in by_g else "—"
+                    for n in names
+                ),
+            )
+        out.append(table)
+    return out
+
+
+@click.command()
+@click.argument("run_dir", type=_RUN)
+@click.option(
+    "--evaluator",
+    "evaluators",
+    default=None,
+    help="Only these evaluators (comma-separated; default: every one that applied).",
+)
+@click.option(
+    "--metric",
+    default="coherence",
+    show_default=True,
+    help="Metric of the gain table: coherence, adherence, conditional_coherence, global, "
+    "or a dimension.",
+)
+@click.option("--seed", default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--resamples", default=2000, show_default=True, help="Bootstrap resamples.")
+def analysis(run_dir: Path, evaluators: str | None, metric: str, seed: int, resamples: int) -> None:
+    """Is the memory gain really memory? Memory gain, placebo gain (random_context) and the
+    field ablations (structured_memory-no_*), each a paired story-level difference with its
+    CI, written to RUN_DIR/analysis/ (analysis.json, effects.csv, fact_groups.csv).
+
+    Run the conditions first, e.g. vsb run … --condition all,random_context,ablations."""
+    from vsb.errors import InputError
+    from vsb.scores.aggregate import ALL_METRICS
+    from vsb.scores.analysis import analyze_run, write_analysis
+
+    if metric not in ALL_METRICS:
+        raise InputError(f"unknown metric {metric!r}; metrics: {', '.join(ALL_METRICS)}")
+    report = analyze_run(run_dir, evaluators=evaluators, seed=seed, n_resamples=resamples)
+    paths = write_analysis(run_dir, report)
+    console = _console()
+    for ev in report.evaluators:
+        gains = _gains(report, ev, metric)
+        if gains is not None:
+            console.print(gains)
+        for model in dict.fromkeys(e.model for e in report.effects if e.evaluator == ev):
+            for table in _ablations(report, ev, model):
+                console.print(table)
+    click.echo(f"wrote {len(paths)} files to {Path(run_dir) / 'analysis'}")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from human_synth import MODELS
 
 from vsb.cli.main import main
 from vsb.human.load import MAX_RATING_BYTES, MAX_RATING_DEPTH, load_rating_files
@@ -138,3 +139,25 @@ def test_a_fifo_or_a_directory_is_not_read(tmp_path: Path) -> None:
         load_rating_files([fifo])
     with pytest.raises(Exception, match="not a regular file"):
         load_rating_files([tmp_path])
+
+
+def test_a_model_or_story_the_release_lacks_is_refused_with_release(
+    tmp_path: Path,
+    simulated: list[RatingFile],
+    human_release: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    doc = _doc(simulated)
+    old = MODELS[2]  # not a control model (controls must compare those two)
+    text = json.dumps(doc).replace(json.dumps(old), json.dumps("ghost-model"))
+    ghost = tmp_path / "ghost.json"
+    ghost.write_text(text)
+    out = tmp_path / "out"
+    assert (
+        main(["human", "import", str(ghost), "--out", str(out), "--release", str(human_release)])
+        == 1
+    )
+    err = capsys.readouterr().err
+    assert "model 'ghost-model' is not in the release" in err and str(ghost) in err
+    assert not out.exists()
+    assert main(["human", "import", str(ghost), "--out", str(out), "--resamples", "20"]) == 0

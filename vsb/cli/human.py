@@ -121,11 +121,11 @@ def import_(
 
     try:
         loaded = load_rating_files(files)
+        report = build_report(loaded, release_dir=release, seed=seed, n_resamples=resamples)
     except RatingImportError as err:
         for line in err.problems:
             click.echo(f"error: {line}", err=True)
         raise InputError(f"nothing written: {len(err.problems)} problem(s)") from None
-    report = build_report(loaded, release_dir=release, seed=seed, n_resamples=resamples)
     write_report(out, report, loaded)
     print_report(report, _console())
     click.echo(f"wrote {out}")

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from vsb.errors import InputError
 from vsb.fsio import loads_json, read_limited, sha256_hex
-from vsb.human.models import RatingFile
+from vsb.human.models import LikertItem, RatingFile
 
 MAX_RATING_BYTES = 8 * 1024 * 1024
 """Largest rating file read (a long session is a few hundred kilobytes)."""
@@ -87,6 +87,25 @@ def load_rating_file(path: str | Path) -> LoadedFile:
     except ValidationError as err:
         raise RatingImportError(_validation_lines(p, err)) from None
     return LoadedFile(p, sha256_hex(data), rating)
+
+
+def release_problems(
+    files: Sequence[LoadedFile], models: set[str], stories: set[str], release: Path
+) -> list[str]:
+    """One line per file that rates a model or a story the release does not have."""
+    problems = []
+    for f in files:
+        for i, it in enumerate(f.rating.items):
+            names = [it.model] if isinstance(it, LikertItem) else [it.model_a, it.model_b]
+            unknown = [m for m in names if m not in models]
+            if unknown or it.story_id not in stories:
+                what = f"model {unknown[0]!r}" if unknown else f"story {it.story_id!r}"
+                problems.append(
+                    str(InputError(f"{what} is not in the release {release}", file=f.path,
+                                   location=f"/items/{i}"))
+                )  # fmt: skip
+                break
+    return problems
 
 
 def load_rating_files(paths: Sequence[str | Path]) -> list[LoadedFile]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vsb.human.load import LoadedFile
+from vsb.human.load import LoadedFile, RatingImportError, release_problems
 from vsb.human.mixed import Observation, fit_mixed
 from vsb.human.models import DIMENSION_KEYS, ControlItem, LikertItem, PairwiseItem
 from vsb.human.preference import Comparison, preference_stats
@@ -41,7 +41,7 @@ from vsb.human.stats import (
     icc2,
     krippendorff_alpha,
 )
-from vsb.validation.humans import human_agreement
+from vsb.validation.humans import human_agreement, load_scores
 
 MIN_CONTROL_ACCURACY = 0.75
 MIN_MEDIAN_TIME_S = 4.0
@@ -247,7 +247,14 @@ def build_report(
     n_resamples: int = 1000,
     confidence: float = 0.95,
 ) -> HumanReport:
-    """Every statistic of the kept raters; ``release_dir`` adds judge-human agreement."""
+    """Every statistic of the kept raters; ``release_dir`` adds judge-human agreement
+    (``RatingImportError`` if a file rates a model or story the release does not have)."""
+    scores = load_scores(release_dir) if release_dir is not None else None
+    if scores is not None and release_dir is not None:
+        stories = {s.story_id for s in scores.stories}
+        problems = release_problems(files, set(scores.models), stories, Path(release_dir))
+        if problems:
+            raise RatingImportError(problems)
     raters = _collect(files)
     summaries = _summaries(raters)
     kept = {s.rater_id: raters[s.rater_id] for s in summaries if not s.excluded}
@@ -269,7 +276,9 @@ def build_report(
             for t, v in units.items()
         }
         model_ratings = {(m.model, m.condition): m.mean for m in means if m.dimension == OVERALL}
-        agreement = human_agreement(release_dir, unit_ratings, model_ratings, list(ALL_DIMENSIONS))
+        agreement = human_agreement(
+            release_dir, unit_ratings, model_ratings, list(ALL_DIMENSIONS), scores
+        )
     repeat = [d for r in kept.values() for d in r.repeat_diffs]
     return HumanReport(
         synthetic=synthetic,

@@ -165,9 +165,10 @@ def human_agreement(
     unit_ratings: dict[Unit, dict[str, float]],
     model_ratings: dict[tuple[str, str], float],
     dimensions: list[str],
+    scores: ScoresReport | None = None,
 ) -> HumanAgreement:
-    """Both views for the release at ``release_dir`` (its scores and signals)."""
-    scores = load_scores(release_dir)
+    """Both views for the release at ``release_dir`` (its scores, unless given, and signals)."""
+    scores = scores or load_scores(release_dir)
     signals = evaluator_signals(scores, release_dir)
     return HumanAgreement(
         correlations=story_correlations(signals, unit_ratings, dimensions),

@@ -44,3 +44,20 @@ def test_canonical_json_and_atomic_write(tmp_path) -> None:  # type: ignore[no-u
     atomic_write_json(target, {"x": 2})
     assert target.read_text() == '{\n  "x": 2\n}\n'
     assert [p.name for p in tmp_path.iterdir()] == ["out.json"]  # no temp files left behind
+
+
+def test_a_command_exit_code_reaches_the_caller() -> None:
+    """``ctx.exit(3)`` inside a command: main() returned 0 before (the code was dropped)."""
+    import click
+
+    from vsb.cli.main import cli, main
+
+    @cli.command("exit-probe", hidden=True)
+    @click.pass_context
+    def probe(ctx: click.Context) -> None:
+        ctx.exit(3)
+
+    try:
+        assert main(["exit-probe"]) == 3
+    finally:
+        cli.commands.pop("exit-probe", None)

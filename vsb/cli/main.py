@@ -61,7 +61,8 @@ _register()
 def main(argv: list[str] | None = None) -> int:
     """Entry point: any ``VsbError`` becomes one line on stderr and exit status 1."""
     try:
-        cli.main(args=argv, prog_name="vsb", standalone_mode=False)
+        # Without standalone mode click returns a ctx.exit(code)'s code instead of exiting.
+        rv = cli.main(args=argv, prog_name="vsb", standalone_mode=False)
     except VsbError as err:
         click.echo(f"error: {err}", err=True)
         return 1
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         return err.exit_code
     except SystemExit as err:
         return err.code if isinstance(err.code, int) else 1
-    return 0
+    return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

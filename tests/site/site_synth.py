@@ -24,7 +24,8 @@ HOSTILE = "</script><script>alert(1)</script><img src=x onerror=alert(2)>"
 HOSTILE_MODEL = f"evil{HOSTILE}"
 MODELS = ("alpha", "beta", HOSTILE_MODEL)
 CONDITIONS = ("independent", "structured_memory")
-P_FAIL = {"alpha": 0.05, "beta": 0.2, HOSTILE_MODEL: 0.4}
+P_FAIL = {"alpha": 0.05, "beta": 0.2, HOSTILE_MODEL: 0.4, "procedural-oracle": 0.0,
+          "procedural-drift-mid": 0.15}  # fmt: skip
 RELEASE = "v0.0.1-test"
 
 
@@ -46,15 +47,23 @@ def make_release(
     full: bool = False,
     models: tuple[str, ...] = MODELS,
     conditions: tuple[str, ...] = CONDITIONS,
+    stories: list[Story] | None = None,
+    hostile: bool = True,
+    n_resamples: int = 200,
+    release: str = RELEASE,
 ) -> Path:
     """Write the synthetic release under ``root`` and freeze it; returns ``root``.
-    ``full``: every story of the default suite (for timing the site at full size)."""
+    ``full``: every story of the default suite (for timing the site at full size);
+    ``stories``: these stories instead (e.g. a ``--per-cell`` suite)."""
     suite = generate_suite(0)
     pick = [s for s in suite if s.category == "cause_effect" and s.difficulty != "medium"]
     pick += [s for s in suite if s.id == "counting-medium-a"]
     if full:
         pick = list(suite)
-    pick[0] = _hostile_story(pick[0])
+    if stories is not None:
+        pick = list(stories)
+    if hostile:
+        pick[0] = _hostile_story(pick[0])
     write_suite(pick, root / "suite", seed=0)
     rng = np.random.default_rng(7)
     records, reqs, signals, faults = [], [], [], []
@@ -113,7 +122,7 @@ def make_release(
         "images": len(records),
     }  # fmt: skip
     (root / "manifest.json").write_text(json.dumps(manifest))
-    write_scores(root, score_run(root, n_resamples=200, n_draws=200))
+    write_scores(root, score_run(root, n_resamples=n_resamples, n_draws=200))
     write_judge(root, validate_run(root))
-    freeze(root, RELEASE)
+    freeze(root, release)
     return root

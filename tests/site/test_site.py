@@ -4,7 +4,6 @@ escaped, builds are deterministic."""
 from __future__ import annotations
 
 import json
-import re
 import threading
 import urllib.request
 from html.parser import HTMLParser
@@ -17,11 +16,10 @@ from vsb.cli.main import main
 from vsb.errors import InputError, ReleaseError
 from vsb.release.manifest import load_manifest
 from vsb.site.build import build_site
-from vsb.site.methodology import methodology_text, render_methodology
 from vsb.site.serve import make_server
 from vsb.site.svg import Interval, Point, ci_chart, heatmap, scatter
 
-SEED_SPEC = Path(__file__).parents[2].parent / "shared" / "seeds" / "vsb-methodology.txt"
+SCRIPTS = ("static/sort.js", "static/board.js", "static/evaluate.js")
 
 
 class _Tags(HTMLParser):
@@ -46,8 +44,8 @@ def test_expected_pages(synth_site: Path) -> None:
     ):  # fmt: skip
         assert page in rel
     assert "evaluate.html" in rel  # the blinded human-evaluation page (issue #13)
-    assert (synth_site / "static" / "style.css").is_file()
-    assert (synth_site / "static" / "sort.js").is_file()
+    for name in ("style.css", "sort.js", "board.js"):
+        assert (synth_site / "static" / name).is_file()
 
 
 def test_every_page_names_release_and_root_hash(synth_site: Path, synth_release: Path) -> None:
@@ -58,17 +56,25 @@ def test_every_page_names_release_and_root_hash(synth_site: Path, synth_release:
         assert root_hash in html, page
 
 
-def test_no_cdn_and_local_assets_only(synth_site: Path) -> None:
+def test_no_cdn_and_every_local_link_resolves(synth_site: Path) -> None:
+    """Every src and href is local and names a file of the site (downloads included), and
+    every #fragment names an id of its page."""
     for page in _pages(synth_site):
         parser = _Tags()
         parser.feed(page.read_text())
+        ids = {a.get("id") for _, a in parser.tags if a.get("id")}
         for tag, attrs in parser.tags:
             for attr in ("src", "href"):
                 url = attrs.get(attr) or ""
                 assert not url.startswith(("http:", "https:", "//")), (page, tag, url)
-                if tag in ("script", "img", "link") and url and not url.startswith("data:"):
-                    target = (page.parent / url.split("#")[0]).resolve()
+                if not url or url.startswith("data:"):
+                    continue
+                path, _, frag = url.partition("#")
+                if path:
+                    target = (page.parent / path).resolve()
                     assert target.is_file(), (page, url)
+                elif frag:
+                    assert frag in ids, (page, url)
 
 
 def test_hostile_text_is_escaped_everywhere(synth_site: Path) -> None:
@@ -84,7 +90,7 @@ def test_hostile_text_is_escaped_everywhere(synth_site: Path) -> None:
             if tag == "script":  # local scripts, or the evaluate page's embedded JSON
                 src = attrs.get("src") or ""
                 data = attrs.get("type") == "application/json" and not src
-                assert data or src.endswith(("static/sort.js", "static/evaluate.js")), page
+                assert data or src.endswith(SCRIPTS), page
             if tag == "img":
                 assert attrs.get("src") != "x", page
         seen_model |= "evil&lt;/script&gt;&lt;script&gt;alert(1)" in html
@@ -140,26 +146,6 @@ def test_refuses_to_overwrite_foreign_directory(synth_release: Path, tmp_path: P
     with pytest.raises(ReleaseError, match="refusing"):
         build_site(synth_release, tmp_path)
     assert (tmp_path / "mine.txt").read_text() == "keep me"
-
-
-def _without_releases(text: str) -> str:
-    """Section 8 (Releases) states what verify proves; it is kept in the package, not the seed."""
-    return re.sub(r"\n8\. Releases\n.*?(?=\n9\. )", "\n", text, flags=re.S)
-
-
-def test_methodology_is_the_spec() -> None:
-    text = methodology_text()
-    if SEED_SPEC.is_file():
-        assert _without_releases(text) == _without_releases(SEED_SPEC.read_text())
-    assert "internal consistency only" in text and "--expect-root HASH" in text
-    title, body, toc = render_methodology(text)
-    assert title == "Methodology"
-    assert [h for _, h in toc][:2] == [
-        "1. The benchmark unit",
-        "2. Prompting conditions (interventions)",
-    ]
-    assert "<table" in body and "<ul>" in body and "<ol>" in body
-    assert "procedural-amnesiac" in body
 
 
 def test_svg_escapes_labels() -> None:

@@ -38,12 +38,15 @@ from vsb.human.session import evaluate_payload
 from vsb.human.write import release_report
 from vsb.site import pages
 from vsb.site.data import SiteData, load_site_data, model_slug, scores_view
-from vsb.site.methodology import methodology_text, render_methodology
+from vsb.site.downloads import Download, write_requirements, write_tables
+from vsb.site.methodology import methodology_text, release_facts, render_methodology
 from vsb.story.models import DIMENSION_LABELS
 
 #: Marker file: a directory holding it was written by ``build_site`` and may be replaced.
 MARKER = ".vsb-site"
-STATIC_FILES = ("style.css", "sort.js", "evaluate.js", "evaluate.css")
+STATIC_FILES = ("style.css", "sort.js", "board.js", "evaluate.js", "evaluate.css")
+#: Release files the site offers for download as they are (under data/).
+RELEASE_DOWNLOADS = ("scores", "validation")
 _SAFE_PATH = re.compile(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*")
 
 
@@ -87,7 +90,9 @@ def environment() -> Environment:
         dim=lambda d: DIMENSION_LABELS.get(d, d),
         metric=lambda c: pages.metric_label(c.metric_kind, c.metric),
         signed=lambda x: "—" if x is None else f"{x:+.3f}",
+        usd=lambda x: "unknown" if x is None else f"{x:,.4f} USD",
     )  # fmt: skip
+    env.globals["zip"] = zip
     return env
 
 
@@ -131,10 +136,15 @@ class _Writer:
         self.env, self.out, self.common, self.count = env, out, common, 0
 
     def page(self, path: str, template: str, **ctx: Any) -> None:
+        """Render one page; its ``tables`` (if any) are written as CSV and JSON downloads."""
         depth = path.count("/")
         root = "../" * depth
+        downloads: dict[str, Download] = {}
+        if ctx.get("tables"):
+            c = self.common
+            downloads = write_tables(self.out, path, ctx["tables"], c["release"], c["root_hash"])
         html = self.env.get_template(template).render(
-            {**self.common, **ctx, "root": root, "page_path": path}
+            {**self.common, **ctx, "root": root, "page_path": path, "downloads": downloads}
         )
         dest = self.out / path
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -184,8 +194,8 @@ def build_site(release_dir: str | Path, out_dir: str | Path) -> SiteResult:
     for model in data.models:
         w.page(f"models/{data.slugs[model]}.html", "model.html", **pages.model_page(data, model))
     w.page("comparisons.html", "comparisons.html", **pages.comparisons(data))
-    w.page("stability.html", "stability.html")
-    w.page("judge.html", "judge.html", human=release_report(data.root))
+    w.page("stability.html", "stability.html", **pages.stability_tables(data))
+    w.page("judge.html", "judge.html", human=release_report(data.root), **pages.judge_tables(data))
     w.page("evaluate.html", "evaluate.html", session=evaluate_payload(data, images))
     w.page("stories/index.html", "stories.html", **pages.story_index(data))
     for story in data.stories:
@@ -195,11 +205,25 @@ def build_site(release_dir: str | Path, out_dir: str | Path) -> SiteResult:
                 "story.html",
                 **pages.story_page(data, story, cond, images),
             )
-    title, body, toc = render_methodology(methodology_text())
-    n_scenes = sum(len(s.scenes) for s in data.stories)
-    n_reqs = sum(len(sc.requirements) for s in data.stories for sc in s.scenes)
+    _release_downloads(data, out)
+    facts = release_facts(data, evaluate_page=(out / "evaluate.html").is_file())
+    title, body, toc = render_methodology(methodology_text(facts))
     w.page(
         "methodology.html", "methodology.html",
-        title=title, body=body, toc=toc, n_scenes=n_scenes, n_reqs=n_reqs,
+        title=title, body=body, toc=toc, n_scenes=facts["n_scenes"], n_reqs=facts["n_reqs"],
     )  # fmt: skip
     return SiteResult(out=out, pages=w.count, images=len(images))
+
+
+def _release_downloads(data: SiteData, out: Path) -> None:
+    """The release's score and validation files as they are, and its per-requirement
+    results as CSV and Parquet, under data/."""
+    for folder in RELEASE_DOWNLOADS:
+        src = data.root / folder
+        if not src.is_dir():
+            continue
+        for f in sorted(src.iterdir()):
+            if f.is_file() and f.suffix in (".json", ".csv"):
+                (out / "data" / folder).mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(f, out / "data" / folder / f.name)
+    write_requirements(data.root / "evaluations" / "requirements.jsonl", out)

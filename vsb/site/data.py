@@ -64,6 +64,8 @@ class SiteData:
     slugs: dict[str, str] = field(default_factory=dict)
     #: The whole report (every evaluator); ``scores`` is the primary evaluator's view.
     all_scores: ScoresReport | None = None
+    #: model -> the ``cost_usd`` of each of its records (None: unknown), in record order.
+    costs: dict[str, list[float | None]] = field(default_factory=dict)
 
     @property
     def models(self) -> list[str]:
@@ -149,11 +151,15 @@ def load_site_data(release_dir: str | Path) -> SiteData:
     stories = load_suite(root / SUITE_DIR)
     images: dict[tuple[str, str, str, int], str | None] = {}
     errors: dict[tuple[str, str, str, int], str] = {}
+    costs: dict[str, list[float | None]] = defaultdict(list)
     for r in _jsonl(root / RECORDS_FILE):
         key = (r["model"], r["condition"], r["story_id"], int(r["scene"]))
         images[key] = r.get("path")
         if r.get("error"):
             errors[key] = str(r["error"])
+        cost = r.get("cost_usd")
+        ok = isinstance(cost, int | float) and not isinstance(cost, bool)
+        costs[str(r["model"])].append(float(cost) if ok and cost is not None else None)
     req_path = root / REQUIREMENTS_FILE
     if not req_path.is_file():
         raise ReleaseError("release is missing this file", file=req_path)
@@ -163,6 +169,7 @@ def load_site_data(release_dir: str | Path) -> SiteData:
     scores = scores_view(full, evaluator)
     data = SiteData(root, manifest, scores, judge, stories, images, errors, checks, failures)
     data.all_scores = full
+    data.costs = dict(costs)
     slugs: dict[str, str] = {}
     for m in data.models:
         s = model_slug(m)

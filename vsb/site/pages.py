@@ -1,21 +1,43 @@
-"""View models: what each page of the site shows, computed from ``SiteData`` only."""
+"""View models: what each page of the site shows, computed from ``SiteData`` only.
+
+Every view returns, beside what its template renders, ``tables``: the raw data of each table
+of the page (``vsb.site.downloads.DataTable``), which the writer saves as CSV and JSON and the
+template links under the table.
+"""
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 from typing import Any
 
 from vsb.scores.models import Comparison, Estimate, ModelScore
-from vsb.site import svg
+from vsb.site import board, svg
+from vsb.site.cards import model_card
 from vsb.site.data import SiteData
-from vsb.story.models import DIMENSION_LABELS, Story
+from vsb.site.downloads import DataTable
+from vsb.site.page_tables import judge_tables, stability_tables
+from vsb.site.story_pages import story_index, story_page
+from vsb.story.models import DIMENSION_LABELS
+
+__all__ = [
+    "comparisons",
+    "heat_class",
+    "judge_tables",
+    "leaderboard",
+    "metric_label",
+    "model_page",
+    "stability_tables",
+    "story_index",
+    "story_page",
+]
 
 SUMMARY_LABELS = {
     "global": "global",
     "adherence": "prompt adherence",
     "coherence": "memory coherence",
+    "conditional_coherence": "conditional coherence",
 }
+_EST = ("score", "ci_low", "ci_high")
 
 
 def metric_label(kind: str, metric: str) -> str:
@@ -36,11 +58,13 @@ def _interval(label: str, est: Estimate | None) -> svg.Interval | None:
     return None if est is None else svg.Interval(label, est.score, est.ci_low, est.ci_high)
 
 
-def leaderboard(data: SiteData) -> dict[str, Any]:
-    """The index page: primary-condition table, plots, per-condition global scores."""
-    primary = data.scores.primary_condition
-    rows = rows_for(data, primary) or rows_for(data, data.conditions[0])
-    cond = rows[0].condition if rows else primary
+def _est(e: Estimate | None) -> tuple[Any, ...]:
+    return (None, None, None) if e is None else (e.score, e.ci_low, e.ci_high)
+
+
+def _charts(data: SiteData, cond: str) -> dict[str, Any]:
+    """The plots of one condition's leaderboard."""
+    rows = rows_for(data, cond)
     bars = [i for r in rows if (i := _interval(r.model, r.global_score)) is not None]
     points = [
         svg.Point(r.model, r.adherence.score, r.coherence.score)
@@ -51,26 +75,177 @@ def leaderboard(data: SiteData) -> dict[str, Any]:
     heat = [
         [(e.score if (e := r.dimensions.get(d)) is not None else None) for d in dims] for r in rows
     ]
-    by_condition: dict[str, dict[str, Estimate | None]] = defaultdict(dict)
-    for r in data.scores.scores:
-        by_condition[r.model][r.condition] = r.global_score
+    models = [r.model for r in rows]
+    pts = board.horizon_points(data.scores, cond, "scene", "coherence")
     return {
-        "condition": cond,
-        "rows": rows,
-        "dims": dims,
         "ci_plot": svg.ci_chart(bars, f"Global score, {cond} (95% CI)", "global score"),
         "scatter": svg.scatter(
             points, f"Adherence vs coherence, {cond}", "prompt adherence", "memory coherence"
         ),
         "heatmap": svg.heatmap(
-            [r.model for r in rows],
-            [DIMENSION_LABELS[d] for d in dims],
-            heat,
-            f"Dimension × model, {cond}",
+            models, [DIMENSION_LABELS[d] for d in dims], heat, f"Dimension × model, {cond}"
         ),
-        "by_condition": by_condition,
-        "order": [r.model for r in rows],
+        "horizon": board.horizon_chart(
+            pts, models, f"Memory coherence by scene position, {cond} (95% CI)"
+        ),
     }
+
+
+def leaderboard(data: SiteData) -> dict[str, Any]:
+    """The index page: every condition's rows (the primary shown first), honest ranks, memory
+    gain, plots, the long-horizon view and the win-rate matrix."""
+    conds = [c for c in data.conditions if rows_for(data, c)]
+    primary = data.scores.primary_condition
+    cond = primary if primary in conds else (conds[0] if conds else primary)
+    dims = list(data.scores.dimensions)
+    entries = []
+    for c in conds:
+        tie = board.ties(data.scores, c)
+        entries += [(r, tie.get(r.model)) for r in rows_for(data, c)]
+    gains = board.memory_gain(data.scores)
+    by_condition: dict[str, dict[str, Estimate | None]] = defaultdict(dict)
+    for r in data.scores.scores:
+        by_condition[r.model][r.condition] = r.global_score
+    order = [r.model for r in rows_for(data, cond)]
+    order += [m for m in data.models if m not in order and m in by_condition]
+    win_models, win = board.win_matrix(data.scores, cond)
+    groups = [
+        p
+        for p in data.scores.horizon
+        if p.axis in ("difficulty", "length") and p.metric in ("coherence", "global")
+    ]
+    scene = board.horizon_points(data.scores, None, "scene", "coherence")
+    lead_cols = ("condition", "rank", "rank_low", "rank_high", "tied_with_next", "model")
+    est_cols = tuple(f"{m}_{x}" for m in ("global", "adherence", "coherence") for x in _EST)
+    gain_cols = ("memory_gain", "memory_gain_ci_low", "memory_gain_ci_high")
+    tables = {
+        "leaderboard": DataTable(
+            (
+                *lead_cols,
+                *est_cols,
+                "conditional_coherence",
+                *gain_cols,
+                *dims,
+                "n_stories",
+                "n_images",
+                "n_requirements",
+            ),
+            [
+                (
+                    r.condition,
+                    r.rank,
+                    r.rank_low,
+                    r.rank_high,
+                    t.other if t else None,
+                    r.model,
+                    *_est(r.global_score),
+                    *_est(r.adherence),
+                    *_est(r.coherence),
+                    r.conditional_coherence.score if r.conditional_coherence else None,
+                    *((g.diff, g.low, g.high) if (g := gains.get(r.model)) else (None,) * 3),
+                    *((e.score if (e := r.dimensions.get(d)) else None) for d in dims),
+                    r.n_stories,
+                    r.n_images,
+                    r.n_requirements,
+                )
+                for r, t in entries
+            ],
+            "Leaderboard: every condition",
+        ),
+        "by_condition": DataTable(
+            ("model", *data.conditions),
+            [
+                (
+                    m,
+                    *(
+                        (e.score if (e := by_condition[m].get(c)) else None)
+                        for c in data.conditions
+                    ),
+                )
+                for m in order
+            ],
+            "Global score per condition",
+        ),
+        "win_rate": DataTable(
+            ("model", *win_models),
+            [(m, *row) for m, row in zip(win_models, win, strict=True)],
+            f"Win rate of the row model over the column model (global score), {cond}",
+        ),
+        "horizon_scene": _horizon_table(scene, "Memory coherence by scene position"),
+        "horizon_groups": _horizon_table(groups, "By difficulty and by story length"),
+    }
+    positions = sorted({int(p.group) for p in scene})
+    at = {(p.condition, p.model, int(p.group)): p for p in scene}
+    scene_grid = [
+        (r.condition, r.model, [at.get((r.condition, r.model, k)) for k in positions])
+        for r, _ in entries
+    ]
+    group_axes = [
+        (
+            axis,
+            sorted(
+                {p.group for p in groups if p.axis == axis},
+                key=lambda g: (
+                    g not in ("easy", "medium", "hard"),
+                    ("easy", "medium", "hard").index(g)
+                    if g in ("easy", "medium", "hard")
+                    else int(g),
+                ),
+            ),
+        )
+        for axis in ("difficulty", "length")
+    ]
+    gat: dict[tuple[str, str, str, str], Any] = {
+        (p.condition, p.model, p.axis, p.group): p for p in groups if p.metric == "coherence"
+    }
+    group_grid = [
+        (
+            r.condition,
+            r.model,
+            [gat.get((r.condition, r.model, axis, g)) for axis, gs in group_axes for g in gs],
+        )
+        for r, _ in entries
+    ]
+    return {
+        "condition": cond,
+        "conds": conds,
+        "positions": positions,
+        "scene_grid": scene_grid,
+        "group_axes": [(a, gs) for a, gs in group_axes if gs],
+        "group_grid": group_grid,
+        "rows": rows_for(data, cond),
+        "entries": entries,
+        "gains": gains,
+        "dims": dims,
+        "charts": {c: _charts(data, c) for c in conds},
+        "by_condition": by_condition,
+        "order": order,
+        "win_models": win_models,
+        "win": win,
+        "win_plot": svg.heatmap(
+            win_models, win_models, win, f"Win rate, row over column (global), {cond}"
+        )
+        if len(win_models) > 1
+        else None,
+        "groups": groups,
+        "tables": tables,
+    }
+
+
+def _horizon_table(points: list[Any], title: str) -> DataTable:
+    cols = (
+        "model",
+        "condition",
+        "axis",
+        "group",
+        "metric",
+        "score",
+        "ci_low",
+        "ci_high",
+        "n_stories",
+        "n_checks",
+    )
+    return DataTable(cols, [tuple(getattr(p, c) for c in cols) for p in points], title)
 
 
 def _comparisons(
@@ -93,25 +268,73 @@ def _comparisons(
 
 def _metric_order(data: SiteData, c: Comparison) -> int:
     if c.metric_kind == "summary":
-        return ("global", "adherence", "coherence").index(c.metric) if c.metric in (
-            "global", "adherence", "coherence"
-        ) else 9  # fmt: skip
+        names = ("global", "adherence", "coherence", "conditional_coherence")
+        return names.index(c.metric) if c.metric in names else 9
     dims = list(data.scores.dimensions)
     return dims.index(c.metric) if c.metric in dims else 99
 
 
+_CMP_COLS = (
+    "kind",
+    "a_model",
+    "a_condition",
+    "b_model",
+    "b_condition",
+    "metric_kind",
+    "metric",
+    "a_score",
+    "b_score",
+    "diff",
+    "ci_low",
+    "ci_high",
+    "p_greater",
+    "p_equal",
+    "p_less",
+    "win_rate",
+    "n_stories",
+    "se",
+    "mdd",
+    "stories_needed",
+)
+
+
+def comparison_table(comps: list[Comparison], title: str) -> DataTable:
+    """Comparison rows as a downloadable table."""
+    return DataTable(_CMP_COLS, [tuple(getattr(c, f) for f in _CMP_COLS) for c in comps], title)
+
+
 def comparisons(data: SiteData) -> dict[str, Any]:
-    """Paired comparisons: models within each condition, conditions within each model."""
+    """Paired comparisons: models within each condition, conditions within each model; the
+    minimum detectable difference of every global comparison; the win-rate matrix."""
     by_model = _comparisons(data, "model")
     by_cond = _comparisons(data, "condition")
+    primary = data.scores.primary_condition
+    power = sorted(
+        (c for c in data.scores.comparisons if c.metric == "global" and c.kind == "model"),
+        key=lambda c: (data.conditions.index(c.a_condition), c.a_model, c.b_model),
+    )
+    win_models, win = board.win_matrix(data.scores, primary)
     return {
         "model_groups": [(c, by_model[c]) for c in data.conditions if c in by_model],
         "condition_groups": [(m, by_cond[m]) for m in data.models if m in by_cond],
+        "power": power,
+        "win_models": win_models,
+        "win": win,
+        "tables": {
+            "comparisons": comparison_table(list(data.scores.comparisons), "Paired comparisons"),
+            "power": comparison_table(power, "Minimum detectable difference, global score"),
+            "win_rate": DataTable(
+                ("model", *win_models),
+                [(m, *row) for m, row in zip(win_models, win, strict=True)],
+                f"Win rate of the row model over the column model (global score), {primary}",
+            ),
+        },
     }
 
 
 def model_page(data: SiteData, model: str) -> dict[str, Any]:
-    """One model: every condition's scores, its comparisons, rank stability, failures."""
+    """One model: its card, every condition's scores, long-horizon view, comparisons, rank
+    stability, failures."""
     rows = {r.condition: r for r in data.scores.scores if r.model == model}
     conds = [c for c in data.conditions if c in rows]
     bars = [i for c in conds if (i := _interval(c, rows[c].global_score)) is not None]
@@ -126,111 +349,101 @@ def model_page(data: SiteData, model: str) -> dict[str, Any]:
     labels = sorted({t for f in failures.values() for t in f})
     stories = [s for s in data.scores.stories if s.model == model]
     stories.sort(key=lambda s: (data.conditions.index(s.condition), s.story_id))
+    primary_stories = [s for s in stories if s.condition == data.scores.primary_condition]
+    mine = [p for p in data.scores.horizon if p.model == model]
+    scene = [p for p in mine if p.axis == "scene" and p.metric == "coherence"]
+    groups = [p for p in mine if p.axis in ("difficulty", "length")]
+    card = model_card(data, model)
+    dims = list(data.scores.dimensions)
+    tables = {
+        "conditions": DataTable(
+            (
+                "condition",
+                "rank",
+                "rank_low",
+                "rank_high",
+                *(f"{m}_{x}" for m in ("global", "adherence", "coherence") for x in _EST),
+                *dims,
+            ),
+            [
+                (
+                    c,
+                    rows[c].rank,
+                    rows[c].rank_low,
+                    rows[c].rank_high,
+                    *_est(rows[c].global_score),
+                    *_est(rows[c].adherence),
+                    *_est(rows[c].coherence),
+                    *((e.score if (e := rows[c].dimensions.get(d)) else None) for d in dims),
+                )
+                for c in conds
+            ],
+            f"{model}: scores per condition",
+        ),
+        "coverage": DataTable(
+            ("condition", "expected_images", "images", "failed", "context_supported"),
+            [(v.condition, v.expected, v.made, v.failed, v.supported) for v in card.coverage],
+            f"{model}: coverage",
+        ),
+        "horizon": _horizon_table(scene + groups, f"{model}: long-horizon view"),
+        "comparisons": comparison_table(comps, f"{model}: paired comparisons"),
+        "stability": DataTable(
+            ("condition", "rank", "keep_rank", "mean_rank", "rank_p05", "rank_p95"),
+            [
+                (s.condition, m.rank, m.keep_rank, m.mean_rank, m.rank_p05, m.rank_p95)
+                for s, m in stability
+            ],
+            f"{model}: rank stability",
+        ),
+        "failures": DataTable(
+            ("label", *conds),
+            [(t, *(failures[c][t] for c in conds)) for t in labels],
+            f"{model}: failures by taxonomy label",
+        ),
+        "stories": DataTable(
+            (
+                "story_id",
+                "condition",
+                "global",
+                "adherence",
+                "coherence",
+                "n_images",
+                "n_requirements",
+            ),
+            [
+                (
+                    s.story_id,
+                    s.condition,
+                    s.global_score,
+                    s.adherence,
+                    s.coherence,
+                    s.n_images,
+                    s.n_requirements,
+                )
+                for s in primary_stories
+            ],
+            f"{model}: per story",
+        ),
+    }
     return {
         "model": model,
+        "card": card,
         "rows": rows,
         "conds": conds,
-        "dims": list(data.scores.dimensions),
+        "dims": dims,
         "ci_plot": svg.ci_chart(bars, f"Global score by condition (95% CI): {model}"),
+        "horizon_plot": board.horizon_chart(
+            scene, conds, f"Memory coherence by scene position: {model}", by="condition"
+        ),
+        "groups": groups,
+        "gain": board.memory_gain(data.scores).get(model),
         "comparisons": comps,
         "stability": stability,
         "failures": failures,
         "failure_labels": labels,
-        "story_scores": [s for s in stories if s.condition == data.scores.primary_condition],
+        "story_scores": primary_stories,
+        "tables": tables,
     }
-
-
-@dataclass(frozen=True)
-class Mark:
-    """One requirement's result for one model (None: not evaluated)."""
-
-    passed: bool | None
-    observed: str
-    failure: str
-
-
-@dataclass(frozen=True)
-class ReqRow:
-    """A requirement and its marks, one per model."""
-
-    id: str
-    dimension: str
-    source: str
-    expected: str
-    marks: list[Mark]
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One image of a strip: its site path (None: no image), pass count, error."""
-
-    src: str | None
-    passed: int
-    total: int
-    error: str | None
-
-
-def story_page(
-    data: SiteData, story: Story, condition: str, image_paths: dict[str, str]
-) -> dict[str, Any]:
-    """A story under one condition: scene texts, image strips per model, per-requirement
-    pass/fail marks. ``image_paths`` maps release paths to site paths."""
-    models = data.models
-    strips: dict[str, list[Cell]] = {}
-    scenes: list[tuple[Any, list[ReqRow]]] = []
-    for m in models:
-        cells = []
-        for scene in story.scenes:
-            key = (m, condition, story.id, scene.index)
-            rel = data.images.get(key)
-            checks = data.checks.get((story.id, condition, scene.index), {})
-            res = [c[m] for c in checks.values() if m in c]
-            cells.append(
-                Cell(
-                    image_paths.get(rel) if rel else None,
-                    sum(c.passed for c in res),
-                    len(res),
-                    data.errors.get(key),
-                )
-            )
-        strips[m] = cells
-    for scene in story.scenes:
-        checks = data.checks.get((story.id, condition, scene.index), {})
-        reqs = []
-        for r in scene.requirements:
-            per = checks.get(r.id, {})
-            marks = [
-                Mark(per[m].passed, per[m].observed, per[m].failure)
-                if m in per
-                else Mark(None, "", "")
-                for m in models
-            ]
-            reqs.append(ReqRow(r.id, r.dimension, r.source, _show(r.expected, r.attribute), marks))
-        scenes.append((scene, reqs))
-    scores = {
-        s.model: s
-        for s in data.scores.stories
-        if s.story_id == story.id and s.condition == condition
-    }
-    return {"story": story, "condition": condition, "strips": strips, "scenes": scenes,
-            "story_scores": scores}  # fmt: skip
-
-
-def _show(value: object, attribute: str) -> str:
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, list):
-        return (" → " if attribute == "order" else ", ").join(str(v) for v in value)
-    return str(value)
-
-
-def story_index(data: SiteData) -> dict[str, Any]:
-    """The story browser's index: every story with its global score per model (primary)."""
-    primary = data.scores.primary_condition
-    score = {
-        (s.story_id, s.model): s.global_score for s in data.scores.stories if s.condition == primary
-    }
-    return {"score": score, "primary": primary}
 
 
 def heat_class(v: float | None) -> str:

@@ -215,3 +215,91 @@ def heatmap(
                 f'y="{_n(y + cell_h / 2 + 4)}" text-anchor="middle" fill="{ink}">{text}</text>'
             )
     return _svg(label_w + cell_w * len(cols) + 110, head_h + cell_h * len(rows) + 10, title, body)
+
+
+@dataclass(frozen=True)
+class XY:
+    """One point of a line, with its CI (None: unknown)."""
+
+    x: int
+    y: float
+    low: float | None
+    high: float | None
+
+
+@dataclass(frozen=True)
+class Series:
+    """One labelled line."""
+
+    label: str
+    points: Sequence[XY]
+
+
+def line_chart(series: Sequence[Series], title: str, x_axis: str, y_axis: str) -> Markup:
+    """Lines over integer x positions with 95% CI whiskers (dodged so they do not overlap)
+    and a legend; colours follow ``PALETTE`` in series order."""
+    left, top, plot_w, plot_h, legend_w = 56.0, 30.0, 420.0, 260.0, 220.0
+    xs = sorted({p.x for s in series for p in s.points})
+    vals = [v for s in series for p in s.points for v in (p.y, p.low, p.high) if v is not None]
+    lo, hi = _range(vals)
+    step = plot_w / max(len(xs), 1)
+
+    def px(x: int, i: int) -> float:
+        dodge = (i - (len(series) - 1) / 2) * min(6.0, step / (len(series) + 1))
+        return left + step * (xs.index(x) + 0.5) + dodge
+
+    def py(v: float) -> float:
+        return top + plot_h - (min(max(v, lo), hi) - lo) / (hi - lo) * plot_h
+
+    body = [
+        f'<text x="{_n(left)}" y="18" font-weight="600">{escape(title)}</text>',
+        f'<rect x="{_n(left)}" y="{_n(top)}" width="{_n(plot_w)}" height="{_n(plot_h)}" '
+        f'fill="none" stroke="#999"/>',
+    ]
+    for t in _ticks(lo, hi):
+        body.append(
+            f'<line x1="{_n(left)}" x2="{_n(left + plot_w)}" y1="{_n(py(t))}" y2="{_n(py(t))}" '
+            f'stroke="#eee"/><text x="{_n(left - 6)}" y="{_n(py(t) + 4)}" text-anchor="end" '
+            f'fill="#555">{t:g}</text>'
+        )
+    for x in xs:
+        body.append(
+            f'<text x="{_n(left + step * (xs.index(x) + 0.5))}" y="{_n(top + plot_h + 16)}" '
+            f'text-anchor="middle" fill="#555">{x}</text>'
+        )
+    body.append(
+        f'<text x="{_n(left + plot_w / 2)}" y="{_n(top + plot_h + 36)}" text-anchor="middle" '
+        f'fill="#555">{escape(x_axis)}</text>'
+        f'<text transform="translate(14 {_n(top + plot_h / 2)}) rotate(-90)" '
+        f'text-anchor="middle" fill="#555">{escape(y_axis)}</text>'
+    )
+    for i, s in enumerate(series):
+        color = PALETTE[i % len(PALETTE)]
+        path = " ".join(f"{_n(px(p.x, i))},{_n(py(p.y))}" for p in s.points)
+        body.append(
+            f'<polyline class="line" points="{path}" fill="none" stroke="{color}" '
+            f'stroke-width="2"/>'
+        )
+        for p in s.points:
+            cx = px(p.x, i)
+            ci = ""
+            if p.low is not None and p.high is not None:
+                ci = f" [{p.low:.3f}, {p.high:.3f}]"
+                body.append(
+                    f'<line class="ci" x1="{_n(cx)}" x2="{_n(cx)}" y1="{_n(py(p.low))}" '
+                    f'y2="{_n(py(p.high))}" stroke="{color}" stroke-width="1.5" '
+                    f'stroke-opacity="0.7"/>'
+                )
+            body.append(
+                f'<circle class="point" cx="{_n(cx)}" cy="{_n(py(p.y))}" r="3.5" '
+                f'fill="{color}"><title>{escape(s.label)}, {escape(x_axis)} {p.x}: '
+                f"{p.y:.3f}{ci}</title></circle>"
+            )
+        ly = top + 10 + 20 * i
+        body.append(
+            f'<line x1="{_n(left + plot_w + 14)}" x2="{_n(left + plot_w + 30)}" y1="{_n(ly)}" '
+            f'y2="{_n(ly)}" stroke="{color}" stroke-width="2"/>'
+            f'<text x="{_n(left + plot_w + 36)}" y="{_n(ly + 4)}">{escape(_short(s.label))}'
+            f"<title>{escape(s.label)}</title></text>"
+        )
+    return _svg(left + plot_w + legend_w, top + plot_h + 48, title, body)

@@ -1,5 +1,8 @@
-// Sortable tables: click a header of a table.sortable to sort by that column.
+// Sortable tables: every table.sortable sorts by a column when its header is activated.
+// Keyboard: one tab stop per table (a roving tabindex over the header row): Tab reaches the
+// table's current header, Left/Right/Home/End move between headers, Enter or Space sorts.
 // Numeric columns (th[data-type=num]) sort by each cell's data-v; empty values sort last.
+// The sort direction is announced through aria-sort; the arrow is decoration (aria-hidden).
 (function () {
   "use strict";
   function key(cell, numeric) {
@@ -14,9 +17,9 @@
   }
   function sortBy(table, col, th) {
     var numeric = th.getAttribute("data-type") === "num";
-    // First click: numbers high-to-low, text A-to-Z; later clicks flip.
+    // First activation: numbers high-to-low, text A-to-Z; later ones flip.
     var was = th.getAttribute("aria-sort");
-    var dir = was === null ? (numeric ? "descending" : "ascending")
+    var dir = (was === null || was === "none") ? (numeric ? "descending" : "ascending")
       : (was === "ascending" ? "descending" : "ascending");
     var body = table.tBodies[0];
     var rows = Array.prototype.slice.call(body.rows);
@@ -33,15 +36,46 @@
       h.removeAttribute("aria-sort");
     });
     th.setAttribute("aria-sort", dir);
+    var live = table.querySelector(".sort-status");
+    if (live) live.textContent = "sorted by " + th.getAttribute("data-label") + ", " + dir;
+  }
+  function visible(ths) {
+    return ths.filter(function (h) { return !h.hidden; });
+  }
+  function focusHeader(ths, th) {
+    ths.forEach(function (h) { h.setAttribute("tabindex", h === th ? "0" : "-1"); });
+    th.focus();
   }
   document.querySelectorAll("table.sortable").forEach(function (table) {
     if (!table.tHead || !table.tBodies.length) return;
-    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, col) {
+    var ths = Array.prototype.slice.call(table.tHead.rows[0].cells);
+    var status = document.createElement("span");
+    status.className = "sort-status sr-only";
+    status.setAttribute("aria-live", "polite");
+    if (table.caption) table.caption.appendChild(status);
+    ths.forEach(function (th, col) {
       th.classList.add("sort");
-      th.setAttribute("tabindex", "0");
-      th.addEventListener("click", function () { sortBy(table, col, th); });
+      th.setAttribute("data-label", th.textContent.trim());
+      th.setAttribute("tabindex", col === 0 ? "0" : "-1");
+      th.setAttribute("title", (th.getAttribute("title") ? th.getAttribute("title") + " — " : "") +
+        "sort by this column (Enter); arrow keys move between columns");
+      var icon = document.createElement("span");
+      icon.className = "sort-icon";
+      icon.setAttribute("aria-hidden", "true");
+      th.appendChild(icon);
+      th.addEventListener("click", function () { sortBy(table, col, th); focusHeader(ths, th); });
       th.addEventListener("keydown", function (e) {
-        if (e.key === "Enter" || e.key === " ") { e.preventDefault(); sortBy(table, col, th); }
+        var shown = visible(ths), i = shown.indexOf(th), next = null;
+        if (e.key === "Enter" || e.key === " ") {
+          e.preventDefault();
+          sortBy(table, col, th);
+          return;
+        }
+        if (e.key === "ArrowRight") next = shown[Math.min(i + 1, shown.length - 1)];
+        else if (e.key === "ArrowLeft") next = shown[Math.max(i - 1, 0)];
+        else if (e.key === "Home") next = shown[0];
+        else if (e.key === "End") next = shown[shown.length - 1];
+        if (next) { e.preventDefault(); focusHeader(ths, next); }
       });
     });
     table.classList.add("js-sortable");

@@ -1,0 +1,132 @@
+"""Every table of the site, downloadable: one CSV and one JSON file per table, and the
+release's per-requirement results as CSV and Parquet.
+
+A page's view function returns its tables as ``DataTable`` objects (raw values, not the
+formatted text of the HTML); the site writer saves each under ``data/<page>/<name>.csv`` and
+``.json`` and hands the page the links. The JSON names the release it came from. Files are
+byte-identical for identical input (sorted keys, ``\\n`` line ends, fixed float repr).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DATA_DIR = "data"
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True)
+class DataTable:
+    """One table's raw data: column names and rows of plain values (None = empty)."""
+
+    columns: tuple[str, ...]
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class Download:
+    """Where one table's files lie, relative to the site root."""
+
+    csv: str
+    json: str
+    n_rows: int
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    if isinstance(v, tuple | list):
+        return ";".join(str(x) for x in v)
+    return v
+
+
+def csv_text(table: DataTable) -> str:
+    """The table as CSV (header first; None as an empty cell)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(table.columns)
+    for row in table.rows:
+        w.writerow(["" if (x := _plain(v)) is None else x for v in row])
+    return buf.getvalue()
+
+
+def json_text(table: DataTable, release: str, root_hash: str) -> str:
+    """The table as JSON: release, root hash, title, columns and one object per row."""
+    rows = [dict(zip(table.columns, (_plain(v) for v in r), strict=True)) for r in table.rows]
+    doc = {
+        "release": release,
+        "root_hash": root_hash,
+        "title": table.title,
+        "columns": list(table.columns),
+        "rows": rows,
+    }
+    return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def table_stem(page_path: str, name: str) -> str:
+    """``data/<page without .html>/<name>`` with every part file-name safe."""
+    page = page_path.removesuffix(".html")
+    parts = [_SAFE.sub("-", p) or "_" for p in page.split("/")]
+    return "/".join([DATA_DIR, *parts, _SAFE.sub("-", name) or "table"])
+
+
+def write_tables(
+    out: Path, page_path: str, tables: dict[str, DataTable], release: str, root_hash: str
+) -> dict[str, Download]:
+    """Write every table of one page; returns name -> its download links."""
+    links: dict[str, Download] = {}
+    for name, table in tables.items():
+        stem = table_stem(page_path, name)
+        (out / stem).parent.mkdir(parents=True, exist_ok=True)
+        (out / f"{stem}.csv").write_text(csv_text(table), encoding="utf-8")
+        (out / f"{stem}.json").write_text(json_text(table, release, root_hash), encoding="utf-8")
+        links[name] = Download(f"{stem}.csv", f"{stem}.json", len(table.rows))
+    return links
+
+
+#: The release's per-requirement results, as offered by the site.
+REQUIREMENT_FILES = ("data/requirements.csv", "data/requirements.parquet")
+
+
+def write_requirements(requirements_jsonl: Path, out: Path) -> tuple[str, ...]:
+    """Every evaluated (image, requirement) of the release as CSV and Parquet (pandas +
+    pyarrow), columns in the data contract's order; returns the site paths."""
+    import pandas as pd
+
+    from vsb.fsio import iter_jsonl
+
+    rows = [obj for _, obj in iter_jsonl(requirements_jsonl)]
+    df = pd.DataFrame.from_records(rows)
+    order = [c for c in _CONTRACT if c in df.columns]
+    df = df[order + sorted(set(df.columns) - set(order))]
+    for col in df.columns:
+        if df[col].dtype == object:
+            df[col] = df[col].map(_cell)
+    (out / DATA_DIR).mkdir(parents=True, exist_ok=True)
+    df.to_csv(out / REQUIREMENT_FILES[0], index=False, lineterminator="\n")
+    df.to_parquet(out / REQUIREMENT_FILES[1], index=False, engine="pyarrow")
+    return REQUIREMENT_FILES
+
+
+#: Column order of requirements.jsonl (docs/CONTRACTS.md).
+_CONTRACT: Sequence[str] = (
+    "model", "condition", "story_id", "scene", "req_id", "dimension", "taxonomy", "source",
+    "subject", "attribute", "expected", "observed", "passed", "verdict", "failure",
+    "evaluator", "judge_model",
+)  # fmt: skip
+
+
+def _cell(v: Any) -> Any:
+    """Nested values (lists, objects) as JSON text so every column has one type."""
+    if isinstance(v, dict | list):
+        return json.dumps(v, sort_keys=True, ensure_ascii=False)
+    return v

@@ -1,0 +1,144 @@
+"""Downloads of the stability and judge pages (their templates read scores.json and
+judge.json directly)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vsb.site.data import SiteData
+from vsb.site.downloads import DataTable
+
+
+def stability_tables(data: SiteData) -> dict[str, Any]:
+    """The stability page's downloads."""
+    full = data.all_scores or data.scores
+    rank_cols = (
+        "evaluator",
+        "condition",
+        "model",
+        "rank",
+        "keep_rank",
+        "mean_rank",
+        "rank_p05",
+        "rank_p95",
+    )
+    swap_cols = (
+        "condition",
+        "evaluator_a",
+        "evaluator_b",
+        "model_x",
+        "model_y",
+        "a_x",
+        "a_y",
+        "b_x",
+        "b_y",
+        "flipped",
+        "separated",
+    )
+    return {
+        "tables": {
+            "rank_stability": DataTable(
+                rank_cols,
+                [
+                    (
+                        s.evaluator,
+                        s.condition,
+                        m.model,
+                        m.rank,
+                        m.keep_rank,
+                        m.mean_rank,
+                        m.rank_p05,
+                        m.rank_p95,
+                    )
+                    for s in full.rank_stability
+                    for m in s.models
+                ],
+                "Rank stability under Dirichlet-perturbed weights",
+            ),
+            "judge_swap": DataTable(
+                swap_cols,
+                [
+                    (
+                        j.condition,
+                        j.evaluator_a,
+                        j.evaluator_b,
+                        p.model_x,
+                        p.model_y,
+                        p.a_x,
+                        p.a_y,
+                        p.b_x,
+                        p.b_y,
+                        p.flipped,
+                        p.separated,
+                    )
+                    for j in full.judge_swap
+                    for p in j.pairs
+                ],
+                "Judge swap: model pairs under two evaluators",
+            ),
+        }
+    }
+
+
+def judge_tables(data: SiteData) -> dict[str, Any]:
+    """The judge page's downloads (none without judge.json)."""
+    j = data.judge
+    if j is None:
+        return {"tables": {}}
+    tax: list[tuple[Any, ...]] = []
+    tax_cols: tuple[str, ...] = ()
+    for e in j.evaluators:
+        for t in e.taxonomy:
+            d = t.model_dump()
+            tax_cols = ("evaluator", *d)
+            tax.append((e.evaluator, *d.values()))
+    verdicts = [
+        (
+            e.evaluator,
+            e.judge_model,
+            e.verdicts.n_checks,
+            e.verdicts.unsure_rate,
+            e.verdicts.parse_failure_rate,
+            e.verdicts.n_not_applicable,
+            e.agreement.error_rate,
+            e.agreement.error_rate_ci_low,
+            e.agreement.error_rate_ci_high,
+            e.taxonomy[-1].recall if e.taxonomy else None,
+            e.taxonomy[-1].precision if e.taxonomy else None,
+        )
+        for e in j.evaluators
+    ]
+    auroc = [a.model_dump() for a in j.auroc]
+    corr = [c.model_dump() for c in j.correlations]
+    return {
+        "tables": {
+            "verdicts": DataTable(
+                (
+                    "evaluator",
+                    "judge_model",
+                    "n_checks",
+                    "unsure_rate",
+                    "parse_failure_rate",
+                    "n_not_applicable",
+                    "error_rate",
+                    "error_rate_ci_low",
+                    "error_rate_ci_high",
+                    "strict_recall",
+                    "strict_precision",
+                ),
+                verdicts,
+                "Verdicts by evaluator",
+            ),
+            "taxonomy": DataTable(tax_cols, tax, "Recall and precision per taxonomy label"),
+            "auroc": DataTable(
+                tuple(auroc[0]) if auroc else ("signal",),
+                [tuple(a.values()) for a in auroc],
+                "AUROC per signal",
+            ),
+            "correlations": DataTable(
+                tuple(corr[0]) if corr else ("signal",),
+                [tuple(c.values()) for c in corr],
+                "Story-level rank correlations with oracle coherence",
+            ),
+        }
+    }

@@ -137,7 +137,8 @@ def evaluate(
     workers: int,
 ) -> None:
     """Judge RUN_DIR's images: the extractor + rule checker and pairwise signals on renders,
-    and the VLM judge on any image (one call per scene, cached, priced, in the ledger).
+    and the VLM judge on any image (one call per scene, cached, priced, in the ledger);
+    CLIP and DINOv2 embedding signals on any image with --evaluator clip,dino (vsb[embed]).
 
     \b
     Examples:
@@ -145,6 +146,7 @@ def evaluate(
       vsb evaluate run --evaluator vlm --judge openai-compatible:gpt-4o --budget 5 --dry-run
       vsb evaluate run --evaluator vlm --judge openai-compatible:qwen2.5-vl \\
           --base-url http://127.0.0.1:8000/v1 --model stored:flux --condition independent
+      vsb evaluate run --evaluator clip,dino --clip-model ./clip-vit-base-patch32 --device cuda
     """
     from vsb.evaluators.embed import EmbedOptions
     from vsb.evaluators.evaluate import evaluate_run, plan_judge

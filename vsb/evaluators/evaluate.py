@@ -27,22 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from vsb.errors import InputError, RunError
-
-try:
-    from vsb.evaluators.decode import decode_render
-except ImportError:  # TEMPORARY until the robust decoder lands
-    from vsb.evaluators.decode import load_indices as _li
-
-    class _D:
-        def __init__(self, p: Any) -> None:
-            self.indices = _li(p)
-            self.is_render = True
-            self.reason = ""
-
-    def decode_render(image: Any) -> Any:  # type: ignore[misc]
-        return _D(image)
-
-
+from vsb.evaluators.decode import decode_render
 from vsb.evaluators.embed import (
     EMBED_EVALUATORS,
     EmbedOptions,

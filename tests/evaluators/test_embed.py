@@ -373,3 +373,16 @@ def test_embed_release_script_on_a_release_build(
     cap = capsys.readouterr()
     assert "0 embedded" in cap.out and "vsb release freeze" in cap.err
     assert _embed(_signals(release)) == world.first
+
+
+def test_the_site_judge_page_lists_the_signals(world: World, tmp_path: Path) -> None:
+    rel = tmp_path / "rel"
+    shutil.copytree(world.run, rel, ignore=shutil.ignore_patterns("scores", "validation"))
+    assert main(["score", str(rel), "--resamples", "100"]) == 0
+    assert main(["validate-judge", str(rel)]) == 0
+    assert main(["release", "freeze", str(rel), "--name", "embed-test"]) == 0
+    assert main(["site", "build", str(rel), "--out", str(tmp_path / "site")]) == 0
+    page = (tmp_path / "site" / "judge.html").read_text()
+    for names in SIGNALS.values():
+        for name in names:
+            assert page.count(f">{name}<") == 2, name  # the AUROC and the correlation tables

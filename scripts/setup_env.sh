@@ -1,17 +1,69 @@
 #!/usr/bin/env bash
-# Create .venv (if missing) and install vsb with its dev and embed extras; install Debian's chromium
-# for the browser tests when running as root and it is absent. Idempotent.
+# Create .venv (if missing) and install vsb into it. Idempotent.
+#
+#   bash scripts/setup_env.sh          what the main job needs: vsb and its runtime dependencies
+#                                      (no browser, no torch, no test tools)
+#   bash scripts/setup_env.sh --test   also what the tests need: the dev and embed extras, the CPU
+#                                      build of torch 2.13.0 and Debian's chromium (browser tests)
+#   add --pip                          install with pip only
+#
+# Installs go through uv when it is on PATH, or bootstrapped into .venv with pip (one wheel; it
+# then installs the dependencies several times faster than pip); pip when that fails or with
+# --pip. uv is pointed at the same places pip's configuration names (find-links, extra indexes,
+# constraints).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+MODE=main
+USE_UV=1
+for arg in "$@"; do
+  case "$arg" in
+    --test) MODE=test ;;
+    --pip) USE_UV=0 ;;
+    *) echo "usage: bash scripts/setup_env.sh [--test] [--pip]" >&2; exit 2 ;;
+  esac
+done
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-.venv/bin/python -m pip install --quiet --upgrade pip
-# The CPU build of torch (from local disk here; never a CUDA build, never torchvision or
-# open_clip beside it), then vsb with the embed extra (transformers) that its tests need.
-.venv/bin/python -m pip install --quiet torch==2.13.0
-.venv/bin/python -m pip install --quiet -e '.[dev,embed]'
+VPY=.venv/bin/python
+PIP=("$VPY" -m pip install --quiet --disable-pip-version-check)
+
+UV=""
+if [ "$USE_UV" = 1 ]; then
+  if command -v uv >/dev/null 2>&1; then
+    UV=$(command -v uv)
+  elif [ -x .venv/bin/uv ] || { "${PIP[@]}" uv >/dev/null 2>&1 && [ -x .venv/bin/uv ]; }; then
+    UV=.venv/bin/uv
+  fi
+fi
+
+pip_config() {  # one value of pip's configuration (files and PIP_* variables), or nothing
+  "$VPY" -m pip config get "$1" 2>/dev/null || true
+}
+
+install() {  # install requirements with uv when there is one, else with pip
+  if [ -n "$UV" ]; then
+    UV_FIND_LINKS=${UV_FIND_LINKS:-${PIP_FIND_LINKS:-$(pip_config global.find-links)}} \
+    UV_EXTRA_INDEX_URL=${UV_EXTRA_INDEX_URL:-$(pip_config global.extra-index-url)} \
+    UV_CONSTRAINT=${UV_CONSTRAINT:-$(pip_config global.constraint)} \
+    UV_INDEX_STRATEGY=${UV_INDEX_STRATEGY:-unsafe-best-match} \
+      "$UV" pip install --quiet --python "$VPY" "$@" && return 0
+    echo "warning: uv could not install $*; falling back to pip" >&2
+  fi
+  "${PIP[@]}" "$@"
+}
+
+if [ "$MODE" = main ]; then
+  install -e .
+  exit 0
+fi
+
+# The tests. The CPU build of torch, through pip and its configuration (from local disk here;
+# never a CUDA build, never torchvision or open_clip beside it), then vsb with the dev extra
+# and the embed extra (transformers) that the embedding tests need.
+"${PIP[@]}" torch==2.13.0
+install -e '.[dev,embed]'
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   echo "installing Debian's chromium for the browser tests..."
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \

@@ -177,3 +177,23 @@ def test_generate_per_cell(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
         ["suite", "generate", "--out", str(tmp_path / "z"), "--per-cell", "0"], capsys, code=2
     )
     assert "--per-cell" in line
+
+
+def test_evaluate_and_validate_judge_say_did_you_mean(
+    tmp_path: Path, tiny_suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hand = tmp_path / "hand"
+    shutil.copytree(tiny_suite, hand)
+    assert main(["suite", "index", str(hand)]) == 0
+    run = tmp_path / "run"
+    argv = ["run", "--suite", str(hand), "--model", "procedural-oracle"]
+    assert main([*argv, "--condition", "independent", "--out", str(run), "--workers", "1"]) == 0
+    capsys.readouterr()
+    line = _one_line_error(["evaluate", str(run), "--condition", "indepndent"], capsys)
+    assert "did you mean 'independent'?" in line and "(it has: independent)" in line
+    line = _one_line_error(["evaluate", str(run), "--model", "procedural-oracl"], capsys)
+    assert "did you mean 'procedural-oracle'?" in line
+    assert main(["evaluate", str(run), "--workers", "1"]) == 0
+    capsys.readouterr()
+    line = _one_line_error(["validate-judge", str(run), "--evaluator", "rulez"], capsys)
+    assert "did you mean 'rules'?" in line and "present in this run" in line

@@ -17,6 +17,7 @@ Progress goes to ``progress(done, total)`` and ``judge_progress(done, total)``.
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import json
 import multiprocessing
@@ -146,8 +147,10 @@ def _select(records: list[dict[str, Any]], key: str, wanted: Sequence[str] | Non
         return set(present)
     unknown = [w for w in wanted if w not in present]
     if unknown:
+        close = difflib.get_close_matches(unknown[0], present, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise InputError(
-            f"{key} {', '.join(map(repr, unknown))} is not in this run "
+            f"{key} {', '.join(map(repr, unknown))} is not in this run{hint} "
             f"(it has: {', '.join(present)})"
         )
     return set(wanted)

@@ -26,6 +26,7 @@ hedges is visible as such, not only through lower precision.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -92,8 +93,10 @@ def _select(present: list[str], wanted: Sequence[str] | None) -> set[str]:
         return set(present)
     unknown = [w for w in wanted if w not in present]
     if unknown:
+        close = difflib.get_close_matches(unknown[0], present, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise InputError(
-            f"unknown evaluator {unknown[0]!r}; present in this run: {', '.join(present)}"
+            f"unknown evaluator {unknown[0]!r}{hint}; present in this run: {', '.join(present)}"
         )
     return set(wanted)
 

@@ -279,3 +279,13 @@ def test_model_card_of_a_registered_simulator(per_cell_site: Path) -> None:
     assert "images in this release 320" in text
     cov = pd.read_csv(per_cell_site / "data/models/procedural-oracle/coverage.csv")
     assert list(cov.expected_images) == [320] and list(cov.images) == [320]
+
+
+def test_an_evaluators_view_holds_only_its_long_horizon(synth_release: Path) -> None:
+    from vsb.site.data import scores_view
+
+    rep = _scores(synth_release)
+    other = [p.model_copy(update={"evaluator": "vlm", "score": 0.0}) for p in rep.horizon]
+    both = rep.model_copy(update={"horizon": [*rep.horizon, *other]})
+    assert scores_view(both, "rules").horizon == rep.horizon
+    assert scores_view(both, "vlm").horizon == other

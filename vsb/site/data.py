@@ -113,6 +113,7 @@ def scores_view(scores: ScoresReport, evaluator: str) -> ScoresReport:
             "comparisons": [r for r in scores.comparisons if r.evaluator == evaluator],
             "rank_stability": [r for r in scores.rank_stability if r.evaluator == evaluator],
             "not_applicable": [r for r in scores.not_applicable if r.evaluator == evaluator],
+            "horizon": [r for r in scores.horizon if r.evaluator == evaluator],
             "primary_evaluator": evaluator,
         }
     )

@@ -47,11 +47,18 @@ from vsb.story.models import Story
 
 
 def _tokenizer(texts: list[str]) -> Any:
+    import transformers
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast
+
+    # CLIPProcessor takes any fast tokenizer in transformers 5, only a CLIPTokenizerFast in 4
+    # (whose pre-tokenizer must be a Sequence).
+    if int(transformers.__version__.split(".")[0]) < 5:
+        from transformers import CLIPTokenizerFast as Fast
+    else:
+        from transformers import PreTrainedTokenizerFast as Fast
 
     vocab = {"<|endoftext|>": 0, "<|startoftext|>": 1, "[UNK]": 2}
-    split = pre_tokenizers.Whitespace()
+    split = pre_tokenizers.Sequence([pre_tokenizers.Whitespace()])
     for text in texts:
         for word, _ in split.pre_tokenize_str(text.lower()):
             vocab.setdefault(word, len(vocab))
@@ -62,7 +69,7 @@ def _tokenizer(texts: list[str]) -> Any:
         single="<|startoftext|> $A <|endoftext|>",
         special_tokens=[("<|startoftext|>", 1), ("<|endoftext|>", 0)],
     )
-    return PreTrainedTokenizerFast(
+    return Fast(
         tokenizer_object=tok, bos_token="<|startoftext|>", eos_token="<|endoftext|>",
         unk_token="[UNK]", pad_token="<|endoftext|>", model_max_length=77,
     )  # fmt: skip

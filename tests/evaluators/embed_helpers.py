@@ -19,12 +19,19 @@ _STD = [0.26862954, 0.26130258, 0.27577711]
 
 def tiny_tokenizer(texts: Iterable[str], max_length: int = 64) -> object:
     """A word-level tokenizer over ``texts`` (lower-cased, punctuation split off)."""
+    import transformers
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast
+
+    # CLIPProcessor takes any fast tokenizer in transformers 5, only a CLIPTokenizerFast in 4
+    # (whose pre-tokenizer must be a Sequence).
+    if int(transformers.__version__.split(".")[0]) < 5:
+        from transformers import CLIPTokenizerFast as Fast
+    else:
+        from transformers import PreTrainedTokenizerFast as Fast
 
     # id 0 = end of text (also padding: CLIP pools at the first end-of-text token)
     vocab = {"<|endoftext|>": 0, "<|startoftext|>": 1, "[UNK]": 2}
-    split = pre_tokenizers.Whitespace()
+    split = pre_tokenizers.Sequence([pre_tokenizers.Whitespace()])
     for text in texts:
         for word, _ in split.pre_tokenize_str(text.lower()):
             vocab.setdefault(word, len(vocab))
@@ -35,7 +42,7 @@ def tiny_tokenizer(texts: Iterable[str], max_length: int = 64) -> object:
         single="<|startoftext|> $A <|endoftext|>",
         special_tokens=[("<|startoftext|>", 1), ("<|endoftext|>", 0)],
     )
-    return PreTrainedTokenizerFast(
+    return Fast(
         tokenizer_object=tok, bos_token="<|startoftext|>", eos_token="<|endoftext|>",
         unk_token="[UNK]", pad_token="<|endoftext|>", model_max_length=max_length,
     )  # fmt: skip

@@ -63,6 +63,11 @@ class _RichProgress:
               help="Judge calls in flight at once.")  # fmt: skip
 @click.option("--budget", default=None, type=click.FloatRange(min=0), metavar="USD",
               help="Stop before a judge call that could take spending past this.")  # fmt: skip
+@click.option("--condition", "conditions", default=None, metavar="NAME[,NAME…]",
+              help="Conditions (default: all,random_context; e.g. all,random_context,"
+              "ablations adds the field ablations).")  # fmt: skip
+@click.option("--paraphrase", is_flag=True,
+              help="Also run the reworded suite and publish the prompt sensitivity.")  # fmt: skip
 def build(
     name: str,
     out_dir: Path,
@@ -74,6 +79,8 @@ def build(
     judge_batch: int,
     judge_concurrency: int,
     budget: float | None,
+    conditions: str | None,
+    paraphrase: bool,
 ) -> None:
     """The main job: generate the default suite, run the five simulators under every
     condition, evaluate, score, validate the judges, freeze OUT/NAME/release and build
@@ -91,6 +98,7 @@ def build(
         TimeElapsedColumn,
     )  # fmt: skip
 
+    from vsb.conditions import resolve_conditions
     from vsb.release.build import BuildConfig, build_release
 
     console = Console(stderr=True)
@@ -102,7 +110,8 @@ def build(
     config = BuildConfig(
         name=name, out=out_dir, workers=workers, seed=seed, evaluators=names or None,
         judge=judge, base_url=base_url, judge_batch=judge_batch,
-        judge_concurrency=judge_concurrency, budget_usd=budget,
+        judge_concurrency=judge_concurrency, budget_usd=budget, paraphrase=paraphrase,
+        conditions=tuple(resolve_conditions(conditions)) if conditions else None,
     )  # fmt: skip
     with Progress(*columns, console=console, auto_refresh=False) as bar:
         result = build_release(config, _RichProgress(bar, console))

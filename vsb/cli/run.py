@@ -18,7 +18,11 @@ from vsb.cache import DEFAULT_CACHE_DIR
 )  # fmt: skip
 @click.option("--model", "models", required=True, help="Model name(s), comma-separated.")
 @click.option(
-    "--condition", "conditions", required=True, help="Condition name(s), comma-separated, or all."
+    "--condition",
+    "conditions",
+    required=True,
+    help="Condition name(s), comma-separated; all = the six main ones, ablations = the four "
+    "structured_memory-no_* variants (e.g. all,random_context,ablations).",
 )
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--seed", default=0, show_default=True, help="Run seed (same seed, same images).")

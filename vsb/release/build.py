@@ -1,5 +1,7 @@
 """The main job, ``vsb release build NAME``: suite → run → evaluate → score → validate →
-freeze → site, on a CPU with no API keys (the five procedural simulators, six conditions).
+freeze → site, on a CPU with no API keys (the five procedural simulators, the six main
+conditions and the placebo ``random_context``). With ``paraphrase`` it also runs the
+reworded suite and puts the prompt sensitivity into the release (``sensitivity/``).
 
 Layout under ``OUT/NAME/``::
 
@@ -9,6 +11,7 @@ Layout under ``OUT/NAME/``::
     release/    the hashed release: run/ minus its volatile bookkeeping, plus evaluations/,
                 scores/, validation/ and MANIFEST.json (the oracle is kept but not hashed)
     site/       the static site, built from release/ (outside it: it names the root hash)
+    suite-paraphrase/, run-paraphrase/   the reworded suite and its run (``paraphrase`` only)
     stages.json what each stage last consumed and produced (lets a rerun skip stages)
 
 The release holds the run's ``records.jsonl`` without ``cache_hit`` and ``latency_s`` and no
@@ -42,7 +45,9 @@ from vsb.release.manifest import MANIFEST_NAME, Manifest, freeze
 
 RUN_COPY = ("manifest.json", "suite", "oracle")
 VOLATILE_RECORD_FIELDS = ("cache_hit", "latency_s")
-STAGES = ("suite", "run", "assemble", "evaluate", "score", "validate", "freeze", "site")
+STAGES = (
+    "suite", "run", "assemble", "evaluate", "score", "validate", "paraphrase", "freeze", "site",
+)  # fmt: skip
 _PKG = Path(__file__).resolve().parents[1]
 
 
@@ -88,6 +93,8 @@ class BuildConfig:
     judge_batch: int = 0
     judge_concurrency: int = 4
     budget_usd: float | None = None
+    #: Also run the paraphrased suite and put the prompt sensitivity into the release.
+    paraphrase: bool = False
 
     @property
     def root(self) -> Path:
@@ -295,6 +302,25 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
             return True
 
         _timed(prog, result, stage, step, None)
+
+    def paraphrase() -> bool:
+        inputs = [*st.EVALUATION_INPUTS, "suite/suite.json"]
+        code = source_hash("scores", "evaluators", "adapters", "generator", "runner", "conditions")
+        fp = sha256_hex(canonical_json([_files_hash(rel_dir, inputs), code, models, conditions]))
+        if ledger.fresh("paraphrase", fp, rel_dir):
+            return False
+        ledger.forget("paraphrase")
+        ledger.record(
+            "paraphrase", fp, rel_dir,
+            st.paraphrase_sensitivity(root, rel_dir, models, conditions, config, prog),
+        )  # fmt: skip
+        return True
+
+    if config.paraphrase:
+        _timed(prog, result, "paraphrase", paraphrase, None)
+    else:  # never freeze a stale comparison
+        shutil.rmtree(rel_dir / "sensitivity", ignore_errors=True)
+        ledger.forget("paraphrase")
 
     def do_freeze() -> bool:
         result.manifest = freeze(rel_dir, config.name, known=image_hashes)

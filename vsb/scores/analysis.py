@@ -143,7 +143,7 @@ def _oriented(c: Comparison, kind: EffectKind, a: str, b: str) -> Effect:
         metric=c.metric,
         a_score=c.a_score if same else c.b_score,
         b_score=c.b_score if same else c.a_score,
-        diff=c.diff if same else -c.diff,
+        diff=c.diff if same else 0.0 - c.diff,  # never -0.0
         ci_low=lo,
         ci_high=hi,
         p_greater=c.p_greater if same else c.p_less,
@@ -153,7 +153,7 @@ def _oriented(c: Comparison, kind: EffectKind, a: str, b: str) -> Effect:
 
 
 def _neg(x: float | None) -> float | None:
-    return None if x is None else -x
+    return None if x is None else 0.0 - x  # never -0.0
 
 
 def effects_from_comparisons(comparisons: Iterable[Comparison]) -> list[Effect]:

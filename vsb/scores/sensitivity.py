@@ -140,6 +140,11 @@ def _cells(inp: ScoringInput, evaluator: str) -> dict[tuple[str, str], None]:
     return dict.fromkeys(keep)
 
 
+def _rank(order: Sequence[str], name: str) -> int:
+    """Position of ``name`` in a manifest's order (unlisted names last)."""
+    return order.index(name) if name in order else len(order)
+
+
 def _f(x: float) -> float | None:
     return None if math.isnan(x) else float(x)
 
@@ -176,7 +181,10 @@ def compare_inputs(
     def wanted(cell: tuple[str, str]) -> bool:
         return (not models or cell[0] in models) and (not conditions or cell[1] in conditions)
 
-    shared = [c for c in cells_a if c in cells_b and wanted(c)]
+    shared = sorted(
+        (c for c in cells_a if c in cells_b and wanted(c)),
+        key=lambda c: (_rank(a.model_order, c[0]), _rank(a.condition_order, c[1]), c),
+    )
     if not shared:
         raise InputError("the runs have no (model, condition) evaluated in both")
     merged = _merge(_tagged(a.evaluator_rows(label), "a"), _tagged(b.evaluator_rows(label), "b"))

@@ -8,6 +8,7 @@ Pages (relative to the site root)::
                                     on each links them all)
     models/<slug>.html              one page per model
     comparisons.html                paired comparisons (Δ, CI, P(Δ>0), win rate)
+    analysis.html                   memory gain, placebo, field ablations, prompt sensitivity
     stability.html                  rank stability under Dirichlet weight perturbation
     judge.html                      judge validation against the sealed oracle (and humans)
     evaluate.html                   the blinded human-evaluation session (works from disk)
@@ -37,6 +38,7 @@ from vsb.fsio import sha256_hex
 from vsb.human.session import evaluate_payload
 from vsb.human.write import release_report
 from vsb.site import pages
+from vsb.site.analysis import analysis_page
 from vsb.site.data import SiteData, load_site_data, model_slug, scores_view
 from vsb.site.downloads import Download, write_requirements, write_tables
 from vsb.site.methodology import methodology_text, release_facts, render_methodology
@@ -194,6 +196,7 @@ def build_site(release_dir: str | Path, out_dir: str | Path) -> SiteResult:
     for model in data.models:
         w.page(f"models/{data.slugs[model]}.html", "model.html", **pages.model_page(data, model))
     w.page("comparisons.html", "comparisons.html", **pages.comparisons(data))
+    w.page("analysis.html", "analysis.html", **analysis_page(data))
     w.page("stability.html", "stability.html", **pages.stability_tables(data))
     w.page("judge.html", "judge.html", human=release_report(data.root), **pages.judge_tables(data))
     w.page("evaluate.html", "evaluate.html", session=evaluate_payload(data, images))

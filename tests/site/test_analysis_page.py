@@ -1,0 +1,135 @@
+"""The analysis page: memory gain, placebo, ablation heat maps and prompt sensitivity, every
+figure read from the release (scores.json's comparisons, sensitivity/), hostile names escaped."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from site_synth import HOSTILE, HOSTILE_MODEL, make_release
+
+from vsb.errors import InputError
+from vsb.release.manifest import freeze
+from vsb.scores.analysis import effects_from_comparisons
+from vsb.scores.models import ScoresReport
+from vsb.scores.sensitivity import SENSITIVITY_FILE, SensitivityReport, SensitivityRow
+from vsb.site.analysis import analysis_page, load_sensitivity
+from vsb.site.build import build_site
+from vsb.site.data import load_site_data
+
+CONDITIONS = (
+    "independent",
+    "structured_memory",
+    "random_context",
+    "structured_memory-no_identity",
+    "structured_memory-no_objects",
+)
+
+
+def _sensitivity(release: Path) -> SensitivityReport:
+    scores = ScoresReport.model_validate_json((release / "scores" / "scores.json").read_text())
+    rows = [
+        SensitivityRow(
+            evaluator="rules",
+            model=m,
+            condition="structured_memory",
+            metric_kind="summary",
+            metric=metric,
+            a_score=0.9,
+            b_score=0.8,
+            diff=0.1 if m == "alpha" else 0.0,
+            ci_low=0.05 if m == "alpha" else -0.01,
+            ci_high=0.15 if m == "alpha" else 0.01,
+            p_greater=1.0,
+            p_less=0.0,
+            n_stories=3,
+        )
+        for m in scores.models
+        for metric in ("global", "adherence", "coherence")
+    ]
+    return SensitivityReport(
+        run_a=scores.run,
+        run_b=scores.run.model_copy(
+            update={"run_dir": "run-paraphrase", "prompt_style": "paraphrase"}
+        ),
+        evaluator="rules", seed=0, n_resamples=200, confidence=0.95,
+        cells=[f"{m}@structured_memory" for m in scores.models], only_a=[], only_b=[], rows=rows,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = make_release(
+        tmp_path_factory.mktemp("analysis") / "v0.0.2-test",
+        models=("alpha", HOSTILE_MODEL),
+        conditions=CONDITIONS,
+    )
+    path = root / SENSITIVITY_FILE
+    path.parent.mkdir(parents=True)
+    path.write_text(_sensitivity(root).model_dump_json())
+    freeze(root, "v0.0.2-test")
+    return root
+
+
+@pytest.fixture(scope="module")
+def page(release: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
+    out = tmp_path_factory.mktemp("site") / "site"
+    build_site(release, out)
+    return (out / "analysis.html").read_text()
+
+
+def test_page_shows_the_releases_effects(release: Path, page: str) -> None:
+    data = load_site_data(release)
+    effects = effects_from_comparisons(data.scores.comparisons)
+    assert {e.effect for e in effects} == {
+        "memory_gain", "placebo_gain", "memory_vs_placebo", "ablation",
+    }  # fmt: skip
+    shown = re.findall(r'data-v="([-0-9.e]+)"', page)
+    for e in effects:
+        if e.metric_kind == "summary" and e.metric in ("coherence", "global"):
+            assert repr(e.diff) in shown or str(e.diff) in shown, e
+    assert 'href="analysis.html" class="here"' in page
+    assert "<h3>alpha</h3>" in page
+    assert page.count('<figure class="plot"><svg') == 2
+    assert "no identity" in page and "no objects" in page
+    assert "Not run here: structured_memory-no_clothing, structured_memory-no_environment" in page
+
+
+def test_heat_map_frames_cells_whose_ci_excludes_zero(release: Path) -> None:
+    ctx = analysis_page(load_site_data(release))
+    for _model, grid, plot in ctx["ablations"]:
+        framed = plot.count('stroke="#222"')
+        assert framed == sum(c.excludes_zero for row in grid.values() for c in row.values())
+        assert plot.count("<rect") == len(grid) * len(ctx["ablation_metrics"])
+
+
+def test_sensitivity_table(page: str) -> None:
+    section = page.split('id="sensitivity"', 1)[1]
+    assert "run-paraphrase" in section and "(paraphrase)" in section
+    assert '<td class="num pos" data-v="0.1"' in section  # alpha: the CI excludes 0
+    assert "[+0.050, +0.150]" in section and "[-0.010, +0.010]" in section
+
+
+def test_hostile_names_are_escaped(page: str) -> None:
+    assert HOSTILE not in page and "<script>alert" not in page
+    assert HOSTILE_MODEL.replace("<", "&lt;").replace(">", "&gt;") in page
+
+
+def test_release_without_controls_or_paraphrase(synth_site: Path) -> None:
+    page = (synth_site / "analysis.html").read_text()
+    assert "was run without the placebo" in page
+    assert "This release has no field ablations" in page
+    assert "This release has no paraphrase run" in page
+    assert "<svg" not in page.split('id="ablations"', 1)[1]
+
+
+def test_a_broken_sensitivity_file_is_one_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / SENSITIVITY_FILE
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"version": "1.0", "rows": "nope"}))
+    with pytest.raises(InputError, match="does not match SensitivityReport") as info:
+        load_sensitivity(SimpleNamespace(root=tmp_path))  # type: ignore[arg-type]
+    assert info.value.file == str(path)

@@ -1,0 +1,205 @@
+"""The analysis page: is the memory gain really memory, which facts buy it, and how much
+does the wording move a model — each figure a paired difference with its CI.
+
+Everything is read from the release: the effects from ``scores/scores.json``'s paired
+comparisons (``vsb.scores.analysis.effects_from_comparisons``: the same numbers as the
+comparisons page and ``vsb analysis``), the prompt sensitivity from
+``sensitivity/prompt_sensitivity.json`` when the release was built with a paraphrase run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from markupsafe import Markup, escape
+from pydantic import ValidationError
+
+from vsb.conditions import ABLATIONS, PLACEBO_CONDITION, PRIMARY_CONDITION
+from vsb.errors import InputError
+from vsb.fsio import load_json
+from vsb.scores.analysis import Effect, effects_from_comparisons
+from vsb.scores.sensitivity import SENSITIVITY_FILE, SensitivityReport, SensitivityRow
+from vsb.site.data import SiteData
+from vsb.story.models import DIMENSION_LABELS, DIMENSIONS
+
+#: Columns of the ablation table and plot: the ten dimensions, then two summaries.
+ABLATION_METRICS: tuple[tuple[str, str], ...] = (
+    *(("dimension", d) for d in DIMENSIONS),
+    ("summary", "coherence"),
+    ("summary", "global"),
+)
+#: Summary metrics of the gain and sensitivity tables.
+GAIN_METRICS = ("coherence", "global")
+SENSITIVITY_METRICS = ("global", "adherence", "coherence")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One shown difference: Δ, its CI and whether the CI excludes 0."""
+
+    diff: float
+    low: float | None
+    high: float | None
+    n: int
+
+    @property
+    def excludes_zero(self) -> bool:
+        return self.low is not None and self.high is not None and (self.low > 0 or self.high < 0)
+
+    @property
+    def css(self) -> str:
+        if not self.excludes_zero:
+            return ""
+        return "pos" if self.diff > 0 else "neg"
+
+
+def _cell(x: Effect | SensitivityRow | None) -> Cell | None:
+    return None if x is None else Cell(x.diff, x.ci_low, x.ci_high, x.n_stories)
+
+
+def _label(kind: str, metric: str) -> str:
+    if kind == "dimension":
+        return DIMENSION_LABELS.get(metric, metric)
+    return {"coherence": "memory coherence", "adherence": "prompt adherence"}.get(metric, metric)
+
+
+def _fmt(x: float | None) -> str:
+    return "—" if x is None else f"{x:+.3f}"
+
+
+def _fill(diff: float, scale: float) -> str:
+    """Green for a gain, red for a loss, stronger with |Δ| (white at 0)."""
+    t = min(1.0, abs(diff) / scale) if scale > 0 else 0.0
+    base = (0, 158, 115) if diff > 0 else (213, 94, 0)
+    r, g, b = (round(255 + (c - 255) * t * 0.85) for c in base)
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def ablation_plot(model: str, grid: dict[str, dict[tuple[str, str], Cell]]) -> Markup:
+    """A heat map: one row per removed group, one column per metric; the cell holds Δ
+    (structured_memory − ablation), a frame where the paired CI excludes 0, and the CI in
+    its tooltip."""
+    cw, ch, left, top = 54.0, 28.0, 96.0, 92.0
+    cols = ABLATION_METRICS
+    width, height = left + cw * len(cols) + 8, top + ch * len(grid) + 8
+    values = [abs(c.diff) for row in grid.values() for c in row.values()]
+    scale = max([*values, 0.05])
+    title = f"{model}: what remembering each group of facts buys (structured_memory − ablation)"
+    body = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" role="img" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}" width="{width:.0f}" height="{height:.0f}" '
+        f'aria-label="{escape(title)}" style="font-family:system-ui,sans-serif;font-size:11px">'
+        f"<title>{escape(title)}</title>"
+    ]
+    for j, (kind, metric) in enumerate(cols):
+        x = left + cw * j + cw / 2
+        weight = "700" if kind == "summary" else "400"
+        body.append(
+            f'<text transform="translate({x:.1f},{top - 6:.1f}) rotate(-45)" '
+            f'font-weight="{weight}">{escape(_label(kind, metric))}</text>'
+        )
+    for i, (group, row) in enumerate(grid.items()):
+        y = top + ch * i
+        body.append(
+            f'<text x="{left - 6:.0f}" y="{y + ch / 2 + 4:.1f}" text-anchor="end">'
+            f"no {escape(group)}</text>"
+        )
+        for j, key in enumerate(cols):
+            x = left + cw * j
+            c = row.get(key)
+            if c is None:
+                body.append(
+                    f'<rect x="{x:.1f}" y="{y:.1f}" width="{cw:.0f}" height="{ch:.0f}" '
+                    f'fill="#f3f3f3" stroke="#fff"/>'
+                )
+                continue
+            stroke = ' stroke="#222" stroke-width="2"' if c.excludes_zero else ' stroke="#fff"'
+            tip = (
+                f"no {group}, {_label(*key)}: Δ {_fmt(c.diff)}, 95% CI "
+                f"[{_fmt(c.low)}, {_fmt(c.high)}], {c.n} stories"
+            )
+            body.append(
+                f'<g><title>{escape(tip)}</title><rect x="{x + 1:.1f}" y="{y + 1:.1f}" '
+                f'width="{cw - 2:.0f}" height="{ch - 2:.0f}" fill="{_fill(c.diff, scale)}"'
+                f'{stroke}/><text x="{x + cw / 2:.1f}" y="{y + ch / 2 + 4:.1f}" '
+                f'text-anchor="middle">{escape(f"{c.diff:+.2f}")}</text></g>'
+            )
+    body.append("</svg>")
+    return Markup("".join(body))
+
+
+def load_sensitivity(data: SiteData) -> SensitivityReport | None:
+    """The release's prompt-sensitivity report, if it has one."""
+    path = data.root / SENSITIVITY_FILE
+    if not path.is_file():
+        return None
+    try:
+        return SensitivityReport.model_validate(load_json(path))
+    except ValidationError as err:
+        first = err.errors()[0]
+        loc = "/" + "/".join(str(x) for x in first["loc"])
+        raise InputError(
+            f"does not match SensitivityReport: {first['msg']}", file=path, location=loc
+        ) from err
+
+
+def analysis_page(data: SiteData) -> dict[str, Any]:
+    """What ``analysis.html`` shows, for the primary evaluator."""
+    effects = effects_from_comparisons(data.scores.comparisons)
+    by: dict[tuple[str, str, str, str, str], Effect] = {
+        (e.model, e.effect, e.condition_b, e.metric_kind, e.metric): e for e in effects
+    }
+    conditions = set(data.scores.conditions)
+    gains = []
+    for model in data.models:
+        row = {
+            (kind, metric): _cell(by.get((model, kind, b, "summary", metric)))
+            for kind, b in (
+                ("memory_gain", "independent"),
+                ("placebo_gain", "independent"),
+                ("memory_vs_placebo", PLACEBO_CONDITION),
+            )
+            for metric in GAIN_METRICS
+        }
+        if any(row.values()):
+            gains.append((model, row))
+    ablations = []
+    for model in data.models:
+        grid: dict[str, dict[tuple[str, str], Cell]] = {}
+        for name, group in ABLATIONS.items():
+            cells = {
+                (k, m): c
+                for k, m in ABLATION_METRICS
+                if (c := _cell(by.get((model, "ablation", name, k, m)))) is not None
+            }
+            if cells:
+                grid[group] = cells
+        if grid:
+            ablations.append((model, grid, ablation_plot(model, grid)))
+    sens = load_sensitivity(data)
+    sens_rows = []
+    if sens is not None:
+        rows = {(r.model, r.condition, r.metric_kind, r.metric): r for r in sens.rows}
+        for cell in sens.cells:
+            model, _, cond = cell.rpartition("@")
+            sens_rows.append(
+                (
+                    model,
+                    cond,
+                    [_cell(rows.get((model, cond, "summary", m))) for m in SENSITIVITY_METRICS],
+                )
+            )
+    return {
+        "evaluator": data.scores.primary_evaluator,
+        "gain_rows": gains,
+        "gain_metrics": GAIN_METRICS,
+        "has_placebo": PLACEBO_CONDITION in conditions,
+        "has_memory": PRIMARY_CONDITION in conditions and "independent" in conditions,
+        "ablations": ablations,
+        "ablation_metrics": [(k, m, _label(k, m)) for k, m in ABLATION_METRICS],
+        "missing_ablations": [n for n in ABLATIONS if n not in conditions],
+        "sensitivity": sens,
+        "sensitivity_rows": sens_rows,
+        "sensitivity_metrics": [_label("summary", m) for m in SENSITIVITY_METRICS],
+    }

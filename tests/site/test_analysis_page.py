@@ -75,10 +75,15 @@ def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def page(release: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
+def site(release: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("site") / "site"
     build_site(release, out)
-    return (out / "analysis.html").read_text()
+    return out
+
+
+@pytest.fixture(scope="module")
+def page(site: Path) -> str:
+    return (site / "analysis.html").read_text()
 
 
 def test_page_shows_the_releases_effects(release: Path, page: str) -> None:
@@ -96,6 +101,19 @@ def test_page_shows_the_releases_effects(release: Path, page: str) -> None:
     assert page.count('<figure class="plot"><svg') == 2
     assert "no identity" in page and "no objects" in page
     assert "Not run here: structured_memory-no_clothing, structured_memory-no_environment" in page
+
+
+def test_leaderboard_shows_memory_minus_placebo(release: Path, site: Path) -> None:
+    effects = effects_from_comparisons(load_site_data(release).scores.comparisons)
+    (net,) = [
+        e
+        for e in effects
+        if e.model == "alpha" and e.effect == "memory_vs_placebo" and e.metric == "coherence"
+    ]
+    board = (site / "index.html").read_text()
+    assert "memory − placebo" in board
+    row = next(r for r in board.split("<tr") if 'href="models/alpha.html"' in r)
+    assert f'data-v="{net.diff}"' in row and f"[{net.ci_low:+.3f}, {net.ci_high:+.3f}]" in row
 
 
 def test_heat_map_frames_cells_whose_ci_excludes_zero(release: Path) -> None:
@@ -119,6 +137,7 @@ def test_hostile_names_are_escaped(page: str) -> None:
 
 
 def test_release_without_controls_or_paraphrase(synth_site: Path) -> None:
+    assert "memory − placebo" not in (synth_site / "index.html").read_text()
     page = (synth_site / "analysis.html").read_text()
     assert "was run without the placebo" in page
     assert "This release has no field ablations" in page

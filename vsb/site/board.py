@@ -78,11 +78,12 @@ def ties(scores: ScoresReport, condition: str) -> dict[str, Tie]:
     return out
 
 
-def memory_gain(scores: ScoresReport) -> dict[str, Gain]:
-    """Per model: structured_memory − independent memory coherence with its paired CI."""
+def memory_gain(scores: ScoresReport, b: str = GAIN_B) -> dict[str, Gain]:
+    """Per model: structured_memory − ``b`` memory coherence with its paired CI (``b`` =
+    random_context: the gain net of the placebo)."""
     out: dict[str, Gain] = {}
     for m in scores.models:
-        hit = _pair(scores.comparisons, "condition", GAIN_METRIC, (m, GAIN_A), (m, GAIN_B))
+        hit = _pair(scores.comparisons, "condition", GAIN_METRIC, (m, GAIN_A), (m, b))
         if hit is None:
             continue
         c, sign = hit

@@ -103,6 +103,7 @@ def leaderboard(data: SiteData) -> dict[str, Any]:
         tie = board.ties(data.scores, c)
         entries += [(r, tie.get(r.model)) for r in rows_for(data, c)]
     gains = board.memory_gain(data.scores)
+    placebo = board.memory_gain(data.scores, "random_context")
     by_condition: dict[str, dict[str, Estimate | None]] = defaultdict(dict)
     for r in data.scores.scores:
         by_condition[r.model][r.condition] = r.global_score
@@ -216,6 +217,7 @@ def leaderboard(data: SiteData) -> dict[str, Any]:
         "rows": rows_for(data, cond),
         "entries": entries,
         "gains": gains,
+        "placebo": placebo,
         "dims": dims,
         "charts": {c: _charts(data, c) for c in conds},
         "by_condition": by_condition,

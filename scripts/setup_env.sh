@@ -60,10 +60,11 @@ if [ "$MODE" = main ]; then
 fi
 
 # The tests. The CPU build of torch, through pip and its configuration (from local disk here;
-# never a CUDA build, never torchvision or open_clip beside it), then vsb with the dev extra
-# and the embed extra (transformers) that the embedding tests need.
+# never a CUDA build, never torchvision or open_clip beside it), then vsb with the dev extra,
+# the embed extra (transformers) that the embedding tests need, the diffusers extra (tiny
+# random-weight pipelines) and the ray extra (a local two-CPU cluster).
 "${PIP[@]}" torch==2.13.0
-install -e '.[dev,embed]'
+install -e '.[dev,embed,diffusers,ray]'
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   echo "installing Debian's chromium for the browser tests..."
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \

@@ -8,6 +8,8 @@ providers, a fixtures directory for stored samples).
 
 from __future__ import annotations
 
+import functools
+import importlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -35,10 +37,27 @@ def _load_builtin() -> None:
     from vsb.adapters import providers  # noqa: F401  (imports the simulators first)
 
 
+#: Model-name patterns ``PREFIX:ARGUMENT``: prefix -> "module:function" that builds the adapter
+#: from ARGUMENT and keyword options (listed by import path, imported on first use).
+PATTERNS: dict[str, str] = {"diffusers": "vsb.adapters.diffusers:diffusers_adapter"}
+
+
+def pattern_factory(name: str) -> AdapterFactory | None:
+    """The factory of a ``PREFIX:ARGUMENT`` name (None when no pattern matches)."""
+    prefix, sep, rest = name.partition(":")
+    target = PATTERNS.get(prefix) if sep and name not in ADAPTERS else None
+    if target is None:
+        return None
+    module, _, attr = target.partition(":")
+    build = getattr(importlib.import_module(module), attr)
+    return functools.partial(build, rest)
+
+
 def get_adapter(name: str, **options: Any) -> ImageModelAdapter:
     """A new adapter for model ``name`` (``UnknownNameError`` lists the known models)."""
     _load_builtin()
-    return ADAPTERS.get(name)(**options)
+    factory = pattern_factory(name)
+    return (factory or ADAPTERS.get(name))(**options)
 
 
 def model_names() -> list[str]:
@@ -55,5 +74,6 @@ def resolve_models(spec: str) -> list[str]:
         return [n for n in ADAPTERS.names() if n.startswith("procedural-")]
     names = [n.strip() for n in spec.split(",") if n.strip()]
     for n in names:
-        ADAPTERS.get(n)
+        if n.partition(":")[0] not in PATTERNS:
+            ADAPTERS.get(n)
     return list(dict.fromkeys(names))

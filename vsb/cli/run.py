@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from vsb.cache import DEFAULT_CACHE_DIR
+from vsb.cli.model_options import local_adapters, local_model_options
 
 
 @click.command("run")
@@ -46,6 +48,7 @@ from vsb.cache import DEFAULT_CACHE_DIR
 @click.option(
     "--samples-source", default=None, help="For --model stored: the model that made the samples."
 )
+@local_model_options
 def run(
     suite_dir: Path,
     models: str,
@@ -57,6 +60,7 @@ def run(
     pricing: Path | None,
     samples_dir: Path | None,
     samples_source: str | None,
+    **model_options: Any,
 ) -> None:
     """Generate every (story, scene, model, condition) image into OUT (resumable via the cache).
 
@@ -74,7 +78,7 @@ def run(
         conditions=resolve_conditions(conditions),
         out=out_dir,
         seed=seed,
-        workers=workers,
+        workers=max(workers, model_options["batch_size"]),
         cache_dir=cache_dir,
         pricing=pricing,
     )
@@ -96,6 +100,7 @@ def run(
         given = {}
         if samples_dir is not None or samples_source is not None:
             given["stored"] = get_adapter("stored", root=samples_dir, source=samples_source)
+        given.update(local_adapters(config.models, **model_options))
         result = run_suite(config, progress, adapters=given)
     for model, reason in result.skipped.items():
         click.echo(f"skipped {model}: {reason}", err=True)

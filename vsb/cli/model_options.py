@@ -1,0 +1,79 @@
+"""The options of local-model adapters on ``vsb run`` (``diffusers:MODEL_ID_OR_DIR``).
+
+``@local_model_options`` adds them to a command; ``local_adapters`` builds the adapters of
+the ``diffusers:`` models it names with those options (other models are left to the
+registry). Every option is an adapter parameter: it enters the cache key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_OPTIONS = (
+    click.option(
+        "--device", default="cpu", show_default=True,
+        help="diffusers models: torch device (cpu, cuda, cuda:N, mps).",
+    ),
+    click.option(
+        "--dtype", default="float32", show_default=True,
+        type=click.Choice(["float32", "float16", "bfloat16"]),
+        help="diffusers models: weights and activations dtype.",
+    ),
+    click.option(
+        "--steps", type=click.IntRange(min=1), default=None,
+        help="diffusers models: denoising steps (default: the pipeline's).",
+    ),
+    click.option(
+        "--guidance", type=click.FloatRange(min=0), default=None,
+        help="diffusers models: guidance scale (default: the pipeline's).",
+    ),
+    click.option(
+        "--size", default=None,
+        help="diffusers models: N or WIDTHxHEIGHT (default: the pipeline's).",
+    ),
+    click.option(
+        "--batch-size", type=click.IntRange(min=1), default=1, show_default=True,
+        help="diffusers models: images per pipeline call, scenes of different stories "
+        "(--workers is raised to at least this).",
+    ),
+    click.option(
+        "--strength", type=click.FloatRange(min=0, max=1, min_open=True), default=0.6,
+        show_default=True,
+        help="diffusers models: image-to-image strength under previous_image.",
+    ),
+)  # fmt: skip
+NAMES = ("device", "dtype", "steps", "guidance", "size", "batch_size", "strength")
+
+
+def local_model_options(f: F) -> F:
+    """Decorator: add the diffusers options to a click command."""
+    for opt in reversed(_OPTIONS):
+        f = opt(f)
+    return f
+
+
+def local_adapters(models: Sequence[str], **options: Any) -> dict[str, Any]:
+    """The adapters of the ``diffusers:`` models among ``models``, built with ``options``."""
+    names = [m for m in models if m.startswith("diffusers:")]
+    if not names:
+        return {}
+    from vsb.adapters.diffusers import DiffusersOptions, parse_size
+    from vsb.adapters.registry import get_adapter
+
+    width, height = parse_size(options.get("size"))
+    opts = DiffusersOptions(
+        device=options.get("device") or "cpu",
+        dtype=options.get("dtype") or "float32",
+        steps=options.get("steps"),
+        guidance=options.get("guidance"),
+        width=width,
+        height=height,
+        batch_size=options.get("batch_size") or 1,
+        strength=options.get("strength") or 0.6,
+    )
+    return {m: get_adapter(m, options=opts) for m in names}

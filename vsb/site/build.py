@@ -90,6 +90,7 @@ def environment() -> Environment:
     env.filters.update(
         f3=_fmt, ci=_ci, pair_ci=_pair_ci, heat=pages.heat_class,
         dim=lambda d: DIMENSION_LABELS.get(d, d),
+        dimshort=lambda d: pages.DIM_SHORT.get(d, d.replace("_", " ")),
         metric=lambda c: pages.metric_label(c.metric_kind, c.metric),
         signed=lambda x: "—" if x is None else f"{x:+.3f}",
         usd=lambda x: "unknown" if x is None else f"{x:,.4f} USD",

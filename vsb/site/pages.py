@@ -38,6 +38,15 @@ SUMMARY_LABELS = {
     "conditional_coherence": "conditional coherence",
 }
 _EST = ("score", "ci_low", "ci_high")
+#: Column headers of the dimensions where space is short (the full label is the tooltip).
+DIM_SHORT = {
+    "identity": "identity",
+    "object_persistence": "object persist.",
+    "object_state": "object state",
+    "environment": "environ­ment",
+    "chronology": "chrono­logy",
+    "adherence": "adher­ence",
+}
 
 
 def metric_label(kind: str, metric: str) -> str:

@@ -43,9 +43,9 @@ DIM_SHORT = {
     "identity": "identity",
     "object_persistence": "object persist.",
     "object_state": "object state",
-    "environment": "environ­ment",
-    "chronology": "chrono­logy",
-    "adherence": "adher­ence",
+    "environment": "environ\u00adment",
+    "chronology": "chrono\u00adlogy",
+    "adherence": "adher\u00adence",
 }
 
 

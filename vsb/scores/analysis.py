@@ -43,7 +43,7 @@ from vsb.scores.cells import compare_cells
 from vsb.scores.compute import DEFAULT_RESAMPLES, ScoringInput, load_scoring_input
 from vsb.scores.inputs import NOT_APPLICABLE, RequirementRows
 from vsb.scores.models import Comparison, MetricKind, RunIdentity
-from vsb.scores.table import StoryTable
+from vsb.scores.table import StoryTable, build_story_table
 from vsb.scores.write import csv_text
 
 ANALYSIS_FORMAT_VERSION = "1.0"
@@ -58,12 +58,6 @@ EFFECTS: tuple[tuple[EffectKind, str, str], ...] = (
 )
 #: Fact groups of the fact-group table: the ablatable ones, then the rest.
 GROUPS: tuple[str, ...] = (*FACT_GROUPS, "other")
-EFFECT_LABELS: dict[str, str] = {
-    "memory_gain": "memory gain",
-    "placebo_gain": "placebo gain",
-    "memory_vs_placebo": "memory − placebo",
-    "ablation": "ablation",
-}
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
@@ -264,8 +258,8 @@ def analyze_input(
     effects: list[Effect] = []
     groups: list[GroupEffect] = []
     for label in chosen:
-        table = inp.table(label)
         rows = inp.evaluator_rows(label)
+        table = build_story_table(rows, inp.model_order, inp.condition_order)
         weights = resample_counts(np.random.default_rng(seed), len(table.stories), n_resamples)
         comps = compare_cells(table, _pairs(table), weights, confidence, label)
         effects += effects_from_comparisons(comps)

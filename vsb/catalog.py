@@ -147,6 +147,29 @@ def list_models(prices: PriceList | None = None) -> list[ModelInfo]:
 
 
 @dataclass(frozen=True)
+class PatternInfo:
+    """A family of models named ``PREFIX:ARGUMENT`` (built on first use, not listed one by
+    one), e.g. ``diffusers:MODEL_ID_OR_DIR``."""
+
+    pattern: str
+    description: str
+    """First line of the module that builds them."""
+
+
+def list_patterns() -> list[PatternInfo]:
+    """Every model-name pattern of the adapter registry."""
+    import importlib
+
+    from vsb.adapters import registry
+
+    out: list[PatternInfo] = []
+    for prefix, target in getattr(registry, "PATTERNS", {}).items():
+        module = importlib.import_module(target.partition(":")[0])
+        out.append(PatternInfo(f"{prefix}:ARGUMENT", _first_line(module.__doc__)))
+    return out
+
+
+@dataclass(frozen=True)
 class ConditionInfo:
     """One registered prompting condition."""
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vsb.adapters.registry import model_names, resolve_models
+from vsb.adapters.registry import PATTERNS, model_names, resolve_models
 from vsb.cli.main import main
 from vsb.conditions import CONDITIONS
 from vsb.generator.generate import DEFAULT_VARIANTS, generate_suite, write_suite
@@ -39,8 +39,11 @@ def test_models_lists_every_registered_adapter(
     assert main(["models", "--json"]) == 0
     out = capsys.readouterr().out
     assert secret not in out
-    rows = {r["name"]: r for r in json.loads(out)}
+    doc = json.loads(out)
+    rows = {r["name"]: r for r in doc["models"]}
     assert list(rows) == model_names()  # data-driven: every registered model, in order
+    prefixes = {p["pattern"].split(":", 1)[0] for p in doc["patterns"]}
+    assert prefixes == set(PATTERNS)  # and every PREFIX:ARGUMENT family
     gpt = rows["openai:gpt-image-1"]
     assert gpt["env_var"] == "OPENAI_API_KEY" and gpt["credential_present"] is True
     assert gpt["accepts_reference_image"] is True and gpt["ready"] is True
@@ -58,6 +61,7 @@ def test_models_lists_every_registered_adapter(
     assert secret not in text
     assert "OPENAI_API_KEY set" in text and "REPLICATE_API_TOKEN NOT set" in text
     assert "unknown" in text  # the stored adapter's price is unknown, never 0
+    assert "pip install 'vsb[diffusers]'" in " ".join(text.split())  # not eaten as markup
 
 
 def test_models_unknown_price_stays_unknown(
@@ -66,7 +70,7 @@ def test_models_unknown_price_stays_unknown(
     pricing = tmp_path / "pricing.json"
     pricing.write_text(json.dumps({"version": "1.0", "as_of": "2030-01-01", "models": {}}))
     assert main(["models", "--json", "--pricing", str(pricing)]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = json.loads(capsys.readouterr().out)["models"]
     assert all(r["usd_per_image"] is None and r["price_as_of"] is None for r in rows)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 
@@ -34,11 +35,16 @@ def models(as_json: bool, pricing: Path | None) -> None:
     """List every registered model: kind, whether its credential is set (never its value),
     whether it accepts a reference image (the previous_image condition), and its list price
     per image with the price's as-of date (unknown prices say so)."""
-    from vsb.catalog import PriceList, list_models
+    from vsb.catalog import PriceList, list_models, list_patterns
 
     infos = list_models(PriceList.load(pricing))
+    patterns = list_patterns()
     if as_json:
-        click.echo(json.dumps([asdict(i) | {"ready": i.ready} for i in infos], indent=2))
+        doc = {
+            "models": [asdict(i) | {"ready": i.ready} for i in infos],
+            "patterns": [asdict(p) for p in patterns],
+        }
+        click.echo(json.dumps(doc, indent=2))
         return
     table = Table(title="Models (vsb run --model NAME)", box=box.SIMPLE_HEAD)
     for col in ("model", "kind", "credential", "reference image", "USD/image", "as of", "about"):
@@ -48,7 +54,7 @@ def models(as_json: bool, pricing: Path | None) -> None:
             cred = "--samples DIR" if i.kind == "stored" else "none needed"
         else:
             cred = f"{i.env_var} {'set' if i.credential_present else 'NOT set'}"
-        table.add_row(
+        cells = (
             i.name,
             i.kind,
             cred,
@@ -57,7 +63,16 @@ def models(as_json: bool, pricing: Path | None) -> None:
             i.price_as_of or "—",
             i.description,
         )
-    _console().print(table)
+        table.add_row(*(escape(c) for c in cells))  # names may hold [brackets]
+    console = _console()
+    console.print(table)
+    if patterns:
+        more = Table(title="Model families (vsb run --model PREFIX:ARGUMENT)", box=box.SIMPLE_HEAD)
+        more.add_column("name", no_wrap=True)
+        more.add_column("about")
+        for p in patterns:
+            more.add_row(escape(p.pattern), escape(p.description))
+        console.print(more)
     click.echo("`vsb run --model all` runs every simulator (never a paid provider).")
 
 
@@ -77,5 +92,5 @@ def conditions(as_json: bool) -> None:
         table.add_column(col, no_wrap=col != "description")
     for i in infos:
         name = i.name + (" (primary)" if i.primary and "primary" not in i.description else "")
-        table.add_row(name, i.kind, i.context, i.description)
+        table.add_row(*(escape(c) for c in (name, i.kind, i.context, i.description)))
     _console().print(table)

@@ -204,10 +204,10 @@ class _Embedder:
         chunks = [todo[i : i + self.batch_size] for i in range(0, len(todo), self.batch_size)]
 
         def prepare(shas: list[str]) -> Any:
-            return enc.image_inputs([_open_rgb(first_path[s]) for s in shas])
+            return enc.image_arrays([_open_rgb(first_path[s]) for s in shas])
 
-        for shas, inputs in _prefetched(chunks, prepare):
-            new = dict(zip(shas, enc.image_vectors(inputs), strict=True))
+        for shas, pixels in _prefetched(chunks, prepare):
+            new = dict(zip(shas, enc.image_vectors(enc.to_inputs(pixels)), strict=True))
             self.cache.put_many(enc.ident, "image", ((keys[s], v) for s, v in new.items()))
             out.update(new)
             self.computed += len(shas)

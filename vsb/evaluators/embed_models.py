@@ -193,11 +193,22 @@ class Encoder:
         self.device = device
         self.text_length = text_length
 
+    def image_arrays(self, images: Sequence[Image.Image]) -> NDArray[np.float32]:
+        """Preprocessed pixel values of a batch of RGB images, as numpy (no torch call, so
+        a prefetching thread never starts a second pool of torch threads)."""
+        proc = self.processor.image_processor if self.kind == "clip" else self.processor
+        pixels = proc(images=list(images), return_tensors="np")["pixel_values"]
+        return np.ascontiguousarray(pixels, dtype=np.float32)
+
+    def to_inputs(self, pixel_values: NDArray[np.float32]) -> dict[str, Any]:
+        """Model inputs (on the model's device) from preprocessed pixel values."""
+        import torch
+
+        return {"pixel_values": torch.from_numpy(pixel_values).to(self.device)}
+
     def image_inputs(self, images: Sequence[Image.Image]) -> dict[str, Any]:
         """Preprocessed model inputs of a batch of RGB images (on the model's device)."""
-        proc = self.processor.image_processor if self.kind == "clip" else self.processor
-        batch = proc(images=list(images), return_tensors="pt")
-        return {"pixel_values": batch["pixel_values"].to(self.device)}
+        return self.to_inputs(self.image_arrays(images))
 
     def image_forward(self, inputs: dict[str, Any]) -> Any:
         """The model's image embedding of preprocessed inputs (a tensor)."""

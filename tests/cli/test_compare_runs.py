@@ -175,6 +175,10 @@ def test_analysis_cli(runs: tuple[Path, Path], capsys: Any) -> None:
     assert "memory gain" in text and "wordy" in text and "steady" in text
     assert (runs[0] / "analysis" / "analysis.json").is_file()
     assert (runs[0] / "analysis" / "effects.csv").is_file()
+    out = runs[0].parent / "elsewhere"
+    assert main(["analysis", str(runs[0]), "--resamples", "50", "--out", str(out)]) == 0
+    assert f"wrote 3 files to {out}" in capsys.readouterr().out
+    assert (out / "fact_groups.csv").is_file()
     assert main(["analysis", str(runs[1])]) == 1
     err = capsys.readouterr().err
     assert "no pair of conditions to analyse" in err and len(err.strip().splitlines()) == 1

@@ -132,9 +132,23 @@ def _ablations(report: AnalysisReport, evaluator: str, model: str) -> list[Table
     help="Metric of the gain table: coherence, adherence, conditional_coherence, global, "
     "or a dimension.",
 )
+@click.option(
+    "--out",
+    "out_dir",
+    type=_RUN,
+    default=None,
+    help="Write the tables here (default: RUN_DIR/analysis/; use it for a frozen release).",
+)
 @click.option("--seed", default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--resamples", default=2000, show_default=True, help="Bootstrap resamples.")
-def analysis(run_dir: Path, evaluators: str | None, metric: str, seed: int, resamples: int) -> None:
+def analysis(
+    run_dir: Path,
+    evaluators: str | None,
+    metric: str,
+    out_dir: Path | None,
+    seed: int,
+    resamples: int,
+) -> None:
     """Is the memory gain really memory? Memory gain, placebo gain (random_context) and the
     field ablations (structured_memory-no_*), each a paired story-level difference with its
     CI, written to RUN_DIR/analysis/ (analysis.json, effects.csv, fact_groups.csv).
@@ -147,7 +161,7 @@ def analysis(run_dir: Path, evaluators: str | None, metric: str, seed: int, resa
     if metric not in ALL_METRICS:
         raise InputError(f"unknown metric {metric!r}; metrics: {', '.join(ALL_METRICS)}")
     report = analyze_run(run_dir, evaluators=evaluators, seed=seed, n_resamples=resamples)
-    paths = write_analysis(run_dir, report)
+    paths = write_analysis(run_dir, report, out_dir)
     console = _console()
     for ev in report.evaluators:
         gains = _gains(report, ev, metric)
@@ -156,4 +170,4 @@ def analysis(run_dir: Path, evaluators: str | None, metric: str, seed: int, resa
         for model in dict.fromkeys(e.model for e in report.effects if e.evaluator == ev):
             for table in _ablations(report, ev, model):
                 console.print(table)
-    click.echo(f"wrote {len(paths)} files to {Path(run_dir) / 'analysis'}")
+    click.echo(f"wrote {len(paths)} files to {paths[0].parent}")

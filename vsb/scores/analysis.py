@@ -303,9 +303,12 @@ EFFECT_HEADER = tuple(Effect.model_fields)
 GROUP_HEADER = tuple(GroupEffect.model_fields)
 
 
-def write_analysis(run_dir: str | Path, report: AnalysisReport) -> list[Path]:
-    """Write ``RUN/analysis/analysis.json``, ``effects.csv`` and ``fact_groups.csv``."""
-    out = Path(run_dir) / ANALYSIS_DIR
+def write_analysis(
+    run_dir: str | Path, report: AnalysisReport, out_dir: str | Path | None = None
+) -> list[Path]:
+    """Write ``analysis.json``, ``effects.csv`` and ``fact_groups.csv`` into ``out_dir``
+    (default ``RUN/analysis/``)."""
+    out = Path(out_dir) if out_dir is not None else Path(run_dir) / ANALYSIS_DIR
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "analysis.json", out / "effects.csv", out / "fact_groups.csv"]
     atomic_write_json(paths[0], report.model_dump(mode="json"))

@@ -289,3 +289,17 @@ def test_an_evaluators_view_holds_only_its_long_horizon(synth_release: Path) -> 
     both = rep.model_copy(update={"horizon": [*rep.horizon, *other]})
     assert scores_view(both, "rules").horizon == rep.horizon
     assert scores_view(both, "vlm").horizon == other
+
+
+def test_model_cards_of_unregistered_and_family_models(synth_release: Path) -> None:
+    """A family model (diffusers:…) is never built by the site (it may need weights or an
+    extra), and an unknown name is said to be unknown; both cards still show the data."""
+    from vsb.site.cards import model_card
+    from vsb.site.data import load_site_data
+
+    data = load_site_data(synth_release)
+    card = model_card(data, "diffusers:/no/such/dir")
+    assert card.info is None and card.about.startswith("a model of the diffusers:ARGUMENT")
+    alpha = model_card(data, "alpha")
+    assert alpha.info is None and alpha.about == "not registered in this vsb"
+    assert alpha.images == 32 and alpha.recorded_cost is None and alpha.unknown_costs == 32

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from vsb.catalog import ModelInfo, PriceList, describe_model
-from vsb.errors import UnknownNameError
+from vsb.catalog import ModelInfo, PriceList, describe_model, list_patterns
+from vsb.errors import UnknownNameError, VsbError
 from vsb.site.data import SiteData
 
 
@@ -35,7 +35,8 @@ class ModelCard:
 
     name: str
     info: ModelInfo | None
-    """None: the model is not registered in this vsb (only the release's data is shown)."""
+    """None: the registry cannot describe the model here (``about`` says why); only the
+    release's data is shown."""
     coverage: list[Coverage]
     images: int
     recorded_cost: float | None
@@ -45,6 +46,8 @@ class ModelCard:
     """List price × images made (None: the price is unknown)."""
     conditions: list[tuple[str, bool, bool]] = field(default_factory=list)
     """Every registered condition: (name, the adapter can take its context, in this release)."""
+    about: str = ""
+    """Why ``info`` is missing: not registered, or a PREFIX:ARGUMENT family (not built here)."""
 
     @property
     def parameters(self) -> list[tuple[str, Any]]:
@@ -55,10 +58,20 @@ def model_card(data: SiteData, model: str, prices: PriceList | None = None) -> M
     """The card of ``model`` (registry description when the model is registered)."""
     from vsb.conditions import CONDITIONS, get_condition
 
-    try:
-        info: ModelInfo | None = describe_model(model, prices)
-    except UnknownNameError:
-        info = None
+    info: ModelInfo | None = None
+    about = ""
+    family = next(
+        (p for p in list_patterns() if model.startswith(p.pattern.split(":", 1)[0] + ":")), None
+    )
+    if family is not None:  # never built by the site (it may need weights or extras)
+        about = f"a model of the {family.pattern} family: {family.description}"
+    else:
+        try:
+            info = describe_model(model, prices)
+        except UnknownNameError:
+            about = "not registered in this vsb"
+        except VsbError as err:
+            about = f"the registry could not describe it here ({err})"
     takes_image = bool(info and info.accepts_reference_image)
     n_scenes = sum(len(s.scenes) for s in data.stories)
     coverage = []
@@ -86,4 +99,5 @@ def model_card(data: SiteData, model: str, prices: PriceList | None = None) -> M
         unknown_costs=unknown,
         regenerate_cost=None if price is None else price * images,
         conditions=conditions,
+        about=about,
     )

@@ -68,7 +68,7 @@ def release_facts(data: SiteData, *, evaluate_page: bool = False) -> dict[str, A
     from vsb.adapters.faults import SimulatorParams
     from vsb.adapters.registry import model_names
     from vsb.adapters.simulators import SIMULATORS
-    from vsb.catalog import PriceList
+    from vsb.catalog import PriceList, list_patterns
     from vsb.conditions import CONDITIONS, PRIMARY_CONDITION, get_condition
     from vsb.evaluators.registry import evaluator_names
     from vsb.story.io import read_suite_index
@@ -141,6 +141,7 @@ def release_facts(data: SiteData, *, evaluate_page: bool = False) -> dict[str, A
         "factors": factors,
         "models": list(data.models),
         "registered_models": model_names(),
+        "model_families": [p.pattern for p in list_patterns()],
         "pricing_as_of": PriceList.load().as_of,
         "simulators": [
             (name, p, name in data.models, SIMULATOR_ROLES.get(name, ""))

@@ -76,6 +76,9 @@ class RunConfig:
     workers: int = 1
     cache_dir: Path = Path(DEFAULT_CACHE_DIR)
     pricing: Path | None = None
+    #: where tasks run: None = the local pools; else an object with
+    #: ``run(tasks, state) -> Iterator[_TaskOutput]`` (``vsb.executors_ray.RayExecutor``)
+    executor: Any = None
 
 
 @dataclass
@@ -382,7 +385,12 @@ def _generate(
         # No SQLite connection crosses a fork: workers (and the parent, later) reopen.
         ledger.close()
         cache.close()
-        for out in _execute(tasks, config.workers, safe):
+        outputs = (
+            _execute(tasks, config.workers, safe)
+            if config.executor is None
+            else config.executor.run(tasks, _STATE)
+        )
+        for out in outputs:
             if out.credential_error is not None:
                 result.skipped.setdefault(out.model, out.credential_error)
             records.extend(out.records)

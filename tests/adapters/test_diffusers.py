@@ -283,3 +283,19 @@ def test_an_unreadable_model_index_is_an_input_error(tmp_path: Path) -> None:
     (bad / "model_index.json").write_text("{not json")
     with pytest.raises(InputError, match=r"unreadable model_index\.json"):
         diffusers_adapter(str(bad))
+
+
+def test_the_adapter_travels_as_its_source_and_options(tiny_dir: Path) -> None:
+    import pickle
+
+    adapter = diffusers_adapter(str(tiny_dir), OPTS, gather_s=0.0)
+    png = adapter.generate(_request(adapter, "Tao is here.")).png
+    copy = pickle.loads(pickle.dumps(adapter))  # what a Ray worker rebuilds (pipeline unloaded)
+    assert type(copy) is type(adapter) and copy._pipe is None
+    assert (copy.name, copy.version, copy.parameters()) == (
+        adapter.name, adapter.version, adapter.parameters(),
+    )  # fmt: skip
+    assert copy.generate(_request(copy, "Tao is here.")).png == png
+    assert adapter.ray_resources == {"num_cpus": 1}
+    on_gpu = DiffusersAdapter(str(tiny_dir), DiffusersOptions(device="cuda"))
+    assert on_gpu.ray_resources == {"num_gpus": 1}  # loads nothing: no GPU needed to ask

@@ -320,6 +320,15 @@ class DiffusersAdapter(ImageModelAdapter):
         return self.options.parameters()
 
     @property
+    def ray_resources(self) -> dict[str, float]:
+        """What a Ray task of this model asks for: one GPU on CUDA, else one CPU."""
+        return {"num_gpus": 1} if self.options.device.startswith("cuda") else {"num_cpus": 1}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # travels as its source and options (a Ray worker loads the pipeline on first use)
+        return (_rebuild, (type(self), self.source, self.options, self._batcher.gather_s))
+
+    @property
     def batches(self) -> list[int]:
         """Real images per pipeline call so far (padding excluded)."""
         return list(self._batcher.batches)
@@ -432,6 +441,12 @@ def _png(image: Any) -> bytes:
     buf = io.BytesIO()
     image.convert("RGB").save(buf, format="PNG")
     return buf.getvalue()
+
+
+def _rebuild(
+    cls: type[DiffusersAdapter], source: str, options: DiffusersOptions, gather_s: float
+) -> DiffusersAdapter:
+    return cls(source, options, gather_s=gather_s)
 
 
 def diffusers_adapter(

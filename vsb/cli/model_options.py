@@ -1,8 +1,9 @@
-"""The options of local-model adapters on ``vsb run`` (``diffusers:MODEL_ID_OR_DIR``).
+"""The options of local-model adapters and of the executor on ``vsb run``.
 
 ``@local_model_options`` adds them to a command; ``local_adapters`` builds the adapters of
 the ``diffusers:`` models it names with those options (other models are left to the
-registry). Every option is an adapter parameter: it enters the cache key.
+registry; every one of these options is an adapter parameter: it enters the cache key), and
+``executor_from`` the executor named by ``--executor`` (``--ray-address``).
 """
 
 from __future__ import annotations
@@ -46,8 +47,19 @@ _OPTIONS = (
         show_default=True,
         help="diffusers models: image-to-image strength under previous_image.",
     ),
+    click.option(
+        "--executor", default="local", show_default=True, type=click.Choice(["local", "ray"]),
+        help="Where (story, model) tasks run: local processes/threads, or a Ray cluster "
+        "(pip install 'vsb[ray]').",
+    ),
+    click.option(
+        "--ray-address", default=None,
+        help="--executor ray: the cluster (auto, HOST:PORT, ray://HOST:PORT); none starts a "
+        "local one.",
+    ),
 )  # fmt: skip
-NAMES = ("device", "dtype", "steps", "guidance", "size", "batch_size", "strength")
+#: executor name -> "module:class" (imported on use; "local" is the runner's own pools)
+EXECUTORS: dict[str, str | None] = {"local": None, "ray": "vsb.executors_ray:RayExecutor"}
 
 
 def local_model_options(f: F) -> F:
@@ -55,6 +67,21 @@ def local_model_options(f: F) -> F:
     for opt in reversed(_OPTIONS):
         f = opt(f)
     return f
+
+
+def executor_from(options: dict[str, Any]) -> Any:
+    """The executor that ``--executor`` names (None: the local pools); pops its options."""
+    name = options.pop("executor", None) or "local"
+    address = options.pop("ray_address", None)
+    target = EXECUTORS[name]
+    if target is None:
+        if address is not None:
+            raise click.UsageError("--ray-address needs --executor ray")
+        return None
+    import importlib
+
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)(address=address)
 
 
 def local_adapters(models: Sequence[str], **options: Any) -> dict[str, Any]:

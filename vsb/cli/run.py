@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from vsb.cache import DEFAULT_CACHE_DIR
-from vsb.cli.model_options import local_adapters, local_model_options
+from vsb.cli.model_options import executor_from, local_adapters, local_model_options
 
 
 @click.command("run")
@@ -79,6 +79,7 @@ def run(
         out=out_dir,
         seed=seed,
         workers=max(workers, model_options["batch_size"]),
+        executor=executor_from(model_options),
         cache_dir=cache_dir,
         pricing=pricing,
     )

@@ -1,0 +1,203 @@
+"""``vsb run --executor ray`` on a local two-CPU Ray cluster: the same images, records, oracle
+faults and ledger totals as the local executor; a worker killed mid-task loses nothing; a
+task Ray gives up on is recorded as failed images, and a rerun generates them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vsb.adapters.base import GenerationRequest, GenerationResult
+from vsb.adapters.simulators import SIMULATORS, ProceduralSimulator
+from vsb.cli.main import main
+from vsb.errors import InputError
+from vsb.executors_ray import RayExecutor, _check_reachable, ray_resources
+from vsb.generator.generate import generate_story, write_suite
+from vsb.ledger import Ledger
+from vsb.runner import RunConfig, run
+
+ray = pytest.importorskip("ray", reason="needs the ray extra: pip install 'vsb[ray]'")
+
+MODELS = ["procedural-drift-mid", "procedural-oracle"]
+CONDITIONS = ["independent", "previous_image", "structured_memory"]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[None]:
+    """A local Ray cluster with two CPUs, shared by the module's tests."""
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    # the test's own adapters travel by value (workers cannot import the tests package)
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    try:
+        yield
+    finally:
+        ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+        ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("ray-suite")
+    stories = [
+        generate_story("counting", "easy", "counting-easy", seed=0),
+        generate_story("wardrobe", "medium", "wardrobe-medium", seed=1),
+        generate_story("possession", "easy", "possession-easy", seed=2),
+    ]
+    write_suite(stories, out, seed=0)
+    return out
+
+
+def _records(run_dir: Path) -> list[dict[str, Any]]:
+    rows = [json.loads(x) for x in (run_dir / "records.jsonl").read_text().splitlines()]
+    for r in rows:
+        r.pop("latency_s")
+    return rows
+
+
+def _images(run_dir: Path) -> dict[str, bytes]:
+    root = run_dir / "images"
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*.png")}
+
+
+def _totals(run_dir: Path) -> list[tuple[Any, ...]]:
+    with Ledger.open_existing(run_dir / "ledger.sqlite") as led:
+        rows = led.summary()
+    return sorted(
+        (r.model, r.requests, r.hits, r.calls, r.failures, r.cost_usd, r.interrupted) for r in rows
+    )
+
+
+def _same_run(a: Path, b: Path) -> None:
+    assert _records(a) == _records(b)
+    assert _images(a) == _images(b) and _images(a)
+    assert (a / "oracle" / "faults.jsonl").read_bytes() == (
+        b / "oracle" / "faults.jsonl"
+    ).read_bytes()
+    assert _totals(a) == _totals(b)
+
+
+def _config(suite: Path, out: Path, cache: Path, executor: Any = None) -> RunConfig:
+    return RunConfig(
+        suite_dir=suite, models=MODELS, conditions=CONDITIONS, out=out, workers=1,
+        cache_dir=cache, executor=executor,
+    )  # fmt: skip
+
+
+def test_cli_ray_run_equals_the_local_run(
+    cluster: None, suite: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    common = ["run", "--suite", str(suite), "--model", ",".join(MODELS)]
+    common += ["--condition", ",".join(CONDITIONS)]
+    local = [*common, "--out", str(tmp_path / "local"), "--cache", str(tmp_path / "c1")]
+    assert main([*local, "--workers", "1"]) == 0
+    remote = [*common, "--out", str(tmp_path / "ray"), "--cache", str(tmp_path / "c2")]
+    assert main([*remote, "--executor", "ray"]) == 0
+    outs = capsys.readouterr().out.splitlines()
+    summary = outs[0].split(" in ")[0]
+    assert outs[1].split(" in ")[0] == summary and summary.endswith(" 0 failed)")
+    _same_run(tmp_path / "local", tmp_path / "ray")
+    # a second ray run finds everything in the driver's cache: no task is shipped
+    executor = RayExecutor()
+    again = run(_config(suite, tmp_path / "ray", tmp_path / "c2", executor))
+    n = len(_records(tmp_path / "local"))
+    assert (again.calls, again.hits, executor.stats["shipped"]) == (0, n, 0)
+
+
+class KillOnce(ProceduralSimulator):
+    """A simulator whose worker process dies (SIGKILL) in the middle of one story, once."""
+
+    def __init__(self, name: str, marker: Path, story: str, always: bool = False) -> None:
+        super().__init__(name, SIMULATORS[name])
+        self.marker, self.story, self.always = marker, story, always
+
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        p = request.privileged
+        hit = p is not None and p.story.id == self.story and p.scene == 2
+        if hit and (self.always or not self.marker.exists()):
+            self.marker.write_text(str(os.getpid()))
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().generate(request)
+
+
+def test_a_worker_killed_mid_task_loses_nothing(cluster: None, suite: Path, tmp_path: Path) -> None:
+    local = run(_config(suite, tmp_path / "local", tmp_path / "c1"))
+    marker = tmp_path / "killed"
+    adapter = KillOnce("procedural-drift-mid", marker, "wardrobe-medium")
+    executor = RayExecutor(max_retries=2)
+    res = run(
+        _config(suite, tmp_path / "ray", tmp_path / "c2", executor),
+        adapters={"procedural-drift-mid": adapter},
+    )
+    assert marker.exists() and int(marker.read_text()) != os.getpid()  # a worker died
+    assert (res.images, res.failures) == (local.images, 0)
+    assert executor.stats == {"cached": 0, "shipped": 6, "lost": 0}
+    _same_run(tmp_path / "local", tmp_path / "ray")
+
+
+def test_a_task_lost_for_good_is_recorded_and_a_rerun_completes_it(
+    cluster: None, suite: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "killed"
+    adapter = KillOnce("procedural-drift-mid", marker, "wardrobe-medium", always=True)
+    executor = RayExecutor(max_retries=0)
+    config = _config(suite, tmp_path / "ray", tmp_path / "c", executor)
+    res = run(config, adapters={"procedural-drift-mid": adapter})
+    lost = [r for r in _records(tmp_path / "ray") if r["error"]]
+    scenes = len(json.loads((suite / "wardrobe-medium.json").read_text())["scenes"])
+    assert len(lost) == res.failures == scenes * len(CONDITIONS)
+    assert {(r["model"], r["story_id"]) for r in lost} == {
+        ("procedural-drift-mid", "wardrobe-medium")
+    }
+    assert all(r["error"].startswith("ray: task lost") and r["path"] is None for r in lost)
+    assert executor.stats["lost"] == 1
+    failed = {t[0]: t[4] for t in _totals(tmp_path / "ray")}
+    assert failed["procedural-drift-mid"] == scenes * len(CONDITIONS)
+    # the rerun (the worker no longer dies) generates exactly the lost images
+    local = run(_config(suite, tmp_path / "local", tmp_path / "c1"))
+    lost_keys = {
+        r["key"]
+        for r in _records(tmp_path / "local")
+        if (r["model"], r["story_id"]) == ("procedural-drift-mid", "wardrobe-medium")
+    }
+    again = run(config)
+    assert (again.failures, again.calls, again.images) == (0, len(lost_keys), local.images)
+
+    def strip(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in r.items() if k != "cache_hit"} for r in rows]
+
+    assert strip(_records(tmp_path / "ray")) == strip(_records(tmp_path / "local"))
+    assert _images(tmp_path / "ray") == _images(tmp_path / "local")
+
+
+def test_resources_per_adapter() -> None:
+    from vsb.adapters.registry import get_adapter
+
+    assert ray_resources(get_adapter("procedural-oracle")) == {"num_cpus": 1}
+    assert ray_resources(get_adapter("openai:dall-e-3")) == {"num_cpus": 0}
+
+
+def test_an_unreachable_ray_address_is_one_line(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(InputError, match="no Ray head answers there"):
+        _check_reachable(f"127.0.0.1:{port}")
+    _check_reachable("auto")  # left to Ray
+
+
+def test_ray_address_needs_the_ray_executor(
+    suite: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["run", "--suite", str(suite), "--model", "procedural-oracle", "--condition"]
+    argv += ["independent", "--out", str(tmp_path / "r"), "--ray-address", "auto"]
+    assert main(argv) != 0
+    assert "--ray-address needs --executor ray" in capsys.readouterr().err

@@ -1,0 +1,455 @@
+"""Ray as the distributed executor of ``vsb run`` (``pip install 'vsb[ray]'``).
+
+``vsb run … --executor ray [--ray-address ADDR]`` sends the run's (story, model) tasks to a
+Ray cluster (``ADDR``: ``auto``, ``HOST:PORT`` or ``ray://HOST:PORT``; none starts a local
+one and shuts it down after). The runner hands over its task list and shared state
+(``RayExecutor.run``) and gets the same ``_TaskOutput``\\ s back as from the local pools;
+nothing else in the runner knows which executor ran.
+
+The driver alone writes the cache, the ledger and the run directory, so a cluster needs no
+shared filesystem:
+
+1. for each task the driver walks the cache with the runner's own scene loop
+   (``runner._run_scenes``), condition by condition, up to the first request it does not
+   hold; a task that is all cached is finished there and then, without Ray;
+2. any other task goes to a worker with its story and the cached entries the walk found
+   (tasks of an adapter that batches — ``adapter.concurrency`` > 1, e.g. diffusers with
+   ``--batch-size`` — go as groups of that many stories, run in threads so batches fill);
+3. the worker runs the same scene loop against that in-memory cache and an in-memory ledger,
+   and returns the records, oracle faults, new cache entries (image bytes and metadata) and
+   ledger events;
+4. the driver stores the entries in the cache, replays the ledger events and writes the
+   images. A task's results reach the driver whole or not at all.
+
+Resources per task: ``adapter.ray_resources`` when it declares them (the diffusers adapter:
+``num_gpus=1`` on CUDA), else one CPU for simulators and stored samples, none for HTTP
+providers (they wait on the network). A worker rebuilds the adapter from its pickle (the
+diffusers adapter pickles as its source and options; the pipeline loads on first use and
+stays loaded in that worker process) or, for adapters that do not pickle (an HTTP client),
+by name from the registry on the worker, and checks that its version — for local weights
+their hash — equals the driver's. Ray retries a task whose worker dies (``max_retries``);
+a task lost for good becomes one failed record per image (and a failed ledger row), never a
+gap; a rerun generates it.
+
+Limits: ledger events travel with a task's result, so calls in flight on workers when the
+driver is killed are not in the ledger (their images never reached the cache; a resumed run
+generates them again). For paid providers, whose every attempt must be counted, prefer the
+local executor.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import logging
+import os
+import pickle
+import socket
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.pool import ThreadPool
+from pathlib import Path
+from typing import Any
+
+from vsb.adapters.base import GenerationResult, ImageModelAdapter
+from vsb.errors import InputError, VsbError
+from vsb.ledger import LedgerEntry
+from vsb.runner import _run_scenes, _Shared, _TaskOutput, _write_image
+
+INSTALL_HINT = "pip install 'vsb[ray]'"
+DEFAULT_MAX_RETRIES = 3
+Task = tuple[int, str]
+
+
+def import_ray() -> Any:
+    """The ``ray`` module, or one ``InputError`` with the install hint."""
+    try:
+        import ray
+    except ImportError:
+        raise InputError(f"--executor ray needs Ray: {INSTALL_HINT}") from None
+    return ray
+
+
+def ray_resources(adapter: ImageModelAdapter) -> dict[str, float]:
+    """What one task of ``adapter`` asks the cluster for."""
+    declared = getattr(adapter, "ray_resources", None)
+    if declared is not None:
+        return dict(declared)
+    if adapter.process_safe or adapter.privileged:
+        return {"num_cpus": 1}  # simulators, stored samples: CPU work
+    return {"num_cpus": 0}  # HTTP providers: waiting on the network
+
+
+# --- the in-memory cache and ledger a worker (or the driver's walk) runs against ----------
+
+
+class _Miss(Exception):
+    """The walk reached a request the cache does not hold."""
+
+
+class _WalkCache:
+    """Reads the driver's cache and remembers what it found; a miss ends the walk."""
+
+    def __init__(self, cache: Any) -> None:
+        self.cache = cache
+        self.found: dict[str, GenerationResult] = {}
+
+    def get(
+        self, key: str, compute: Callable[[], GenerationResult]
+    ) -> tuple[GenerationResult, bool]:
+        if key in self.found:
+            return self.found[key], True
+        result, _ = self.cache.get(key, _raise_miss)
+        self.found[key] = result
+        return result, True
+
+
+def _same(result: GenerationResult) -> GenerationResult:
+    return result
+
+
+def _raise_miss() -> GenerationResult:
+    raise _Miss
+
+
+class _TaskCache:
+    """A worker's cache: the entries the driver sent, plus what the worker generates."""
+
+    def __init__(self, known: dict[str, GenerationResult]) -> None:
+        self.known = dict(known)
+        self.new: dict[str, GenerationResult] = {}
+        self._lock = threading.Lock()
+
+    def get(
+        self, key: str, compute: Callable[[], GenerationResult]
+    ) -> tuple[GenerationResult, bool]:
+        with self._lock:
+            hit = self.known.get(key) or self.new.get(key)
+        if hit is not None:
+            return hit, True
+        result = compute()
+        with self._lock:
+            self.new[key] = result
+        return result, False
+
+
+class _EventLedger:
+    """A worker's ledger: the calls in the order made, replayed by the driver."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, Any, dict[str, Any]]] = []
+        self._lock = threading.Lock()
+        self._next = 0
+
+    def begin(self, key: str, model: str, **kw: Any) -> int:
+        with self._lock:
+            self._next += 1
+            self.events.append(("begin", self._next, {"key": key, "model": model, **kw}))
+            return self._next
+
+    def finish(self, row_id: int, **kw: Any) -> None:
+        with self._lock:
+            self.events.append(("finish", row_id, kw))
+
+    def record_many(self, entries: Sequence[LedgerEntry]) -> None:
+        with self._lock:
+            self.events.append(("hits", None, {"entries": list(entries)}))
+
+
+# --- what travels ----------------------------------------------------------------------
+
+
+@dataclass
+class _Unit:
+    """One (story, model) task as shipped: the story and the cached entries found for it."""
+
+    index: int
+    story: Any
+    sha: str
+
+
+@dataclass
+class _Shipment:
+    model: str
+    adapter_spec: bytes | None  # the pickled adapter; None: rebuild by name on the worker
+    version: str
+    units: list[_Unit]
+    known: dict[str, GenerationResult]
+    conditions: list[str]
+    seed: int
+    pricing: Any
+
+
+@dataclass
+class _Returned:
+    outputs: list[tuple[int, _TaskOutput]]
+    new: dict[str, GenerationResult]
+    events: list[tuple[str, Any, dict[str, Any]]] = field(default_factory=list)
+
+
+_WORKER_ADAPTERS: dict[tuple[str, str], ImageModelAdapter] = {}
+_WORKER_LOCK = threading.Lock()
+
+
+def _worker_adapter(s: _Shipment) -> ImageModelAdapter:
+    """The worker process's adapter for this shipment (built once per process, so a
+    pipeline loaded on a GPU stays loaded for the next task)."""
+    spec = hashlib.sha256(s.adapter_spec or s.model.encode()).hexdigest()
+    with _WORKER_LOCK:
+        adapter = _WORKER_ADAPTERS.get((s.model, spec))
+        if adapter is None:
+            if s.adapter_spec is not None:
+                adapter = pickle.loads(s.adapter_spec)
+            else:
+                from vsb.adapters.registry import get_adapter
+
+                adapter = get_adapter(s.model)
+            _WORKER_ADAPTERS[s.model, spec] = adapter
+    if adapter.version != s.version:
+        raise InputError(
+            f"model {s.model}: this Ray worker has version {adapter.version!r}, the driver "
+            f"{s.version!r} (different weights or code on the node {os.uname().nodename})"
+        )
+    return adapter
+
+
+def work(s: _Shipment) -> _Returned:
+    """Run a shipment on a worker: the runner's scene loop, in memory (see the module doc)."""
+    adapter = _worker_adapter(s)
+    cache = _TaskCache(s.known)
+    ledger = _EventLedger()
+    with tempfile.TemporaryDirectory(prefix="vsb-ray-") as tmp:
+        st = _Shared(
+            stories=[u.story for u in s.units], shas=[u.sha for u in s.units],
+            adapters={s.model: adapter}, conditions=s.conditions, cache=cache,  # type: ignore[arg-type]
+            ledger=ledger, run_dir=Path(tmp), seed=s.seed, pricing=s.pricing,  # type: ignore[arg-type]
+        )  # fmt: skip
+
+        def one(j: int) -> tuple[int, _TaskOutput]:
+            out = _TaskOutput(s.model)
+            hits: list[LedgerEntry] = []
+            try:
+                _run_scenes(st, j, adapter, out, hits)
+            finally:
+                ledger.record_many(hits)
+            return s.units[j].index, out
+
+        if len(s.units) == 1:
+            outputs = [one(0)]
+        else:
+            with ThreadPool(len(s.units)) as pool:
+                outputs = pool.map(one, range(len(s.units)))
+    return _Returned(outputs, cache.new, ledger.events)
+
+
+# --- the driver ------------------------------------------------------------------------
+
+
+class RayExecutor:
+    """Runs the runner's (story, model) tasks on a Ray cluster (see the module docstring)."""
+
+    name = "ray"
+
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        num_cpus: int | None = None,
+    ) -> None:
+        self.address = address
+        self.max_retries = max_retries
+        self.num_cpus = num_cpus
+        #: tasks finished on the driver from the cache / sent to workers / lost (last run)
+        self.stats = {"cached": 0, "shipped": 0, "lost": 0}
+
+    def run(self, tasks: Sequence[Task], state: _Shared) -> Iterator[_TaskOutput]:
+        """Every task's output, as tasks complete."""
+        ray = import_ray()
+        started = self._connect(ray)
+        try:
+            yield from self._run(ray, list(tasks), state)
+        finally:
+            if started:
+                ray.shutdown()
+
+    def _connect(self, ray: Any) -> bool:
+        """Join the cluster (or start a local one); True when this call started Ray."""
+        if ray.is_initialized():
+            return False
+        kw: dict[str, Any] = {"log_to_driver": False, "configure_logging": False}
+        if self.address is None:
+            kw.update(num_cpus=self.num_cpus, include_dashboard=False)
+        else:
+            _check_reachable(self.address)
+        logger = logging.getLogger("ray")
+        level = logger.level
+        logger.setLevel(logging.ERROR)  # Ray's start-up notices are not ours to print
+        try:
+            ray.init(address=self.address, **kw)
+        except (ConnectionError, ValueError, RuntimeError) as err:
+            where = self.address or "a local cluster"
+            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            raise InputError(f"--executor ray: cannot join {where}: {first}") from None
+        finally:
+            logger.setLevel(level)
+        return True
+
+    def _run(self, ray: Any, tasks: list[Task], st: _Shared) -> Iterator[_TaskOutput]:
+        self.stats = {"cached": 0, "shipped": 0, "lost": 0}
+        specs = {m: _adapter_spec(a) for m, a in st.adapters.items()}
+        remote = ray.remote(work)
+        waiting: dict[str, list[tuple[Task, dict[str, GenerationResult]]]] = {}
+        pending: dict[Any, _Shipment] = {}
+
+        def ship(model: str, batch: list[tuple[Task, dict[str, GenerationResult]]]) -> None:
+            adapter = st.adapters[model]
+            known: dict[str, GenerationResult] = {}
+            for _t, found in batch:
+                known.update(found)
+            shipment = _Shipment(
+                model, specs[model], adapter.version,
+                [_Unit(i, st.stories[i], st.shas[i]) for (i, _m), _f in batch],
+                known, list(st.conditions), st.seed, st.pricing,
+            )  # fmt: skip
+            opts = {**ray_resources(adapter), "max_retries": self.max_retries}
+            if opts.get("num_gpus"):
+                opts["max_calls"] = 0  # keep the worker (and its loaded pipeline) for the next
+            pending[remote.options(**opts).remote(shipment)] = shipment
+            self.stats["shipped"] += len(batch)
+
+        for task in tasks:
+            done, found = _walk(st, task)
+            if done is not None:
+                self.stats["cached"] += 1
+                yield done
+                continue
+            model = task[1]
+            group = waiting.setdefault(model, [])
+            group.append((task, found))
+            if len(group) >= max(1, int(getattr(st.adapters[model], "concurrency", 1))):
+                ship(model, waiting.pop(model))
+        for model, group in waiting.items():
+            ship(model, group)
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            shipment = pending.pop(ready[0])
+            try:
+                returned: _Returned = ray.get(ready[0])
+            except ray.exceptions.RayTaskError as err:
+                cause = getattr(err, "cause", None)
+                if isinstance(cause, VsbError):
+                    raise cause from None
+                yield from self._lost(st, shipment, err)
+                continue
+            except ray.exceptions.RayError as err:
+                yield from self._lost(st, shipment, err)
+                continue
+            yield from _land(st, shipment, returned)
+
+    def _lost(self, st: _Shared, s: _Shipment, err: BaseException) -> Iterator[_TaskOutput]:
+        """A shipment Ray gave up on: a failed record (and ledger row) for every image."""
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        reason = f"ray: task lost after {self.max_retries} retries ({type(err).__name__}: {first})"
+        self.stats["lost"] += len(s.units)
+        for u in s.units:
+            out = _TaskOutput(s.model)
+            rows = []
+            for cname in s.conditions:
+                for scene in u.story.scenes:
+                    k = scene.index
+                    out.records.append(
+                        {
+                            "model": s.model, "condition": cname, "story_id": u.story.id,
+                            "scene": k, "key": "", "path": None, "sha256": None,
+                            "cache_hit": False, "latency_s": 0.0, "cost_usd": None,
+                            "error": reason,
+                        }
+                    )  # fmt: skip
+                    rows.append(
+                        LedgerEntry(
+                            "", s.model, 0.0, False, False, None, cname, u.story.id, k, reason
+                        )
+                    )
+            st.ledger.record_many(rows)
+            yield out
+
+
+def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """A ``HOST:PORT`` address must accept a connection within ``timeout_s`` (Ray itself
+    retries for minutes); ``auto`` and ``ray://`` addresses are left to Ray."""
+    host, sep, port = address.rpartition(":")
+    if address == "auto" or "://" in address or not sep or not port.isdigit():
+        return
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s):
+            pass
+    except OSError as err:
+        raise InputError(
+            f"--ray-address {address}: no Ray head answers there ({err.strerror or err}); "
+            "start one with `ray start --head` or pass the address it prints"
+        ) from None
+
+
+def _adapter_spec(adapter: ImageModelAdapter) -> bytes | None:
+    """The adapter pickled for the workers (cloudpickle: what ``pickle.loads`` reads back);
+    None when it does not pickle (an HTTP client)."""
+    from ray import cloudpickle
+
+    try:
+        return bytes(cloudpickle.dumps(adapter))
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return None
+
+
+def _walk(st: _Shared, task: Task) -> tuple[_TaskOutput | None, dict[str, GenerationResult]]:
+    """Walk ``task`` through the driver's cache: its finished output when every request is
+    cached (hits recorded in the ledger, images written), else None; and what was found."""
+    i, model = task
+    adapter = st.adapters[model]
+    walker = _WalkCache(st.cache)
+    merged = _TaskOutput(model)
+    hits: list[LedgerEntry] = []
+    complete = True
+    for cname in st.conditions:
+        sub = dataclasses.replace(st, conditions=[cname], cache=walker)  # type: ignore[arg-type]
+        out = _TaskOutput(model)
+        part: list[LedgerEntry] = []
+        try:
+            _run_scenes(sub, i, adapter, out, part)
+        except _Miss:
+            complete = False
+            continue
+        merged.records.extend(out.records)
+        merged.faults.extend(out.faults)
+        hits.extend(part)
+    if not complete:
+        return None, walker.found
+    st.ledger.record_many(hits)
+    return merged, walker.found
+
+
+def _land(st: _Shared, s: _Shipment, r: _Returned) -> Iterator[_TaskOutput]:
+    """Store a worker's results: cache entries, ledger events, images; then its outputs."""
+    for key, result in r.new.items():
+        st.cache.get(key, functools.partial(_same, result))
+    rows: dict[int, int] = {}
+    for kind, ref, kw in r.events:
+        if kind == "begin":
+            rows[ref] = st.ledger.begin(**kw)
+        elif kind == "finish":
+            st.ledger.finish(rows[ref], **kw)
+        else:
+            st.ledger.record_many(kw["entries"])
+    for _index, out in r.outputs:
+        for rec in out.records:
+            if rec["path"] is None:
+                continue
+            res = r.new.get(rec["key"]) or s.known.get(rec["key"])
+            if res is None:  # pragma: no cover - a record always names an entry it used
+                res, _ = st.cache.get(rec["key"], _raise_miss)
+            _write_image(st.run_dir / rec["path"], res.png)
+        yield out

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from vsb.scores.horizon import HorizonPoint
-from vsb.scores.models import Comparison, ModelScore, ScoresReport
+from vsb.scores.models import Comparison, ScoresReport
 from vsb.site import svg
 
 GAIN_A, GAIN_B = "structured_memory", "independent"
@@ -117,13 +117,6 @@ def win_matrix(scores: ScoresReport, condition: str) -> tuple[list[str], list[li
                 row.append(c.win_rate if sign > 0 else 1.0 - c.win_rate)
         matrix.append(row)
     return models, matrix
-
-
-def rank_text(r: ModelScore) -> str:
-    """ "2" or "2 (1–3)": the rank and, when the bootstrap cannot pin it, its range."""
-    if r.rank_low is None or r.rank_high is None or r.rank_low == r.rank_high:
-        return str(r.rank)
-    return f"{r.rank_low}–{r.rank_high}"
 
 
 def horizon_points(

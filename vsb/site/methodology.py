@@ -21,7 +21,6 @@ import re
 import typing
 from collections import Counter
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, StrictUndefined
@@ -218,8 +217,3 @@ def render_methodology(text: str) -> tuple[str, Markup, list[tuple[str, str]]]:
         else:
             parts.append(f"<p>{escape(' '.join(ln.strip() for ln in lines))}</p>")
     return title, Markup("\n".join(parts)), toc
-
-
-def site_has(out: Path, page: str) -> bool:
-    """Whether the site being built already holds ``page``."""
-    return (out / page).is_file()

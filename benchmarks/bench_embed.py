@@ -244,9 +244,15 @@ def main() -> None:
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory(prefix="bench_embed_") as tmp_dir:  # ~0.6 GB of models
+        _run(args, Path(tmp_dir))
+
+
+def _run(args: argparse.Namespace, tmp: Path) -> None:
+    import torch
+
     suite = generate_suite(0)
     stories: dict[str, Story] = {s.id: s for s in suite}
-    tmp = Path(tempfile.mkdtemp(prefix="bench_embed_"))
     frames: list[str] = []
     pools: list[str] = []
     for story in suite:

@@ -299,3 +299,34 @@ def test_the_adapter_travels_as_its_source_and_options(tiny_dir: Path) -> None:
     assert adapter.ray_resources == {"num_cpus": 1}
     on_gpu = DiffusersAdapter(str(tiny_dir), DiffusersOptions(device="cuda"))
     assert on_gpu.ray_resources == {"num_gpus": 1}  # loads nothing: no GPU needed to ask
+
+
+def test_cpu_bytes_do_not_depend_on_the_workers_thread_count(
+    tmp_path: Path, tiny_dir: Path, small_suite: Path
+) -> None:
+    # regression: a Ray worker's torch runs on one thread (OMP_NUM_THREADS=1), the driver's on
+    # several; without the thread count fixed in the options, 9 of 22 images came out other
+    import pickle
+
+    import torch
+
+    model = f"diffusers:{tiny_dir}"
+    before = torch.get_num_threads()
+    shas = []
+    try:
+        torch.set_num_threads(2)
+        adapter = diffusers_adapter(str(tiny_dir), OPTS, gather_s=0.05)
+        assert adapter.parameters()["threads"] == 2
+        for threads, name in ((2, "driver"), (1, "worker")):
+            torch.set_num_threads(threads)
+            copy = pickle.loads(pickle.dumps(adapter))  # what a Ray worker rebuilds
+            config = RunConfig(
+                suite_dir=small_suite, models=[model], out=tmp_path / name, workers=2,
+                conditions=["independent", "previous_image"], cache_dir=tmp_path / f"c-{name}",
+            )  # fmt: skip
+            assert run(config, adapters={model: copy}).calls == 10
+            assert torch.get_num_threads() == threads  # restored after each pipeline call
+            shas.append([(r["key"], r["sha256"]) for r in _records(tmp_path / name)])
+    finally:
+        torch.set_num_threads(before)
+    assert shas[0] == shas[1]

@@ -8,9 +8,10 @@ Weights are found, never downloaded: anything else is one error naming what to d
 where. torch and diffusers are imported when a pipeline is loaded, never at import time.
 
 Parameters (``DiffusersOptions``: device, dtype, steps, guidance, size, batch size, img2img
-strength) go into every request, so into the cache key, and ``vsb models`` shows them. The
-adapter's version names the weights (``hub:NAME@COMMIT`` or ``dir:SHA256`` over the
-directory's files) and the diffusers release, so new weights never reuse old images.
+strength, and on CPU torch's thread count, which changes the bytes) go into every request,
+so into the cache key, and ``vsb models`` shows them. The adapter's version names the
+weights (``hub:NAME@COMMIT`` or ``dir:SHA256`` over the directory's files) and the diffusers
+release, so new weights never reuse old images.
 
 Seeds: each image's initial noise comes from a CPU ``torch.Generator`` seeded from the
 request (run seed, prompt, context, reference image â€” not the device or batch size), so the
@@ -25,6 +26,7 @@ batches of ``batch_size`` (``vsb.adapters.batching``): run with ``--workers`` â‰
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import inspect
 import io
@@ -75,6 +77,9 @@ class DiffusersOptions:
     """Images per pipeline call (scenes of different stories with the same parameters)."""
     strength: float = 0.6
     """Image-to-image strength under previous_image (0: copy the frame, 1: ignore it)."""
+    threads: int | None = None
+    """On CPU, torch's intra-op threads (they change the bytes; None: torch's count when the
+    adapter is built). Not used on a GPU."""
 
     def __post_init__(self) -> None:
         if not _DEVICE.match(self.device):
@@ -92,6 +97,8 @@ class DiffusersOptions:
             raise InputError(f"--batch-size must be >= 1, not {self.batch_size}")
         if not 0.0 < self.strength <= 1.0:
             raise InputError(f"--strength must be in (0, 1], not {self.strength}")
+        if self.threads is not None and self.threads < 1:
+            raise InputError(f"threads must be >= 1, not {self.threads}")
 
     def parameters(self) -> dict[str, Any]:
         """What goes into every request (and the cache key)."""
@@ -300,7 +307,7 @@ class DiffusersAdapter(ImageModelAdapter):
         self, source: str, options: DiffusersOptions | None = None, *, gather_s: float = GATHER_S
     ) -> None:
         require_extra()
-        self.options = options or DiffusersOptions()
+        self.options = _resolve_threads(options or DiffusersOptions())
         self.weights = locate_pipeline(source)
         self.name = PREFIX + source
         self.source = source
@@ -410,7 +417,7 @@ class DiffusersAdapter(ImageModelAdapter):
         if o.width is not None and o.height is not None and "height" in accepted:
             kwargs["height"], kwargs["width"] = o.height, o.width
         try:
-            with quiet(), torch.inference_mode():
+            with quiet(), _cpu_threads(o.threads), torch.inference_mode():
                 images = pipe(**kwargs).images
         except (RuntimeError, ValueError, TypeError) as err:
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
@@ -422,6 +429,39 @@ class DiffusersImg2ImgAdapter(DiffusersAdapter):
     """An open-weights pipeline with an image-to-image variant (previous_image conditioning)."""
 
     accepts_reference_image = True
+
+
+def _resolve_threads(options: DiffusersOptions) -> DiffusersOptions:
+    """Fix the CPU thread count in the options (so it travels with them to a Ray worker,
+    whose torch would otherwise use its own count and compute other bytes)."""
+    if options.device != "cpu":
+        return dataclasses.replace(options, threads=None)
+    if options.threads is not None:
+        return options
+    import torch
+
+    return dataclasses.replace(options, threads=int(torch.get_num_threads()))
+
+
+_THREADS_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _cpu_threads(threads: int | None) -> Iterator[None]:
+    """torch's intra-op thread count set to ``threads`` while a CPU pipeline runs (one CPU
+    pipeline call at a time in this process: the setting is global)."""
+    if threads is None:
+        yield
+        return
+    import torch
+
+    with _THREADS_LOCK:
+        before = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
 
 
 def torch_device(device: str) -> Any:

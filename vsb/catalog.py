@@ -154,6 +154,8 @@ class PatternInfo:
     pattern: str
     description: str
     """First line of the module that builds them."""
+    parameters: dict[str, Any] = field(default_factory=dict)
+    """Their parameters and defaults (the module's ``pattern_parameters()``; cache key)."""
 
 
 def list_patterns() -> list[PatternInfo]:
@@ -165,7 +167,8 @@ def list_patterns() -> list[PatternInfo]:
     out: list[PatternInfo] = []
     for prefix, target in getattr(registry, "PATTERNS", {}).items():
         module = importlib.import_module(target.partition(":")[0])
-        out.append(PatternInfo(f"{prefix}:ARGUMENT", _first_line(module.__doc__)))
+        params = getattr(module, "pattern_parameters", dict)()
+        out.append(PatternInfo(f"{prefix}:ARGUMENT", _first_line(module.__doc__), params))
     return out
 
 

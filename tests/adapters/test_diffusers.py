@@ -330,3 +330,13 @@ def test_cpu_bytes_do_not_depend_on_the_workers_thread_count(
     finally:
         torch.set_num_threads(before)
     assert shas[0] == shas[1]
+
+
+def test_vsb_models_lists_the_family_with_its_parameters(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["models", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    family = next(p for p in doc["patterns"] if p["pattern"].startswith("diffusers:"))
+    assert family["parameters"] == DiffusersOptions().parameters()
+    assert {"device", "dtype", "steps", "guidance", "batch_size"} <= set(family["parameters"])

@@ -71,7 +71,8 @@ def models(as_json: bool, pricing: Path | None) -> None:
         more.add_column("name", no_wrap=True)
         more.add_column("about")
         for p in patterns:
-            more.add_row(escape(p.pattern), escape(p.description))
+            params = ", ".join(f"{k}={v}" for k, v in p.parameters.items())
+            more.add_row(escape(p.pattern), escape(p.description + (f" ({params})" * bool(params))))
         console.print(more)
     click.echo("`vsb run --model all` runs every simulator (never a paid provider).")
 

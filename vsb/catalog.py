@@ -167,7 +167,7 @@ def list_patterns() -> list[PatternInfo]:
     out: list[PatternInfo] = []
     for prefix, target in getattr(registry, "PATTERNS", {}).items():
         module = importlib.import_module(target.partition(":")[0])
-        params = getattr(module, "pattern_parameters", dict)()
+        params: dict[str, Any] = getattr(module, "pattern_parameters", dict)()
         out.append(PatternInfo(f"{prefix}:ARGUMENT", _first_line(module.__doc__), params))
     return out
 

@@ -432,18 +432,39 @@ def _walk(st: _Shared, task: Task) -> tuple[_TaskOutput | None, dict[str, Genera
     return merged, walker.found
 
 
+def _ledger_entries(events: list[tuple[str, Any, dict[str, Any]]]) -> list[LedgerEntry]:
+    """A worker's ledger events as finished rows, in the order the calls began (one
+    transaction on the driver; a call begun but never finished is kept as a failure)."""
+    begun: dict[int, dict[str, Any]] = {}
+    order: list[Any] = []
+    for kind, ref, kw in events:
+        if kind == "begin":
+            begun[ref] = {**kw, "latency_s": 0.0, "success": False, "error": "never finished"}
+            order.append(ref)
+        elif kind == "finish":
+            begun[ref].update(kw)
+        else:
+            order.extend(kw["entries"])
+    out: list[LedgerEntry] = []
+    for item in order:
+        if isinstance(item, LedgerEntry):
+            out.append(item)
+            continue
+        b = begun[item]
+        out.append(
+            LedgerEntry(
+                b["key"], b["model"], b["latency_s"], b["success"], False, b.get("cost_usd"),
+                b.get("condition"), b.get("story_id"), b.get("scene"), b.get("error"),
+            )
+        )  # fmt: skip
+    return out
+
+
 def _land(st: _Shared, s: _Shipment, r: _Returned) -> Iterator[_TaskOutput]:
     """Store a worker's results: cache entries, ledger events, images; then its outputs."""
     for key, result in r.new.items():
         st.cache.get(key, functools.partial(_same, result))
-    rows: dict[int, int] = {}
-    for kind, ref, kw in r.events:
-        if kind == "begin":
-            rows[ref] = st.ledger.begin(**kw)
-        elif kind == "finish":
-            st.ledger.finish(rows[ref], **kw)
-        else:
-            st.ledger.record_many(kw["entries"])
+    st.ledger.record_many(_ledger_entries(r.events))
     for _index, out in r.outputs:
         for rec in out.records:
             if rec["path"] is None:

@@ -340,3 +340,26 @@ def test_vsb_models_lists_the_family_with_its_parameters(
     family = next(p for p in doc["patterns"] if p["pattern"].startswith("diffusers:"))
     assert family["parameters"] == DiffusersOptions().parameters()
     assert {"device", "dtype", "steps", "guidance", "batch_size"} <= set(family["parameters"])
+
+
+def test_a_model_name_cannot_climb_out_of_the_images_folder(
+    tmp_path: Path,
+    small_suite: Path,
+    tiny_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # regression: the model name is a folder of RUN/images; diffusers:../../../../DIR (a real
+    # pipeline, relative to the working directory) wrote its images outside RUN
+    cwd = tiny_dir.parent / "w" / "x" / "y" / "z"
+    cwd.mkdir(parents=True, exist_ok=True)
+    monkeypatch.chdir(cwd)
+    run_dir = tmp_path / "a" / "b" / "run"
+    climb = f"diffusers:../../../../{tiny_dir.name}"
+    argv = ["run", "--suite", str(small_suite), "--model", climb, "--condition", "independent"]
+    argv += ["--out", str(run_dir), "--cache", str(tmp_path / "c"), "--steps", "1"]
+    main(argv)
+    pngs = [p for p in tmp_path.rglob("*.png") if not p.is_relative_to(tmp_path / "c")]
+    outside = [p for p in pngs if not p.is_relative_to(run_dir)]
+    assert not outside
+    assert "no '..' in a model name" in capsys.readouterr().err

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from vsb.adapters.base import ImageModelAdapter
+from vsb.errors import InputError
 from vsb.registry import Registry
 
 AdapterFactory = Callable[..., ImageModelAdapter]
@@ -76,4 +77,7 @@ def resolve_models(spec: str) -> list[str]:
     for n in names:
         if n.partition(":")[0] not in PATTERNS:
             ADAPTERS.get(n)
+        elif ".." in n.partition(":")[2].replace("\\", "/").split("/"):
+            # the name becomes a folder of RUN/images: no climbing out of it
+            raise InputError(f"model {n!r}: no '..' in a model name (give an absolute path)")
     return list(dict.fromkeys(names))

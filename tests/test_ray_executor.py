@@ -201,3 +201,42 @@ def test_ray_address_needs_the_ray_executor(
     argv += ["independent", "--out", str(tmp_path / "r"), "--ray-address", "auto"]
     assert main(argv) != 0
     assert "--ray-address needs --executor ray" in capsys.readouterr().err
+
+
+class GpuSim(ProceduralSimulator):
+    """A simulator that asks Ray for a GPU (as a diffusers model on CUDA does)."""
+
+    ray_resources = {"num_gpus": 1}  # noqa: RUF012
+
+
+def _shipment(adapter: ProceduralSimulator, version: str | None = None) -> Any:
+    from vsb.executors_ray import _Shipment
+
+    spec = bytes(ray.cloudpickle.dumps(adapter))
+    return _Shipment(adapter.name, spec, version or adapter.version, [], {}, [], 0, None)
+
+
+def test_a_gpu_worker_keeps_one_loaded_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    import vsb.executors_ray as er
+
+    monkeypatch.setattr(er, "_WORKER_ADAPTERS", {})
+    cpu = ProceduralSimulator("procedural-sloppy", SIMULATORS["procedural-sloppy"])
+    gpu_a = GpuSim("procedural-oracle", SIMULATORS["procedural-oracle"])
+    gpu_b = GpuSim("procedural-drift-mid", SIMULATORS["procedural-drift-mid"])
+    for adapter in (cpu, gpu_a, gpu_b):
+        er._worker_adapter(_shipment(adapter))
+    assert sorted(k[0] for k in er._WORKER_ADAPTERS) == [
+        "procedural-drift-mid",
+        "procedural-sloppy",
+    ]
+    again = er._worker_adapter(_shipment(gpu_b))  # the same model: reused, not rebuilt
+    assert again is next(a for k, a in er._WORKER_ADAPTERS.items() if k[0] == gpu_b.name)
+
+
+def test_a_worker_with_other_weights_refuses_the_task(monkeypatch: pytest.MonkeyPatch) -> None:
+    import vsb.executors_ray as er
+
+    monkeypatch.setattr(er, "_WORKER_ADAPTERS", {})
+    sim = ProceduralSimulator("procedural-oracle", SIMULATORS["procedural-oracle"])
+    with pytest.raises(InputError, match="this Ray worker has version"):
+        er._worker_adapter(_shipment(sim, version="dir:other-weights"))

@@ -207,6 +207,8 @@ def _worker_adapter(s: _Shipment) -> ImageModelAdapter:
                 from vsb.adapters.registry import get_adapter
 
                 adapter = get_adapter(s.model)
+            if ray_resources(adapter).get("num_gpus"):
+                _drop_gpu_adapters()  # one loaded pipeline per GPU worker, not one per model
             _WORKER_ADAPTERS[s.model, spec] = adapter
     if adapter.version != s.version:
         raise InputError(
@@ -214,6 +216,19 @@ def _worker_adapter(s: _Shipment) -> ImageModelAdapter:
             f"{s.version!r} (different weights or code on the node {os.uname().nodename})"
         )
     return adapter
+
+
+def _drop_gpu_adapters() -> None:
+    """Forget this worker's GPU adapters (their pipelines) and give their memory back."""
+    for key in [k for k, a in _WORKER_ADAPTERS.items() if ray_resources(a).get("num_gpus")]:
+        del _WORKER_ADAPTERS[key]
+    import gc
+    import sys
+
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def work(s: _Shipment) -> _Returned:

@@ -240,3 +240,16 @@ def test_a_worker_with_other_weights_refuses_the_task(monkeypatch: pytest.Monkey
     sim = ProceduralSimulator("procedural-oracle", SIMULATORS["procedural-oracle"])
     with pytest.raises(InputError, match="this Ray worker has version"):
         er._worker_adapter(_shipment(sim, version="dir:other-weights"))
+
+
+def test_without_ray_the_run_fails_before_touching_the_run_directory(
+    suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["run", "--suite", str(suite), "--model", "procedural-oracle", "--condition"]
+    argv += ["independent", "--out", str(tmp_path / "r"), "--cache", str(tmp_path / "c")]
+    assert main(argv) == 0
+    manifest = (tmp_path / "r" / "manifest.json").read_bytes()
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if the extra were not installed
+    assert main([*argv, "--executor", "ray"]) == 1
+    assert "pip install 'vsb[ray]'" in capsys.readouterr().err
+    assert (tmp_path / "r" / "manifest.json").read_bytes() == manifest

@@ -275,6 +275,7 @@ class RayExecutor:
         max_retries: int = DEFAULT_MAX_RETRIES,
         num_cpus: int | None = None,
     ) -> None:
+        import_ray()  # a missing extra fails here, before the run touches its directory
         self.address = address
         self.max_retries = max_retries
         self.num_cpus = num_cpus

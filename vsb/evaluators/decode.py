@@ -2,13 +2,23 @@
 
 Renders are indexed PNGs whose palette is the canonical one (``style.PALETTE``), so decoding
 is ``np.asarray(Image.open(...))`` with no per-pixel work. Other palettes are remapped
-through a 256-entry table; RGB input is matched exactly against the canonical colours
-(unknown colours become ``UNKNOWN``).
+through a 256-entry table, and RGB input is first matched exactly against the canonical
+colours. Anything else — a render saved as JPEG, resized, or with noise — goes through
+``vsb.evaluators.robust``: the size is normalised to the render size (block means for
+larger images, nearest-neighbour scaling of the labels of smaller ones) and colours are
+snapped to the palette with a tolerance, edges resolved from their neighbours.
+
+``decode_render`` also says whether the image is a render at all: the extractor, the rules
+and pairwise consistency apply to renders only. An image is a render when at least
+``RENDER_SHARE`` of its pixels lie within the tolerance of a palette colour and at least
+``MIN_COLOURS`` palette colours each cover ``MIN_COLOUR_SHARE`` of it (a solid palette
+colour is no render).
 """
 
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -18,11 +28,11 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from vsb.errors import InputError
-from vsb.evaluators import style
+from vsb.evaluators import robust, style
 
 Plane = NDArray[np.uint8]
 #: Index of pixels whose colour is not in the canonical palette.
-UNKNOWN = 255
+UNKNOWN = robust.UNKNOWN
 
 _CANONICAL_BYTES = bytes(v for rgb in style.PALETTE for v in rgb)
 _KEYS = np.array([(r << 16) | (g << 8) | b for r, g, b in style.PALETTE], dtype=np.int64)
@@ -49,35 +59,129 @@ def rgb_to_indices(rgb: NDArray[Any]) -> Plane:
     return out
 
 
-def _from_pil(im: Image.Image) -> Plane:
-    if im.mode == "P":
-        arr = np.asarray(im)
-        pal = im.getpalette() or []
-        raw = bytes(pal)
-        if raw[: len(_CANONICAL_BYTES)] == _CANONICAL_BYTES:
-            return arr
-        return _remap(raw)[arr]
-    return rgb_to_indices(np.asarray(im.convert("RGB")))
+#: The render size (indices are always returned at this size, except for index planes).
+SIZE = 512
+#: Smallest side of an image that can be read as a render.
+MIN_SIDE = 128
+#: Share of pixels on the palette (within the tolerance) of a render.
+RENDER_SHARE = 0.6
+#: A render shows at least this many palette colours ...
+MIN_COLOURS = 3
+#: ... each covering at least this share of it.
+MIN_COLOUR_SHARE = 0.005
 
 
-def load_indices(image: bytes | str | Path | Image.Image | NDArray[Any]) -> Plane:
-    """The image as a 2-D array of canonical palette indices."""
+@dataclass(frozen=True)
+class DecodedImage:
+    """An image read as a render, or the reason it is not one."""
+
+    indices: Plane | None
+    """Canonical palette indices at the render size (512×512); None when not a render."""
+    is_render: bool
+    """Whether the image is a (possibly lossy) render that the extractor can read."""
+    palette_share: float
+    """Share of pixels within the tolerance of a palette colour, after size normalisation."""
+    reason: str
+    """Empty when a render, else why not ("42% of pixels are off the palette")."""
+
+
+def _canonical(im: Image.Image) -> Plane | None:
+    """The index plane of an indexed image in the canonical palette (no per-pixel work)."""
+    if im.mode != "P":
+        return None
+    raw = bytes(im.getpalette() or [])
+    arr = np.asarray(im)
+    if raw[: len(_CANONICAL_BYTES)] == _CANONICAL_BYTES:
+        return arr
+    out = _remap(raw)[arr]
+    return None if bool((out == UNKNOWN).any()) else out
+
+
+def _rgb(im: Image.Image) -> NDArray[np.uint8]:
+    return np.asarray(im.convert("RGB"))
+
+
+def _resize(rgb: NDArray[Any]) -> NDArray[Any]:
+    """RGB larger than the render size brought to it: block means for exact multiples, else
+    a box filter (both keep flat regions flat)."""
+    h, w = rgb.shape[:2]
+    if h % SIZE == 0 and w % SIZE == 0:
+        blocks = rgb[..., :3].reshape(SIZE, h // SIZE, SIZE, w // SIZE, 3)
+        return blocks.mean(axis=(1, 3), dtype=np.float32)
+    im = Image.fromarray(np.ascontiguousarray(rgb[..., :3], dtype=np.uint8))
+    return np.asarray(im.resize((SIZE, SIZE), Image.Resampling.BOX), dtype=np.float32)
+
+
+def _from_rgb(rgb: NDArray[Any]) -> tuple[Plane, float]:
+    """Indices at the render size and the palette share of an RGB array."""
+    h, w = rgb.shape[:2]
+    if (h, w) == (SIZE, SIZE) and rgb.dtype == np.uint8:
+        exact = rgb_to_indices(rgb)
+        if not bool((exact == UNKNOWN).any()):
+            return exact, 1.0
+    big = h > SIZE or w > SIZE
+    labels = robust.label_rgb(_resize(rgb) if big else rgb[..., :3], min_share=RENDER_SHARE)
+    out = labels.indices
+    if out.shape != (SIZE, SIZE):
+        out = np.asarray(Image.fromarray(out).resize((SIZE, SIZE), Image.Resampling.NEAREST))
+    return out, labels.palette_share
+
+
+def _read(image: bytes | str | Path | Image.Image | NDArray[Any]) -> tuple[Plane, float, str]:
+    """(indices, palette share, size note) of any image input; index planes pass through."""
     if isinstance(image, np.ndarray):
         if image.ndim == 2:
-            return image.astype(np.uint8, copy=False)
+            plane = image.astype(np.uint8, copy=False)
+            return plane, float((plane < len(style.PALETTE)).mean()), ""
         if image.ndim == 3 and image.shape[2] in (3, 4):
-            return rgb_to_indices(image)
+            return (*_from_rgb(image), _small(image.shape[1], image.shape[0]))
         raise InputError(f"cannot read an image array of shape {image.shape}")
     if isinstance(image, Image.Image):
-        return _from_pil(image)
+        return _from_image(image)
     try:
         if isinstance(image, bytes | bytearray):
             with Image.open(io.BytesIO(image)) as im:
-                return _from_pil(im)
+                return _from_image(im)
         with Image.open(image) as im:
-            return _from_pil(im)
+            return _from_image(im)
     except OSError as err:
         raise InputError(
             f"cannot decode image: {err}",
             file=None if isinstance(image, bytes | bytearray) else image,
         ) from err
+
+
+def _small(w: int, h: int) -> str:
+    return f"{w}×{h} is too small to read" if min(w, h) < MIN_SIDE else ""
+
+
+def _from_image(im: Image.Image) -> tuple[Plane, float, str]:
+    if im.size == (SIZE, SIZE):
+        plane = _canonical(im)
+        if plane is not None:
+            return plane, 1.0, ""
+    return (*_from_rgb(_rgb(im)), _small(*im.size))
+
+
+def load_indices(image: bytes | str | Path | Image.Image | NDArray[Any]) -> Plane:
+    """The image as a 2-D array of canonical palette indices (``UNKNOWN`` off the palette).
+
+    Exact renders take the fast path; other images are read as lossy renders whether they
+    are renders or not (``decode_render`` says which)."""
+    return _read(image)[0]
+
+
+def decode_render(image: bytes | str | Path | Image.Image | NDArray[Any]) -> DecodedImage:
+    """Read an image as a render, or say why it is not one (see the module docstring)."""
+    plane, share, small = _read(image)
+    reason = small
+    if not reason and share < RENDER_SHARE:
+        reason = f"{100 * (1 - share):.0f}% of pixels are off the palette"
+    if not reason:
+        counts = np.bincount(plane.ravel(), minlength=256)[: len(style.PALETTE)]
+        colours = int((counts >= MIN_COLOUR_SHARE * plane.size).sum())
+        if colours < MIN_COLOURS:
+            reason = f"only {colours} palette colour(s) (a render shows at least {MIN_COLOURS})"
+    if reason:
+        return DecodedImage(indices=None, is_render=False, palette_share=share, reason=reason)
+    return DecodedImage(indices=plane, is_render=True, palette_share=share, reason="")

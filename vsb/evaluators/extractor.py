@@ -4,10 +4,10 @@
 appear (``EntityVocabulary.from_world(world)``). It finds heads by skin-tone components,
 reads hair colour/style, top, trousers, accessory and pose from geometry-anchored samples
 (``vsb.evaluators.people``), classifies objects by colour plus shape signature and counts
-small components (``vsb.evaluators.objects``), and reads location, time of day and weather
-from ground, sky and weather-mark colours. One ``np.bincount`` over the index plane gives
-every colour's presence; connected components are labelled only inside each colour's
-bounding box.
+small components (``vsb.evaluators.objects``), and reads location and time of day from
+ground and sky colours and the weather from the tone of the clouds. One ``np.bincount``
+over the index plane gives every colour's presence; connected components are labelled only
+inside each colour's bounding box.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
+from scipy import ndimage
 
 from vsb.evaluators import style as S
 from vsb.evaluators.decode import load_indices
@@ -26,6 +27,8 @@ from vsb.evaluators.objects import find_objects
 from vsb.evaluators.people import find_heads, read_person
 
 ImageInput = bytes | str | Path | Image.Image | NDArray[Any]
+Plane = NDArray[np.uint8]
+_EIGHT = np.ones((3, 3), dtype=bool)
 
 
 def _argmax(
@@ -39,19 +42,26 @@ def _argmax(
     return best
 
 
-def _weather(totals: NDArray[np.intp], voc: EntityVocabulary) -> str | None:
-    def n(mark: str) -> int:
-        return int(totals[S.INDEX[f"fx:{mark}"]])
+def _core(img: Plane, idx: int) -> int:
+    """Pixels of colour ``idx`` whose 3×3 neighbourhood is all that colour."""
+    mask = img == idx
+    rows = np.flatnonzero(mask.any(axis=1))
+    cols = np.flatnonzero(mask.any(axis=0))
+    crop = mask[int(rows[0]) : int(rows[-1]) + 1, int(cols[0]) : int(cols[-1]) + 1]
+    return int(ndimage.binary_erosion(crop, structure=_EIGHT).sum())
 
-    if n("rain") >= S.MIN_WEATHER:
-        w = "rainy"
-    elif n("snow") >= S.MIN_WEATHER:
-        w = "snowy"
-    elif n("cloud") >= S.MIN_CLOUD:
-        w = "cloudy"
-    else:
-        w = "clear"
-    return w if w in voc.weathers else None
+
+def _weather(img: Plane, totals: NDArray[np.intp], voc: EntityVocabulary) -> str | None:
+    """The weather from the tone of the clouds (each weather but clear has its own), counted
+    by core pixels so that a lossy copy's stray edge pixels do not make a cloud."""
+    best, best_n = "clear", S.MIN_CLOUD - 1
+    for weather, tone in S.CLOUD_TONE.items():
+        idx = S.INDEX[f"fx:{tone}"]
+        if totals[idx] > best_n:
+            n = _core(img, idx)
+            if n > best_n:
+                best, best_n = weather, n
+    return best if best in voc.weathers else None
 
 
 def extract(image: ImageInput, vocab: EntityVocabulary) -> DetectedState:
@@ -67,5 +77,5 @@ def extract(image: ImageInput, vocab: EntityVocabulary) -> DetectedState:
         objects=tuple(objects),
         location=_argmax(totals, "ground", vocab.locations, 1000),
         time=_argmax(totals, "sky", vocab.times, 100),
-        weather=_weather(totals, vocab),
+        weather=_weather(img, totals, vocab),
     )

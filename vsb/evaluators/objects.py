@@ -109,6 +109,33 @@ def _groups(
     return out
 
 
+_RGB = np.array(S.PALETTE, dtype=np.float64)
+_DETAILS = [(S.INDEX[f"fx:{name}"], kind) for name, kind in S.DETAIL_KIND.items()]
+
+
+def _kind_votes(counts: NDArray[np.intp], kinds: tuple[str, ...]) -> dict[str, int]:
+    """Detail pixels around a group voting for the kind that carries their colour; a detail
+    colour of a kind outside the vocabulary votes for the kind whose detail colour is nearest,
+    if within ``MARK_TOLERANCE``."""
+    ours = [(i, k) for i, k in _DETAILS if k in kinds]
+    votes = dict.fromkeys(dict.fromkeys(k for _, k in ours), 0)
+    if not ours:
+        return votes
+    ref = _RGB[[i for i, _ in ours]]
+    for i, k in _DETAILS:
+        n = int(counts[i])
+        if n == 0:
+            continue
+        if k in kinds:
+            votes[k] += n
+            continue
+        d = np.sqrt(((ref - _RGB[i]) ** 2).sum(1))
+        j = int(np.argmin(d))
+        if d[j] <= S.MARK_TOLERANCE:
+            votes[ours[j][1]] += n
+    return votes
+
+
 def _classify(
     img: Plane, g: _Group, voc: EntityVocabulary
 ) -> tuple[str | None, str | None, int | None]:
@@ -121,7 +148,7 @@ def _classify(
     def n(mark: str) -> int:
         return int(counts[S.INDEX[f"fx:{mark}"]])
 
-    marks = {k: n(v) for k, v in S.KIND_MARK.items() if k in voc.object_kinds}
+    marks = _kind_votes(counts, voc.object_kinds)
     if not marks or max(marks.values()) == 0:
         return None, None, None
     kind = max(marks, key=lambda k: marks[k])

@@ -45,7 +45,8 @@ def _ids(group: str, values: tuple[str, ...]) -> dict[int, str]:
 def find_heads(
     img: Plane, totals: NDArray[np.intp], voc: EntityVocabulary
 ) -> list[tuple[int, int, str]]:
-    """Anchors ``(cx, y0, skin)`` of every head, by skin-tone components in the head rows."""
+    """Anchors ``(cx, y0, skin)`` of every head: skin-tone components in the head rows of a
+    head's size that fill at least ``HEAD_FILL`` of their bounding box."""
     r0, r1 = S.HEAD_ROWS
     band = img[r0:r1]
     out: list[tuple[int, int, str]] = []
@@ -57,13 +58,16 @@ def find_heads(
         if cols.size == 0:
             continue
         c0, c1 = int(cols[0]), int(cols[-1]) + 1
-        labels, _n = ndimage.label(mask[:, c0:c1], structure=_EIGHT)
-        for sl in ndimage.find_objects(labels):
+        labels, n = ndimage.label(mask[:, c0:c1], structure=_EIGHT)
+        sizes = np.bincount(labels.ravel(), minlength=n + 1)
+        for i, sl in enumerate(ndimage.find_objects(labels), start=1):
             if sl is None:
                 continue
             ys, xs = sl
             w, h = xs.stop - xs.start, ys.stop - ys.start
-            if S.HEAD_W[0] <= w <= S.HEAD_W[1] and S.HEAD_H[0] <= h <= S.HEAD_H[1]:
+            # a head is a filled disc; a lossy copy's outline of another tone is not
+            full = sizes[i] >= S.HEAD_FILL * w * h
+            if S.HEAD_W[0] <= w <= S.HEAD_W[1] and S.HEAD_H[0] <= h <= S.HEAD_H[1] and full:
                 cx = c0 + xs.start + S.HEAD_HALF_W
                 y0 = r0 + ys.stop - S.HEAD_HEIGHT
                 out.append((cx, y0, tone))

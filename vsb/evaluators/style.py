@@ -108,6 +108,8 @@ HEAD_W = (32, 44)
 HEAD_H = (26, 40)
 HEAD_HEIGHT = 44
 HEAD_HALF_W = 20
+#: A head's skin fills at least this share of its bounding box (about 0.6 with glasses).
+HEAD_FILL = 0.4
 
 # --- sample regions (relative to the anchor) ------------------------------------------------
 HAIR = (-18, 18, -3, 7)
@@ -132,19 +134,20 @@ HAND_DX = 46
 HAND_REACH = 64
 
 # --- objects -------------------------------------------------------------------------------
-#: The one detail colour each kind carries (and no other kind does).
-KIND_MARK: dict[str, str] = {
-    "umbrella": "umbrella_handle",
-    "lantern": "lantern_frame",
-    "book": "book_spine",
-    "vase": "vase_shine",
-    "candle": "candle_plate",
-    "box": "box_outline",
-    "letter": "envelope_line",
-    "apple": "apple_stem",
-    "coin": "coin_mark",
-    "flower": "flower_stem",
-}
+#: Every detail colour drawn on objects and the one kind that carries it.
+DETAIL_KIND: dict[str, str] = {
+    "umbrella_handle": "umbrella",
+    "lantern_frame": "lantern", "lantern_glass": "lantern", "lantern_light": "lantern",
+    "glow": "lantern",
+    "book_spine": "book", "page": "book",
+    "vase_shine": "vase", "crack": "vase",
+    "candle_plate": "candle", "wick": "candle", "flame": "candle", "flame_core": "candle",
+    "box_outline": "box", "box_interior": "box",
+    "envelope_line": "letter", "seal": "letter", "paper": "letter",
+    "apple_stem": "apple", "leaf": "apple",
+    "coin_mark": "coin",
+    "flower_stem": "flower", "flower_centre": "flower", "wilted_centre": "flower",
+}  # fmt: skip
 #: Detail colours that tell states apart.
 STATE_MARKS: tuple[str, ...] = (
     "lantern_light", "glow", "page", "crack", "flame", "box_interior", "seal", "paper",
@@ -154,12 +157,16 @@ STATE_MARKS: tuple[str, ...] = (
 GROUP_GAP = 14
 #: Components smaller than this (pixels) are ignored.
 MIN_COMPONENT = 6
+#: A detail colour of a kind outside the vocabulary this close (RGB distance) to a detail
+#: colour of a kind in it counts as that detail (a lossy copy can shift a small detail).
+MARK_TOLERANCE = 30.0
 #: Margin around an object's components searched for its detail colours.
 MARK_MARGIN = 6
 
 # --- environment -----------------------------------------------------------------------------
-#: Minimum pixels of a weather mark / the sky colour to count.
-MIN_WEATHER = 20
+#: Minimum core pixels of a cloud tone to count.
 MIN_CLOUD = 60
+#: The tone of the clouds of each weather (a clear sky has none).
+CLOUD_TONE = {"cloudy": "cloud", "rainy": "rain_cloud", "snowy": "snow_cloud"}
 #: Rows of the figure band (pairwise consistency).
 BAND = (168, 450)

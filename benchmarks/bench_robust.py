@@ -8,6 +8,16 @@ Exact renders are checked too (false violations must stay 0). Decode time is the
 image of ``decode_render`` on one core. Images that are not renders (synthetic photographs,
 noise, solid colours) report their palette share.
 
+Measured on the development container (first 10 stories, 53 scenes, 1,079 checks per copy;
+the machine shared with other jobs, so times are high):
+
+    exact                100.00 %   0 fails    decode ≈ 5 ms (fast path)
+    jpeg_q90              92.6 %   80 fails    ≈ 0.8 s   (target 99 %: not reached)
+    upscale_2x_nearest   100.00 %   0 fails    ≈ 0.6 s
+    downscale_384         99.7 %    3 fails    ≈ 0.3 s
+    noise_sigma_2        100.00 %   0 fails    ≈ 0.5 s
+    palette share: lossy renders ≥ 0.958; photo-like images, noise, solid red ≤ 0.17
+
 Run: ``taskset -c 0 .venv/bin/python benchmarks/bench_robust.py [--stories N] [--seeds K]``
 """
 

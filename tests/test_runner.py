@@ -124,7 +124,7 @@ def test_layout_records_manifest_and_resume(small_suite: Path, tmp_path: Path) -
         "version": "1.0", "suite": "suite",
         "suite_sha256": sha256_hex((small_suite / "suite.json").read_bytes()),
         "models": ["fake-echo"], "conditions": CONDS, "seed": 0, "prompt_style": "plain",
-        "images": n,
+        "images": n, "not_supported": {},
     }  # fmt: skip
     recs = _records(rd)
     assert len(recs) == n
@@ -132,7 +132,7 @@ def test_layout_records_manifest_and_resume(small_suite: Path, tmp_path: Path) -
     assert keys == sorted(keys)  # type: ignore[type-var]
     for r in recs:
         assert set(r) == {"model", "condition", "story_id", "scene", "key", "path", "sha256",
-                          "cache_hit", "latency_s", "cost_usd", "error"}  # fmt: skip
+                          "cache_hit", "latency_s", "cost_usd", "error", "refused"}  # fmt: skip
         assert r["path"] == image_path("fake-echo", r["condition"], r["story_id"], r["scene"])  # type: ignore[arg-type]
         assert sha256_hex((rd / str(r["path"])).read_bytes()) == r["sha256"]
         # not in the price list: unknown, not zero (a cache hit costs nothing)
@@ -196,7 +196,9 @@ def test_missing_credential_skips_and_reports(
     assert not served
     monkeypatch.setenv("VSB_FAKE_KEY", "sk-test")
     res = run(_cfg(small_suite, tmp_path, ["fake-http"], workers=2), adapters=given)
-    assert not res.skipped and res.images == 32 and len(served) == res.calls > 16
+    # no image input: previous_image is not run (not silently the independent request)
+    assert res.not_supported == {"fake-http": ["previous_image"]}
+    assert not res.skipped and res.images == 24 and len(served) == res.calls > 12
     assert any("State so far (JSON)" in str(s["prompt"]) for s in served)
 
 

@@ -56,6 +56,7 @@ from typing import Any
 
 from vsb.adapters.base import GenerationResult, ImageModelAdapter
 from vsb.errors import InputError, VsbError
+from vsb.executors import Task as RunTask
 from vsb.ledger import LedgerEntry
 from vsb.runner import _run_scenes, _Shared, _TaskOutput, _write_image
 
@@ -282,12 +283,14 @@ class RayExecutor:
         #: tasks finished on the driver from the cache / sent to workers / lost (last run)
         self.stats = {"cached": 0, "shipped": 0, "lost": 0}
 
-    def run(self, tasks: Sequence[Task], state: _Shared) -> Iterator[_TaskOutput]:
-        """Every task's output, as tasks complete."""
+    def run(self, tasks: Sequence[RunTask], state: _Shared) -> Iterator[_TaskOutput]:
+        """Every task's output, as tasks complete (the runner's tasks of one story and model
+        are merged into one (story, model) task: a worker runs all its conditions)."""
+        pairs = list(dict.fromkeys((t.story, t.model) for t in tasks))
         ray = import_ray()
         started = self._connect(ray)
         try:
-            yield from self._run(ray, list(tasks), state)
+            yield from self._run(ray, pairs, state)
         finally:
             if started:
                 ray.shutdown()

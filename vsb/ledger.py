@@ -254,6 +254,16 @@ class Ledger:
         rows = self._conn().execute("SELECT DISTINCT key FROM requests WHERE cache_hit = 0")
         return {str(k) for (k,) in rows}
 
+    def errors(self, prefix: str) -> list[tuple[str, str]]:
+        """(key, error) of finished calls whose error starts with ``prefix``, any session
+        (the runner reuses recorded refusals instead of sending them again)."""
+        rows = self._conn().execute(
+            "SELECT key, error FROM requests WHERE status = ? AND cache_hit = 0 "
+            "AND substr(error, 1, ?) = ? ORDER BY rowid",
+            (DONE, len(prefix), prefix),
+        )
+        return [(str(k), str(e)) for k, e in rows]
+
     def summary(
         self, session: int | None = None, *, all_sessions: bool = False
     ) -> list[ModelSummary]:

@@ -223,7 +223,8 @@ def test_imagen_predict() -> None:
     (r,) = seen
     assert r.url.path == "/v1beta/models/imagen-3.0-generate-002:predict"
     assert r.url.host == "generativelanguage.googleapis.com"
-    assert r.url.params["key"] == "test-google_api_key"
+    # the key travels in a header, never in the URL (which errors and log lines quote)
+    assert r.headers["x-goog-api-key"] == "test-google_api_key" and not r.url.query
     body = json.loads(r.content)
     assert body["instances"] == [{"prompt": "a red kite"}]
     assert body["parameters"]["sampleCount"] == 1

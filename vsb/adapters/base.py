@@ -99,14 +99,20 @@ class ImageModelAdapter:
     Subclasses set ``name``/``version`` and implement ``generate``. ``privileged`` adapters
     (simulators) receive ``request.privileged``; ``process_safe`` ones may run in a forked
     worker pool (no open network clients); ``accepts_reference_image`` says whether the
-    previous_image condition can hand them the previous frame.
+    previous_image condition can hand them the previous frame (a model without it is not
+    run under that condition); ``paid`` ones cost money per call (``--budget`` applies);
+    ``oracle`` says whether results carry simulator faults for ``RUN/oracle/`` (None: as
+    ``privileged``). An adapter may also set ``concurrency`` (requests at a time; HTTP
+    providers 8) and ``pricing_key`` (its ``config/pricing.json`` entry).
     """
 
     name: str = "abstract"
     version: str = "0"
     privileged: ClassVar[bool] = False
     process_safe: ClassVar[bool] = False
-    accepts_reference_image: ClassVar[bool] = False
+    accepts_reference_image: bool = False
+    paid: ClassVar[bool] = False
+    oracle: ClassVar[bool | None] = None
 
     def preflight(self) -> None:
         """Check that the adapter can run (credentials present); raises ``CredentialMissing``."""
@@ -118,6 +124,11 @@ class ImageModelAdapter:
     def generate(self, request: GenerationRequest) -> GenerationResult:
         """Produce one image for ``request``; raises ``AdapterError`` on failure."""
         raise NotImplementedError
+
+
+def writes_oracle(adapter: ImageModelAdapter) -> bool:
+    """Whether ``adapter``'s results carry oracle faults (``RUN/oracle/faults.jsonl``)."""
+    return adapter.privileged if adapter.oracle is None else adapter.oracle
 
 
 def require_env(var: str, model: str) -> str:

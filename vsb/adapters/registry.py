@@ -40,7 +40,14 @@ def _load_builtin() -> None:
 
 #: Model-name patterns ``PREFIX:ARGUMENT``: prefix -> "module:function" that builds the adapter
 #: from ARGUMENT and keyword options (listed by import path, imported on first use).
-PATTERNS: dict[str, str] = {"diffusers": "vsb.adapters.diffusers:diffusers_adapter"}
+PATTERNS: dict[str, str] = {
+    "openai": "vsb.adapters.providers.openai:openai_adapter",
+    "replicate": "vsb.adapters.providers.replicate:replicate_adapter",
+    "stability": "vsb.adapters.providers.stability:stability_adapter",
+    "imagen": "vsb.adapters.providers.imagen:imagen_adapter",
+    "stored": "vsb.adapters.providers.stored:stored_adapter",
+    "diffusers": "vsb.adapters.diffusers:diffusers_adapter",
+}
 
 
 def pattern_factory(name: str) -> AdapterFactory | None:
@@ -75,7 +82,8 @@ def resolve_models(spec: str) -> list[str]:
         return [n for n in ADAPTERS.names() if n.startswith("procedural-")]
     names = [n.strip() for n in spec.split(",") if n.strip()]
     for n in names:
-        if n.partition(":")[0] not in PATTERNS:
+        prefix, sep, _ = n.partition(":")
+        if not sep or prefix not in PATTERNS:
             ADAPTERS.get(n)
         elif ".." in n.partition(":")[2].replace("\\", "/").split("/"):
             # the name becomes a folder of RUN/images: no climbing out of it

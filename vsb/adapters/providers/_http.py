@@ -1,9 +1,26 @@
-"""What every HTTP provider adapter shares: the injected client, error mapping, PNG decoding.
+"""What every HTTP provider adapter shares: the injected client, safe I/O, error mapping,
+bounded image decoding.
 
-``HttpAdapter`` holds an ``httpx.Client`` (injected, or a real one made on first use), reads
-its credential through ``require_env`` at call time, turns transport failures and non-2xx
-answers into ``AdapterError`` (status plus a short body excerpt, never the credential), and
-re-encodes whatever image the provider returns as PNG bytes.
+``HttpAdapter`` holds an ``httpx.Client`` (injected, or a real one made on first use) and
+makes ONE attempt per ``generate`` call; the runner retries it (``vsb.calls``), writing every
+attempt to the ledger before it is sent. Its rules:
+
+- **Credentials go only to the provider's own API host** (``api_base``): ``send(…, auth=True)``
+  refuses any other host, and the credential is read from the environment at call time.
+- **HTTPS only** (plain http only to a loopback address: tests, local servers); redirects
+  are never followed for API calls, and downloads follow at most a few, on the same host.
+- **Size caps**: no answer body over ``max_bytes`` is read (declared or streamed).
+- **Errors**: transport failures and timeouts raise ``RetryableError`` (billed: the provider
+  may have done the work), error answers are classified by ``vsb.calls.classify``
+  (``RetryableError``, ``QuotaExceeded``, ``Refused``, ``AdapterError``) with the status and a
+  short body excerpt; no error text holds the credential (redacted, even when a server
+  echoes the request) or a query string.
+- **Images** are decoded under a pixel cap (``MAX_PIXELS``, 4096²): a decompression bomb or
+  an oversized image is a per-image ``AdapterError``, never a traceback, and never reaches an
+  evaluator; whatever format comes back is re-encoded as PNG.
+
+Free sub-requests (polling a prediction, downloading its output) are retried here with the
+same policy (``vsb.calls.call_with_retries``); they are not billed and not in the ledger.
 """
 
 from __future__ import annotations
@@ -11,22 +28,52 @@ from __future__ import annotations
 import base64
 import binascii
 import io
+import ipaddress
+import os
 import time
+import warnings
+from collections.abc import Callable
 from typing import Any, ClassVar
+from urllib.parse import urljoin, urlsplit
 
 import httpx
 
-from vsb.adapters.base import PNG_SIGNATURE, GenerationResult, ImageModelAdapter, require_env
+from vsb.adapters.base import (
+    PNG_SIGNATURE,
+    GenerationRequest,
+    GenerationResult,
+    ImageModelAdapter,
+    require_env,
+)
+from vsb.calls import (
+    CallError,
+    QuotaExceeded,
+    Refused,
+    RetryableError,
+    RetryPolicy,
+    call_with_retries,
+    classify,
+    parse_retry_after,
+    redact,
+)
 from vsb.errors import AdapterError
 
 #: Generous read timeout (image models take tens of seconds), short connect timeout.
 DEFAULT_TIMEOUT = httpx.Timeout(180.0, connect=15.0)
+#: Requests at a time per HTTP provider (``--concurrency`` overrides).
+HTTP_CONCURRENCY = 8
+#: The largest answer body read (an image as base64 JSON is a few MB).
+MAX_BYTES = 50 * 1024 * 1024
+#: The largest image accepted, in pixels (anything larger is an error, not a picture).
+MAX_PIXELS = 4096 * 4096
+#: Same-host redirects a download follows.
+MAX_REDIRECTS = 3
 _EXCERPT = 200
 
 
 def default_client() -> httpx.Client:
-    """A real client with the default timeout (tests inject one on ``httpx.MockTransport``)."""
-    return httpx.Client(timeout=DEFAULT_TIMEOUT, follow_redirects=True)
+    """A real client: generous read timeout, never following a redirect by itself."""
+    return httpx.Client(timeout=DEFAULT_TIMEOUT, follow_redirects=False)
 
 
 def excerpt(text: str, limit: int = _EXCERPT) -> str:
@@ -35,12 +82,49 @@ def excerpt(text: str, limit: int = _EXCERPT) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def to_png(data: bytes, what: str) -> bytes:
-    """``data`` (PNG, JPEG, WebP…) as PNG bytes; ``AdapterError`` if it is not an image."""
+def is_loopback(url: str) -> bool:
+    """Whether ``url`` points at this machine."""
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_url(url: str, what: str) -> None:
+    """``AdapterError`` unless ``url`` is https (or http to a loopback address)."""
+    scheme = urlsplit(url).scheme.lower()
+    if scheme == "https" or (scheme == "http" and is_loopback(url)):
+        return
+    raise CallError(f"{what}: refusing {scheme or 'a relative'} URL {_shown(url)} (https only)")
+
+
+def _shown(url: str) -> str:
+    """A URL as errors show it: no query string, no user info."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}" if parts.scheme else parts.path
+
+
+def to_png(data: bytes, what: str, *, max_pixels: int = MAX_PIXELS) -> bytes:
+    """``data`` (PNG, JPEG, WebP…) as PNG bytes; ``AdapterError`` if it is not an image or
+    has more than ``max_pixels`` pixels (checked from the header, before decoding)."""
     from PIL import Image, UnidentifiedImageError
 
     try:
-        with Image.open(io.BytesIO(data)) as im:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            im = Image.open(io.BytesIO(data))
+        with im:
+            w, h = im.size
+            if w * h > max_pixels:
+                side = int(max_pixels**0.5)
+                raise AdapterError(
+                    f"{what}: the image is {w}×{h} pixels, over the {side}×{side} cap"
+                )
             if im.format == "PNG" and data.startswith(PNG_SIGNATURE):
                 im.verify()
                 return data
@@ -51,6 +135,8 @@ def to_png(data: bytes, what: str) -> bytes:
             out = io.BytesIO()
             img.save(out, format="PNG")
             return out.getvalue()
+    except Image.DecompressionBombError as err:
+        raise AdapterError(f"{what}: refused a decompression bomb ({err})") from None
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as err:
         raise AdapterError(f"{what}: the returned bytes are not a readable image ({err})") from err
 
@@ -59,6 +145,8 @@ def b64decode(text: str, what: str) -> bytes:
     """Strict base64 decoding (a ``data:`` URI prefix is allowed); ``AdapterError`` if bad."""
     if text.startswith("data:"):
         text = text.partition(",")[2]
+    if len(text) > MAX_BYTES * 4 // 3 + 4:
+        raise AdapterError(f"{what}: base64 image data over {MAX_BYTES} bytes")
     try:
         return base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError) as err:
@@ -71,16 +159,32 @@ def data_uri(png: bytes) -> str:
 
 
 class HttpAdapter(ImageModelAdapter):
-    """Base of the HTTP providers: subclasses set ``provider``/``env_var`` and ``generate``."""
+    """Base of the HTTP providers: subclasses set ``provider``/``env_var``/``api_base`` and
+    implement ``request_image`` (one attempt; ``generate`` redacts its errors)."""
 
     provider: ClassVar[str] = "abstract"
     env_var: ClassVar[str] = ""
+    #: The provider's API root; the credential goes to this host only.
+    api_base: str = ""
     version = "1"
+    paid = True
+    concurrency: int = HTTP_CONCURRENCY
 
-    def __init__(self, model: str, *, client: httpx.Client | None = None) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: httpx.Client | None = None,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        max_bytes: int = MAX_BYTES,
+    ) -> None:
         self.model = model
         self.name = f"{self.provider}:{model}"
         self._client = client
+        self.retry = retry or RetryPolicy()
+        self.sleep = sleep
+        self.max_bytes = max_bytes
 
     @property
     def client(self) -> httpx.Client:
@@ -94,6 +198,11 @@ class HttpAdapter(ImageModelAdapter):
         """This model's entry in ``config/pricing.json`` (``provider/model``)."""
         return f"{self.provider}/{self.model}"
 
+    @property
+    def api_host(self) -> str:
+        """The host (and port) the credential may be sent to."""
+        return urlsplit(self.api_base).netloc.lower()
+
     def preflight(self) -> None:
         self.credential()
 
@@ -101,21 +210,132 @@ class HttpAdapter(ImageModelAdapter):
         """The API key, read from the environment now (``CredentialMissing`` if unset)."""
         return require_env(self.env_var, self.name)
 
-    def send(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
-        """One HTTP exchange; timeouts, transport errors and non-2xx raise ``AdapterError``."""
-        shown = url.split("?", 1)[0]  # never echo a query-string key
+    def secrets(self) -> tuple[str | None, ...]:
+        """Values no error text may contain (the credential, as set now)."""
+        return (os.environ.get(self.env_var) if self.env_var else None,)
+
+    def auth_headers(self) -> dict[str, str]:
+        """The headers that carry the credential (``Authorization: Bearer`` by default)."""
+        return {"Authorization": f"Bearer {self.credential()}"}
+
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        """One attempt (``request_image``); any error text is redacted of the credential."""
         try:
-            resp = self.client.request(method, url, **kwargs)
-        except httpx.TimeoutException as err:
-            raise AdapterError(f"{self.name}: {method} {shown} timed out ({err!r})") from err
-        except httpx.HTTPError as err:
-            raise AdapterError(f"{self.name}: {method} {shown} failed ({err!r})") from err
-        if not resp.is_success:
-            raise AdapterError(
-                f"{self.name}: {method} {shown} returned HTTP {resp.status_code}: "
-                f"{excerpt(resp.text)}"
+            return self.request_image(request)
+        except AdapterError as err:
+            clean = redact(err.message, *self.secrets())
+            if clean != err.message:
+                err.message = clean
+                err.args = (clean,)
+            raise
+
+    def request_image(self, request: GenerationRequest) -> GenerationResult:
+        """Produce one image: one billed request (plus free polls and downloads)."""
+        raise NotImplementedError
+
+    # --- HTTP --------------------------------------------------------------------------
+
+    def _check_auth_host(self, url: str) -> None:
+        host = urlsplit(url).netloc.lower()
+        if host != self.api_host:
+            raise CallError(
+                f"{self.name}: {_shown(url)} is not on the API host {self.api_host}: "
+                "not sending the credential there"
+            )
+
+    def send(
+        self,
+        method: str,
+        url: str,
+        *,
+        auth: bool = False,
+        headers: dict[str, str] | None = None,
+        **kwargs: Any,
+    ) -> httpx.Response:
+        """One HTTP exchange (no redirect followed); ``auth`` adds the credential, to the API
+        host only. Failures raise the ``vsb.calls`` errors (see the module docstring)."""
+        resp = self._exchange(method, url, auth=auth, headers=headers, **kwargs)
+        if 300 <= resp.status_code < 400:
+            raise CallError(
+                f"{self.name}: {method} {_shown(url)} answered a redirect "
+                f"(HTTP {resp.status_code}); API redirects are not followed"
             )
         return resp
+
+    def _exchange(
+        self,
+        method: str,
+        url: str,
+        *,
+        auth: bool,
+        headers: dict[str, str] | None,
+        **kwargs: Any,
+    ) -> httpx.Response:
+        check_url(url, self.name)
+        sent = dict(headers or {})
+        if auth:
+            self._check_auth_host(url)
+            sent.update(self.auth_headers())
+        shown = f"{method} {_shown(url)}"
+        try:
+            req = self.client.build_request(method, url, headers=sent, **kwargs)
+            resp = self.client.send(req, stream=True, follow_redirects=False)
+        except httpx.TimeoutException as err:
+            raise RetryableError(f"{self.name}: {shown} timed out ({err!r})", billed=True) from None
+        except httpx.TransportError as err:
+            raise RetryableError(f"{self.name}: {shown} failed ({err!r})", billed=True) from None
+        except httpx.HTTPError as err:
+            raise CallError(f"{self.name}: {shown} failed ({err!r})") from None
+        try:
+            body = self._read(resp, shown)
+        finally:
+            resp.close()
+        kept = {
+            k: v
+            for k, v in resp.headers.multi_items()
+            if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+        }
+        out = httpx.Response(resp.status_code, headers=kept, content=body, request=resp.request)
+        if out.status_code >= 400:
+            raise self._error(out, shown)
+        return out
+
+    def _read(self, resp: httpx.Response, shown: str) -> bytes:
+        declared = resp.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            raise AdapterError(
+                f"{self.name}: {shown} answered {int(declared)} bytes, over the "
+                f"{self.max_bytes}-byte cap"
+            )
+        chunks: list[bytes] = []
+        total = 0
+        try:
+            for chunk in resp.iter_bytes():
+                total += len(chunk)
+                if total > self.max_bytes:
+                    raise AdapterError(
+                        f"{self.name}: {shown} answered over the {self.max_bytes}-byte cap"
+                    )
+                chunks.append(chunk)
+        except httpx.TimeoutException as err:
+            raise RetryableError(f"{self.name}: {shown} timed out ({err!r})", billed=True) from None
+        except httpx.HTTPError as err:
+            raise RetryableError(f"{self.name}: {shown} broke off ({err!r})", billed=True) from None
+        return b"".join(chunks)
+
+    def _error(self, resp: httpx.Response, shown: str) -> CallError:
+        text = redact(resp.text, *self.secrets())
+        status = resp.status_code
+        msg = f"{self.name}: {shown} returned HTTP {status}: {excerpt(text)}"
+        kind = classify(status, text)
+        if kind == "retry":
+            wait = parse_retry_after(resp.headers.get("retry-after"))
+            return RetryableError(msg, retry_after=wait)
+        if kind == "quota":
+            return QuotaExceeded(msg)
+        if kind == "refused":
+            return Refused(msg)
+        return CallError(msg)
 
     def json_of(self, resp: httpx.Response) -> Any:
         """The response body as JSON (``AdapterError`` if it is not)."""
@@ -124,11 +344,40 @@ class HttpAdapter(ImageModelAdapter):
         except (ValueError, RecursionError) as err:  # RecursionError: deeply nested JSON
             raise AdapterError(f"{self.name}: expected JSON, got {excerpt(resp.text)!r}") from err
 
-    def download(self, url: str, **kwargs: Any) -> bytes:
-        """The bytes at ``url`` fetched through the same client (a ``data:`` URI is decoded)."""
+    def fetch(self, method: str, url: str, *, auth: bool = False, **kwargs: Any) -> Any:
+        """A free API request (a poll), retried on transient failures; its JSON."""
+
+        def once() -> Any:
+            return self.json_of(self.send(method, url, auth=auth, **kwargs))
+
+        return call_with_retries(once, self.retry, sleep=self.sleep)[0]
+
+    def download(self, url: str, *, auth: bool = False) -> bytes:
+        """The bytes at ``url`` (a ``data:`` URI is decoded): https only, size-capped,
+        same-host redirects only, the credential only when ``auth`` and on the API host;
+        retried on transient failures (a download is not billed)."""
         if url.startswith("data:"):
             return b64decode(url, self.name)
-        return self.send("GET", url, **kwargs).content
+
+        def once() -> bytes:
+            at = url
+            for _ in range(MAX_REDIRECTS + 1):
+                resp = self._exchange("GET", at, auth=auth and self._on_api_host(at), headers={})
+                if not 300 <= resp.status_code < 400:
+                    return resp.content
+                nxt = urljoin(at, resp.headers.get("location", ""))
+                if urlsplit(nxt).netloc.lower() != urlsplit(at).netloc.lower():
+                    raise AdapterError(
+                        f"{self.name}: download {_shown(at)} redirects to another host "
+                        f"({urlsplit(nxt).hostname}): refused"
+                    )
+                at = nxt
+            raise AdapterError(f"{self.name}: download {_shown(url)}: too many redirects")
+
+        return call_with_retries(once, self.retry, sleep=self.sleep)[0]
+
+    def _on_api_host(self, url: str) -> bool:
+        return urlsplit(url).netloc.lower() == self.api_host
 
     def result(self, raw: bytes, started: float, **extra: Any) -> GenerationResult:
         """The PNG result with provider/model/latency metadata (cost: from the price list)."""

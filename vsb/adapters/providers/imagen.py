@@ -1,8 +1,10 @@
-"""Google Imagen through the Gemini API: ``POST …/v1beta/models/{model}:predict?key=…``.
+"""Google Imagen through the Gemini API: ``POST …/v1beta/models/{model}:predict``.
 
-The body is ``{"instances": [{"prompt": …}], "parameters": {"sampleCount": 1, …}}``; the
-image comes back as ``predictions[0].bytesBase64Encoded``. An empty ``predictions`` list
-means the safety filter withheld the image. Key: ``GOOGLE_API_KEY`` (never echoed in errors).
+``imagen:MODEL`` names any Imagen model of the API. The body is ``{"instances": [{"prompt":
+…}], "parameters": {"sampleCount": 1, …}}``; the image comes back as
+``predictions[0].bytesBase64Encoded``. An empty ``predictions`` list means the safety filter
+withheld the image: a refusal. Key: ``GOOGLE_API_KEY``, sent in the ``x-goog-api-key``
+header — never in the URL, where any log line or error quoting the URL would carry it.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from typing import Any
 from vsb.adapters.base import GenerationRequest, GenerationResult
 from vsb.adapters.providers._http import HttpAdapter, b64decode
 from vsb.adapters.registry import ADAPTERS
-from vsb.errors import AdapterError
+from vsb.calls import Refused
+from vsb.errors import AdapterError, InputError
 
-API = "https://generativelanguage.googleapis.com/v1beta/models"
+ROOT = "https://generativelanguage.googleapis.com"
+API = f"{ROOT}/v1beta/models"
 
 #: Model id -> its price-list entry.
 PRICING_KEYS = {
@@ -30,6 +34,7 @@ class ImagenModel(HttpAdapter):
 
     provider = "imagen"
     env_var = "GOOGLE_API_KEY"
+    api_base = ROOT
 
     @property
     def pricing_key(self) -> str:
@@ -38,22 +43,41 @@ class ImagenModel(HttpAdapter):
     def parameters(self) -> dict[str, Any]:
         return {"sampleCount": 1, "aspectRatio": "1:1"}
 
-    def generate(self, request: GenerationRequest) -> GenerationResult:
-        key = self.credential()
+    def auth_headers(self) -> dict[str, str]:
+        return {"x-goog-api-key": self.credential()}
+
+    def request_image(self, request: GenerationRequest) -> GenerationResult:
         body = {
             "instances": [{"prompt": request.full_prompt()}],
             "parameters": dict(request.parameters),
         }
         t0 = time.perf_counter()
-        resp = self.send("POST", f"{API}/{self.model}:predict", params={"key": key}, json=body)
+        resp = self.send("POST", f"{API}/{self.model}:predict", auth=True, json=body)
         obj = self.json_of(resp)
         preds = obj.get("predictions") if isinstance(obj, dict) else None
         if not preds:
-            raise AdapterError(f"{self.name}: no image returned (filtered by safety settings?)")
+            raise Refused(f"{self.name}: no image returned (withheld by the safety filter)")
         data = preds[0].get("bytesBase64Encoded") if isinstance(preds[0], dict) else None
         if not isinstance(data, str):
             raise AdapterError(f"{self.name}: predictions[0] has no bytesBase64Encoded")
         return self.result(b64decode(data, self.name), t0)
+
+
+def imagen_adapter(model: str, **kw: Any) -> ImagenModel:
+    """``imagen:MODEL`` (the registry's pattern): any Imagen model of the Gemini API."""
+    if not model or not all(c.isalnum() or c in ".-_" for c in model):
+        raise InputError(f"imagen:{model}: give a model id (e.g. imagen-3.0-generate-002)")
+    return ImagenModel(model, **kw)
+
+
+def pattern_info() -> dict[str, Any]:
+    """How ``vsb models`` lists the ``imagen:`` family."""
+    return {
+        "pattern": "imagen:MODEL",
+        "env_var": ImagenModel.env_var,
+        "image_input": "no",
+        "about": "any Imagen model of the Gemini API (:predict)",
+    }
 
 
 for _model in PRICING_KEYS:

@@ -1,11 +1,19 @@
-"""Stored samples: images generated elsewhere, served from a fixtures directory.
+"""Stored samples: images generated elsewhere, served from a samples directory.
 
-Layout: ``<root>/<source>/<condition>/<story_id>/scene_<kk>.png`` (the run directory's own
-``images/`` layout, so a run's images can be served back as a model). The adapter is
-privileged — it needs the story id, scene and condition the request carries — and its
-``source`` is a request parameter, so two sources never share a cache entry. A missing
-file raises ``AdapterError`` naming the path. Without a directory and source the model
-cannot run and is skipped (``CredentialMissing``, the runner's skip-and-report path).
+``stored:SOURCE`` serves ``<root>/<SOURCE>/<condition>/<story_id>/scene_<kk>.png`` (the run
+directory's own ``images/`` layout, so a run's images can be served back as a model);
+``--samples DIR`` gives the root, and several sources may run side by side, each named
+after the model that made its images (records, scores and the leaderboard say
+``stored:SOURCE``). The adapter is privileged — it needs the story id, scene and condition
+the request carries — but has no oracle (its images were not simulated), and ``source`` is
+a request parameter, so two sources never share a cache entry.
+
+A missing file is an ``AdapterError`` naming the path; so is a sample reached through a
+link that leads out of the samples directory, one over ``MAX_BYTES``, and an image over the
+pixel cap or a decompression bomb (``to_png``): per-image errors, never an aborted run.
+Without a directory and a source the model cannot run and is skipped (``CredentialMissing``,
+the runner's skip-and-report path). The bare name ``stored`` with ``source=`` is the older
+spelling of ``stored:SOURCE``.
 """
 
 from __future__ import annotations
@@ -15,9 +23,16 @@ from pathlib import Path
 from typing import Any
 
 from vsb.adapters.base import GenerationRequest, GenerationResult, ImageModelAdapter
-from vsb.adapters.providers._http import to_png
+from vsb.adapters.providers._http import MAX_BYTES, to_png
 from vsb.adapters.registry import ADAPTERS
-from vsb.errors import AdapterError, CredentialMissing
+from vsb.errors import AdapterError, CredentialMissing, InputError
+
+
+def check_source(source: str) -> str:
+    """``source`` if it is one plain folder name (``InputError`` otherwise)."""
+    if not source or source in (".", "..") or any(c in source for c in "/\\\0"):
+        raise InputError(f"stored:{source}: SOURCE must be one folder name of --samples DIR")
+    return source
 
 
 class StoredSamples(ImageModelAdapter):
@@ -25,18 +40,19 @@ class StoredSamples(ImageModelAdapter):
 
     privileged = True
     process_safe = True
+    oracle = False
     version = "1"
 
     def __init__(self, root: str | Path | None = None, source: str | None = None) -> None:
         self.root = Path(root) if root is not None else None
-        self.source = source
+        self.source = check_source(source) if source else None
         self.name = f"stored:{source}" if source else "stored"
 
     def preflight(self) -> None:
         if self.root is None or not self.source:
             raise CredentialMissing(
-                "model 'stored' needs a samples directory and a source model "
-                "(get_adapter('stored', root=DIR, source=MODEL))"
+                f"model {self.name!r} needs a samples directory (--samples DIR) and a source "
+                "(--model stored:SOURCE)"
             )
 
     def parameters(self) -> dict[str, Any]:
@@ -54,11 +70,21 @@ class StoredSamples(ImageModelAdapter):
             raise AdapterError(f"{self.name}: needs the story, scene and condition (privileged)")
         t0 = time.perf_counter()
         path = self.path_for(p.condition, p.story.id, p.scene)
+        assert self.root is not None
         try:
-            raw = path.read_bytes()
+            real = path.resolve(strict=True)
+            if not real.is_relative_to(self.root.resolve(strict=True)):
+                raise AdapterError(
+                    f"{self.name}: {path} leads out of the samples directory ({real}): refused"
+                )
+            if not real.is_file():
+                raise AdapterError(f"{self.name}: {path} is not a file")
+            if real.stat().st_size > MAX_BYTES:
+                raise AdapterError(f"{self.name}: {path} is over {MAX_BYTES} bytes")
+            raw = real.read_bytes()
         except FileNotFoundError as err:
             raise AdapterError(f"{self.name}: no stored sample at {path}") from err
-        except OSError as err:
+        except (OSError, RuntimeError) as err:  # RuntimeError: a symlink loop
             raise AdapterError(f"{self.name}: cannot read {path}: {err}") from err
         meta = {
             "provider": "stored",
@@ -67,6 +93,22 @@ class StoredSamples(ImageModelAdapter):
             "latency_s": round(time.perf_counter() - t0, 6),
         }
         return GenerationResult(png=to_png(raw, f"{self.name} {path}"), metadata=meta)
+
+
+def stored_adapter(source: str, *, root: str | Path | None = None) -> StoredSamples:
+    """``stored:SOURCE`` (the registry's pattern): the samples of ``SOURCE`` under ``root``."""
+    return StoredSamples(root, check_source(source))
+
+
+def pattern_info() -> dict[str, Any]:
+    """How ``vsb models`` lists the ``stored:`` family."""
+    return {
+        "pattern": "stored:SOURCE",
+        "env_var": None,
+        "needs": "--samples DIR",
+        "image_input": "no",
+        "about": "images made elsewhere: DIR/SOURCE/<condition>/<story>/scene_<kk>.png",
+    }
 
 
 ADAPTERS.add("stored", StoredSamples)

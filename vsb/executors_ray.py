@@ -3,8 +3,11 @@
 ``vsb run … --executor ray [--ray-address ADDR]`` sends the run's (story, model) tasks to a
 Ray cluster (``ADDR``: ``auto``, ``HOST:PORT`` or ``ray://HOST:PORT``; none starts a local
 one and shuts it down after). The runner hands over its task list and shared state
-(``RayExecutor.run``) and gets the same ``_TaskOutput``\\ s back as from the local pools;
-nothing else in the runner knows which executor ran.
+(``RayExecutor.run``, the ``vsb.executors.Executor`` interface) and gets the same
+``TaskOutput``\\ s back as from the local executor; nothing else in the runner knows which
+executor ran. The runner's tasks of one story and model (one per previous-frame chain, one
+per scene of other conditions) travel together as one (story, model) task: a worker runs
+all its conditions, scene after scene.
 
 The driver alone writes the cache, the ledger and the run directory, so a cluster needs no
 shared filesystem:
@@ -56,13 +59,14 @@ from typing import Any
 
 from vsb.adapters.base import GenerationResult, ImageModelAdapter
 from vsb.errors import InputError, VsbError
-from vsb.executors import Task as RunTask
+from vsb.executors import Task, TaskOutput
 from vsb.ledger import LedgerEntry
-from vsb.runner import _run_scenes, _Shared, _TaskOutput, _write_image
+from vsb.runner import _run_scenes, _Shared, _write_image
 
 INSTALL_HINT = "pip install 'vsb[ray]'"
 DEFAULT_MAX_RETRIES = 3
-Task = tuple[int, str]
+#: a (story index, model) pair: the unit the Ray executor ships
+Pair = tuple[int, str]
 
 
 def import_ray() -> Any:
@@ -182,11 +186,14 @@ class _Shipment:
     conditions: list[str]
     seed: int
     pricing: Any
+    retry: Any = None  # the run's RetryPolicy (None: the default)
+    #: keys refused before in this run directory: the refusal is reused, never re-sent
+    refused: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
 class _Returned:
-    outputs: list[tuple[int, _TaskOutput]]
+    outputs: list[tuple[int, TaskOutput]]
     new: dict[str, GenerationResult]
     events: list[tuple[str, Any, dict[str, Any]]] = field(default_factory=list)
 
@@ -242,10 +249,13 @@ def work(s: _Shipment) -> _Returned:
             stories=[u.story for u in s.units], shas=[u.sha for u in s.units],
             adapters={s.model: adapter}, conditions=s.conditions, cache=cache,  # type: ignore[arg-type]
             ledger=ledger, run_dir=Path(tmp), seed=s.seed, pricing=s.pricing,  # type: ignore[arg-type]
+            refused=dict(s.refused),
         )  # fmt: skip
+        if s.retry is not None:
+            st.retry = s.retry
 
-        def one(j: int) -> tuple[int, _TaskOutput]:
-            out = _TaskOutput(s.model)
+        def one(j: int) -> tuple[int, TaskOutput]:
+            out = TaskOutput(s.model)
             hits: list[LedgerEntry] = []
             try:
                 _run_scenes(st, j, adapter, out, hits)
@@ -283,9 +293,15 @@ class RayExecutor:
         #: tasks finished on the driver from the cache / sent to workers / lost (last run)
         self.stats = {"cached": 0, "shipped": 0, "lost": 0}
 
-    def run(self, tasks: Sequence[RunTask], state: _Shared) -> Iterator[_TaskOutput]:
+    def run(self, tasks: Sequence[Task], state: _Shared) -> Iterator[TaskOutput]:
         """Every task's output, as tasks complete (the runner's tasks of one story and model
         are merged into one (story, model) task: a worker runs all its conditions)."""
+        paid = [m for m, a in state.adapters.items() if a.paid]
+        if state.budget.limit is not None and paid:
+            raise InputError(
+                f"--budget with --executor ray: workers cannot share one spending limit "
+                f"({', '.join(paid)} paid); run paid models with the local executor"
+            )
         pairs = list(dict.fromkeys((t.story, t.model) for t in tasks))
         ray = import_ray()
         started = self._connect(ray)
@@ -317,14 +333,14 @@ class RayExecutor:
             logger.setLevel(level)
         return True
 
-    def _run(self, ray: Any, tasks: list[Task], st: _Shared) -> Iterator[_TaskOutput]:
+    def _run(self, ray: Any, tasks: list[Pair], st: _Shared) -> Iterator[TaskOutput]:
         self.stats = {"cached": 0, "shipped": 0, "lost": 0}
         specs = {m: _adapter_spec(a) for m, a in st.adapters.items()}
         remote = ray.remote(work)
-        waiting: dict[str, list[tuple[Task, dict[str, GenerationResult]]]] = {}
+        waiting: dict[str, list[tuple[Pair, dict[str, GenerationResult]]]] = {}
         pending: dict[Any, _Shipment] = {}
 
-        def ship(model: str, batch: list[tuple[Task, dict[str, GenerationResult]]]) -> None:
+        def ship(model: str, batch: list[tuple[Pair, dict[str, GenerationResult]]]) -> None:
             adapter = st.adapters[model]
             known: dict[str, GenerationResult] = {}
             for _t, found in batch:
@@ -332,7 +348,7 @@ class RayExecutor:
             shipment = _Shipment(
                 model, specs[model], adapter.version,
                 [_Unit(i, st.stories[i], st.shas[i]) for (i, _m), _f in batch],
-                known, list(st.conditions), st.seed, st.pricing,
+                known, list(st.conditions), st.seed, st.pricing, st.retry, dict(st.refused),
             )  # fmt: skip
             opts = {**ray_resources(adapter), "max_retries": self.max_retries}
             if opts.get("num_gpus"):
@@ -369,13 +385,13 @@ class RayExecutor:
                 continue
             yield from _land(st, shipment, returned)
 
-    def _lost(self, st: _Shared, s: _Shipment, err: BaseException) -> Iterator[_TaskOutput]:
+    def _lost(self, st: _Shared, s: _Shipment, err: BaseException) -> Iterator[TaskOutput]:
         """A shipment Ray gave up on: a failed record (and ledger row) for every image."""
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
         reason = f"ray: task lost after {self.max_retries} retries ({type(err).__name__}: {first})"
         self.stats["lost"] += len(s.units)
         for u in s.units:
-            out = _TaskOutput(s.model)
+            out = TaskOutput(s.model)
             rows = []
             for cname in s.conditions:
                 for scene in u.story.scenes:
@@ -385,7 +401,7 @@ class RayExecutor:
                             "model": s.model, "condition": cname, "story_id": u.story.id,
                             "scene": k, "key": "", "path": None, "sha256": None,
                             "cache_hit": False, "latency_s": 0.0, "cost_usd": None,
-                            "error": reason,
+                            "error": reason, "refused": False,
                         }
                     )  # fmt: skip
                     rows.append(
@@ -424,18 +440,18 @@ def _adapter_spec(adapter: ImageModelAdapter) -> bytes | None:
         return None
 
 
-def _walk(st: _Shared, task: Task) -> tuple[_TaskOutput | None, dict[str, GenerationResult]]:
+def _walk(st: _Shared, task: Pair) -> tuple[TaskOutput | None, dict[str, GenerationResult]]:
     """Walk ``task`` through the driver's cache: its finished output when every request is
     cached (hits recorded in the ledger, images written), else None; and what was found."""
     i, model = task
     adapter = st.adapters[model]
     walker = _WalkCache(st.cache)
-    merged = _TaskOutput(model)
+    merged = TaskOutput(model)
     hits: list[LedgerEntry] = []
     complete = True
     for cname in st.conditions:
         sub = dataclasses.replace(st, conditions=[cname], cache=walker)  # type: ignore[arg-type]
-        out = _TaskOutput(model)
+        out = TaskOutput(model)
         part: list[LedgerEntry] = []
         try:
             _run_scenes(sub, i, adapter, out, part)
@@ -479,12 +495,14 @@ def _ledger_entries(events: list[tuple[str, Any, dict[str, Any]]]) -> list[Ledge
     return out
 
 
-def _land(st: _Shared, s: _Shipment, r: _Returned) -> Iterator[_TaskOutput]:
+def _land(st: _Shared, s: _Shipment, r: _Returned) -> Iterator[TaskOutput]:
     """Store a worker's results: cache entries, ledger events, images; then its outputs."""
     for key, result in r.new.items():
         st.cache.get(key, functools.partial(_same, result))
     st.ledger.record_many(_ledger_entries(r.events))
     for _index, out in r.outputs:
+        if out.skipped is not None:  # credential gone or quota spent on the worker
+            st.blocked.setdefault(out.model, out.skipped)
         for rec in out.records:
             if rec["path"] is None:
                 continue

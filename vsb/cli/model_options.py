@@ -13,6 +13,8 @@ from typing import Any, TypeVar
 
 import click
 
+from vsb.executors import executor_names
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 _OPTIONS = (
@@ -48,7 +50,7 @@ _OPTIONS = (
         help="diffusers models: image-to-image strength under previous_image.",
     ),
     click.option(
-        "--executor", default="local", show_default=True, type=click.Choice(["local", "ray"]),
+        "--executor", default="local", show_default=True, type=click.Choice(executor_names()),
         help="Where (story, model) tasks run: local processes/threads, or a Ray cluster "
         "(pip install 'vsb[ray]').",
     ),
@@ -58,8 +60,6 @@ _OPTIONS = (
         "local one.",
     ),
 )  # fmt: skip
-#: executor name -> "module:class" (imported on use; "local" is the runner's own pools)
-EXECUTORS: dict[str, str | None] = {"local": None, "ray": "vsb.executors_ray:RayExecutor"}
 
 
 def local_model_options(f: F) -> F:
@@ -70,18 +70,17 @@ def local_model_options(f: F) -> F:
 
 
 def executor_from(options: dict[str, Any]) -> Any:
-    """The executor that ``--executor`` names (None: the local pools); pops its options."""
+    """The executor that ``--executor`` names (None: the runner's default, local); pops its
+    options from ``options``."""
     name = options.pop("executor", None) or "local"
     address = options.pop("ray_address", None)
-    target = EXECUTORS[name]
-    if target is None:
+    if name == "local":
         if address is not None:
             raise click.UsageError("--ray-address needs --executor ray")
         return None
-    import importlib
+    from vsb.executors import get_executor
 
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)(address=address)
+    return get_executor(name, address=address)
 
 
 def local_adapters(models: Sequence[str], **options: Any) -> dict[str, Any]:

@@ -253,3 +253,16 @@ def test_without_ray_the_run_fails_before_touching_the_run_directory(
     assert main([*argv, "--executor", "ray"]) == 1
     assert "pip install 'vsb[ray]'" in capsys.readouterr().err
     assert (tmp_path / "r" / "manifest.json").read_bytes() == manifest
+
+
+def test_a_budget_on_paid_models_is_refused_before_any_request(
+    suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    config = RunConfig(
+        suite_dir=suite, models=["openai:dall-e-3"], conditions=["independent"],
+        out=tmp_path / "r", cache_dir=tmp_path / "c", budget_usd=1.0, executor=RayExecutor(),
+    )  # fmt: skip
+    with pytest.raises(InputError, match="workers cannot share one spending limit"):
+        run(config)
+    assert not (tmp_path / "c" / "objects").exists()

@@ -149,26 +149,54 @@ def list_models(prices: PriceList | None = None) -> list[ModelInfo]:
 @dataclass(frozen=True)
 class PatternInfo:
     """A family of models named ``PREFIX:ARGUMENT`` (built on first use, not listed one by
-    one), e.g. ``diffusers:MODEL_ID_OR_DIR``."""
+    one), e.g. ``replicate:OWNER/NAME[:VERSION]``, ``diffusers:MODEL_ID_OR_DIR``."""
 
     pattern: str
     description: str
-    """First line of the module that builds them."""
+    """What the family is (the module's ``pattern_info()``, else its first line)."""
     parameters: dict[str, Any] = field(default_factory=dict)
     """Their parameters and defaults (the module's ``pattern_parameters()``; cache key)."""
+    env_var: str | None = None
+    """The credential's environment variable (None: none needed)."""
+    credential_present: bool | None = None
+    """Whether that variable is set now (never its value; None: no credential)."""
+    image_input: str = ""
+    """Which models of the family take a reference image (previous_image)."""
+    needs: str = ""
+    """What else a run needs (``--samples DIR``, an extra…)."""
+    prices: dict[str, tuple[float | None, str | None]] = field(default_factory=dict)
+    """Prices the price list has for this family: pricing key -> (USD per image, as of)."""
 
 
-def list_patterns() -> list[PatternInfo]:
-    """Every model-name pattern of the adapter registry."""
+def list_patterns(prices: PriceList | None = None) -> list[PatternInfo]:
+    """Every model-name pattern of the adapter registry (credential present or not, image
+    input, and the family's entries in the price list)."""
     import importlib
 
     from vsb.adapters import registry
 
+    prices = prices or PriceList.load()
     out: list[PatternInfo] = []
     for prefix, target in getattr(registry, "PATTERNS", {}).items():
         module = importlib.import_module(target.partition(":")[0])
         params: dict[str, Any] = getattr(module, "pattern_parameters", dict)()
-        out.append(PatternInfo(f"{prefix}:ARGUMENT", _first_line(module.__doc__), params))
+        info: dict[str, Any] = getattr(module, "pattern_info", dict)()
+        env_var = info.get("env_var")
+        family = {prefix, {"imagen": "google"}.get(prefix, prefix)}
+        out.append(
+            PatternInfo(
+                pattern=str(info.get("pattern") or f"{prefix}:ARGUMENT"),
+                description=str(info.get("about") or _first_line(module.__doc__)),
+                parameters=params,
+                env_var=env_var,
+                credential_present=None if env_var is None else bool(os.environ.get(env_var)),
+                image_input=str(info.get("image_input", "")),
+                needs=str(info.get("needs", "")),
+                prices={
+                    k: v for k, v in sorted(prices.prices.items()) if k.split("/")[0] in family
+                },
+            )
+        )
     return out
 
 

@@ -216,8 +216,9 @@ def story_sha256(story: Story) -> str:
 
 def not_supported(adapter: ImageModelAdapter, conditions: Sequence[str]) -> list[str]:
     """The conditions ``adapter`` cannot run: those that hand over the previous frame, for
-    a model without image input (run anyway, they would be the independent request)."""
-    if adapter.accepts_reference_image:
+    a model without image input (run anyway, they would be the independent request).
+    Privileged adapters (simulators, stored samples) see the condition itself: they run."""
+    if adapter.accepts_reference_image or adapter.privileged:
         return []
     return [c for c in conditions if get_condition(c).reference_image]
 

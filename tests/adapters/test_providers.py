@@ -305,7 +305,7 @@ def test_run_skips_model_without_credential(
     args = ["run", "--suite", str(suite), "--out", str(tmp_path / "run"), "--condition",
             "independent", "--cache", str(tmp_path / "cache"),
             "--model", "openai:gpt-image-1,procedural-oracle"]  # fmt: skip
-    assert main(args) == 0
+    assert main(args) == 3  # regression: a skipped model (no key) exited 0
     err = capsys.readouterr().err
     assert "skipped openai:gpt-image-1" in err and "OPENAI_API_KEY" in err
     assert "Traceback" not in err

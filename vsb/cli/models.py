@@ -37,8 +37,9 @@ def models(as_json: bool, pricing: Path | None) -> None:
     per image with the price's as-of date (unknown prices say so)."""
     from vsb.catalog import PriceList, list_models, list_patterns
 
-    infos = list_models(PriceList.load(pricing))
-    patterns = list_patterns()
+    prices = PriceList.load(pricing)
+    infos = list_models(prices)
+    patterns = list_patterns(prices)
     if as_json:
         doc = {
             "models": [asdict(i) | {"ready": i.ready} for i in infos],
@@ -53,7 +54,7 @@ def models(as_json: bool, pricing: Path | None) -> None:
         if i.env_var is None:
             cred = "--samples DIR" if i.kind == "stored" else "none needed"
         else:
-            cred = f"{i.env_var} {'set' if i.credential_present else 'NOT set'}"
+            cred = _credential(i.env_var, i.credential_present)
         cells = (
             i.name,
             i.kind,
@@ -67,14 +68,33 @@ def models(as_json: bool, pricing: Path | None) -> None:
     console = _console()
     console.print(table)
     if patterns:
-        more = Table(title="Model families (vsb run --model PREFIX:ARGUMENT)", box=box.SIMPLE_HEAD)
-        more.add_column("name", no_wrap=True)
-        more.add_column("about")
+        more = Table(title="Model families (vsb run --model PATTERN)", box=box.SIMPLE_HEAD)
+        for col in ("pattern", "credential", "reference image", "USD/image (as of)", "about"):
+            more.add_column(col, no_wrap=col in ("pattern", "credential"))
         for p in patterns:
             params = ", ".join(f"{k}={v}" for k, v in p.parameters.items())
-            more.add_row(escape(p.pattern), escape(p.description + (f" ({params})" * bool(params))))
+            if p.env_var is not None:
+                cred = _credential(p.env_var, p.credential_present)
+            else:
+                cred = p.needs or "none needed"
+            listed = "; ".join(
+                f"{k.split('/', 1)[-1]} {_usd(usd)} ({as_of or '—'})"
+                for k, (usd, as_of) in p.prices.items()
+            )
+            family = (
+                p.pattern,
+                cred,
+                p.image_input or "—",
+                listed or "unknown",
+                p.description + (f" ({params})" * bool(params)),
+            )
+            more.add_row(*(escape(c) for c in family))
         console.print(more)
     click.echo("`vsb run --model all` runs every simulator (never a paid provider).")
+
+
+def _credential(env_var: str, present: bool | None) -> str:
+    return f"{env_var} {'set' if present else 'NOT set'}"
 
 
 @click.command("conditions")

@@ -1,4 +1,10 @@
-"""``vsb run``: generate a run directory (a thin wrapper over ``vsb.runner.run``)."""
+"""``vsb run``: generate a run directory (a thin wrapper over ``vsb.runner.run``).
+
+Exit status: 0 when every requested model ran to the end (single images may have failed:
+they count as failed in the scores); 3 when a requested model was skipped (no credential,
+quota spent), every request of a model failed, or the run stopped at ``--budget`` — the
+lines on stderr name which; 1 on bad input (one line, no traceback).
+"""
 
 from __future__ import annotations
 
@@ -12,13 +18,21 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from vsb.cache import DEFAULT_CACHE_DIR
 from vsb.cli.model_options import executor_from, local_adapters, local_model_options
 
+#: Exit status of a run that is not whole (a model skipped or all failed, a budget stop).
+INCOMPLETE = 3
+
 
 @click.command("run")
 @click.option(
     "--suite", "suite_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
     help="Suite directory (suite.json + <story>.json).",
 )  # fmt: skip
-@click.option("--model", "models", required=True, help="Model name(s), comma-separated.")
+@click.option(
+    "--model", "models", required=True,
+    help="Model name(s), comma-separated: registered names (`vsb models`) or patterns "
+    "openai:MODEL, replicate:OWNER/NAME[:VERSION], stability:MODEL, imagen:MODEL, "
+    "stored:SOURCE, diffusers:MODEL_ID_OR_DIR.",
+)  # fmt: skip
 @click.option(
     "--condition",
     "conditions",
@@ -30,7 +44,13 @@ from vsb.cli.model_options import executor_from, local_adapters, local_model_opt
 @click.option("--seed", default=0, show_default=True, help="Run seed (same seed, same images).")
 @click.option(
     "--workers", default=2, show_default=True, type=click.IntRange(min=1),
-    help="Parallel workers (stories).",
+    help="Processes for simulators and stored samples (and threads for adapters that set "
+    "no concurrency of their own).",
+)  # fmt: skip
+@click.option(
+    "--concurrency", type=click.IntRange(min=1), default=None,
+    help="Requests at a time, per model (default: the adapter's: 8 for HTTP providers; "
+    "--workers for the others).",
 )  # fmt: skip
 @click.option(
     "--cache", "cache_dir", default=DEFAULT_CACHE_DIR, show_default=True,
@@ -41,23 +61,55 @@ from vsb.cli.model_options import executor_from, local_adapters, local_model_opt
     help="Pricing file (default: config/pricing.json).",
 )  # fmt: skip
 @click.option(
-    "--samples", "samples_dir", default=None, type=click.Path(file_okay=False, path_type=Path),
-    help="For --model stored: directory of images made elsewhere "
-    "(<dir>/<source>/<condition>/<story>/scene_<kk>.png).",
+    "--dry-run", is_flag=True,
+    help="Send nothing: print, per model, the requests not yet cached and their estimated "
+    "cost (config/pricing.json, with its as-of date; unknown prices stay unknown).",
 )  # fmt: skip
 @click.option(
-    "--samples-source", default=None, help="For --model stored: the model that made the samples."
-)
+    "--budget", "budget_usd", type=click.FloatRange(min=0), default=None,
+    help="Stop before a paid request that could take this run's spending past USD "
+    "(everything done so far is saved; a rerun reuses it from the cache).",
+)  # fmt: skip
+@click.option(
+    "--base-url", default=None,
+    help="openai: models: an OpenAI-compatible images endpoint (default: OPENAI_BASE_URL, "
+    "else https://api.openai.com/v1; a loopback server needs no key).",
+)  # fmt: skip
+@click.option(
+    "--max-attempts", type=click.IntRange(min=1), default=5, show_default=True,
+    help="Attempts per request on transient failures (timeouts, 408/409/429/5xx).",
+)  # fmt: skip
+@click.option(
+    "--retry-delay", type=click.FloatRange(min=0), default=1.0, show_default=True,
+    help="First backoff in seconds (doubling, with jitter; Retry-After is a floor).",
+)  # fmt: skip
+@click.option(
+    "--samples", "samples_dir", default=None, type=click.Path(file_okay=False, path_type=Path),
+    help="For stored:SOURCE models: directory of images made elsewhere "
+    "(<dir>/<SOURCE>/<condition>/<story>/scene_<kk>.png).",
+)  # fmt: skip
+@click.option(
+    "--samples-source", default=None,
+    help="With --model stored: the source (the same as --model stored:SOURCE).",
+)  # fmt: skip
 @local_model_options
+@click.pass_context
 def run(
+    ctx: click.Context,
     suite_dir: Path,
     models: str,
     conditions: str,
     out_dir: Path,
     seed: int,
     workers: int,
+    concurrency: int | None,
     cache_dir: Path,
     pricing: Path | None,
+    dry_run: bool,
+    budget_usd: float | None,
+    base_url: str | None,
+    max_attempts: int,
+    retry_delay: float,
     samples_dir: Path | None,
     samples_source: str | None,
     **model_options: Any,
@@ -66,15 +118,21 @@ def run(
 
     One run at a time per OUT (a second one fails at once, naming the pid holding OUT); runs
     on different OUTs may share --cache and never generate the same image twice. Every
-    adapter call is in OUT/ledger.sqlite, even after a kill (see `vsb ledger`)."""
+    adapter call — every attempt — is in OUT/ledger.sqlite before it is sent, even after a
+    kill (see `vsb ledger`). Exit status 3 when a model was skipped, all of a model's
+    requests failed, or --budget stopped the run."""
     from vsb.adapters.registry import get_adapter, resolve_models
+    from vsb.calls import RetryPolicy
     from vsb.conditions import resolve_conditions
     from vsb.runner import RunConfig
     from vsb.runner import run as run_suite
 
+    names = resolve_models(models)
+    if samples_source:  # the older spelling: --model stored --samples-source SOURCE
+        names = [f"stored:{samples_source}" if n == "stored" else n for n in names]
     config = RunConfig(
         suite_dir=suite_dir,
-        models=resolve_models(models),
+        models=list(dict.fromkeys(names)),
         conditions=resolve_conditions(conditions),
         out=out_dir,
         seed=seed,
@@ -82,7 +140,20 @@ def run(
         executor=executor_from(model_options),
         cache_dir=cache_dir,
         pricing=pricing,
+        concurrency=concurrency,
+        budget_usd=budget_usd,
+        retry=RetryPolicy(max_attempts=max_attempts, base_delay_s=retry_delay),
     )
+    given: dict[str, Any] = {}
+    for m in config.models:
+        if m.startswith("stored:"):
+            given[m] = get_adapter(m, root=samples_dir)
+        elif m.startswith("openai:") and base_url:
+            given[m] = get_adapter(m, base_url=base_url)
+    given.update(local_adapters(config.models, **model_options))
+    if dry_run:
+        _print_plan(config, given)
+        return
     console = Console(stderr=True)
     columns = (
         TextColumn("generating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -98,14 +169,47 @@ def run(
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total, refresh=True)
 
-        given = {}
-        if samples_dir is not None or samples_source is not None:
-            given["stored"] = get_adapter("stored", root=samples_dir, source=samples_source)
-        given.update(local_adapters(config.models, **model_options))
         result = run_suite(config, progress, adapters=given)
-    for model, reason in result.skipped.items():
-        click.echo(f"skipped {model}: {reason}", err=True)
+    for model, conds in result.not_supported.items():
+        click.echo(
+            f"not run: {model} under {', '.join(conds)} (the model takes no image input)",
+            err=True,
+        )
+    refused = f", {result.refused} of them refused" if result.refused else ""
     click.echo(
         f"{result.images} images ({result.calls} generated, {result.hits} from cache, "
-        f"{result.failures} failed) in {result.seconds:.1f} s -> {out_dir}"
+        f"{result.failures} failed{refused}) in {result.seconds:.1f} s -> {out_dir}"
     )
+    problems = result.problems()
+    for line in problems:
+        click.echo(line, err=True)
+    if problems:
+        click.echo(f"incomplete run: exit status {INCOMPLETE}", err=True)
+        ctx.exit(INCOMPLETE)
+
+
+def _print_plan(config: Any, given: dict[str, Any]) -> None:
+    from vsb.run_plan import plan_run
+
+    plan = plan_run(config, given)
+
+    def usd(x: float | None, digits: int = 4) -> str:
+        return "unknown" if x is None else f"{x:.{digits}f}"
+
+    click.echo(f"dry run: nothing sent (prices: {plan.pricing or 'none'})")
+    header = ("model", "requests", "cached", "to send", "USD/image", "as of", "estimate USD")
+    rows = [header]
+    for p in plan.models:
+        if p.skipped is not None:
+            click.echo(f"would be skipped now: {p.model}: {p.skipped}", err=True)
+        for c in p.not_supported:
+            click.echo(f"not run: {p.model} under {c} (the model takes no image input)", err=True)
+        rows.append(
+            (p.model, str(p.requests), str(p.cached + p.refused), str(p.to_send),
+             usd(p.usd_per_image, 3), p.price_as_of or "—", usd(p.estimate_usd))
+        )  # fmt: skip
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    for r in rows:
+        click.echo("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
+                             enumerate(zip(r, widths, strict=True))))  # fmt: skip
+    click.echo(f"total estimate: {usd(plan.total_usd)} USD")

@@ -63,6 +63,10 @@ def model_card(data: SiteData, model: str, prices: PriceList | None = None) -> M
     family = next(
         (p for p in list_patterns() if model.startswith(p.pattern.split(":", 1)[0] + ":")), None
     )
+    from vsb.adapters.registry import model_names
+
+    if model in model_names():  # a registered model of a family: described by the registry
+        family = None
     if family is not None:  # never built by the site (it may need weights or extras)
         about = f"a model of the {family.pattern} family: {family.description}"
     else:

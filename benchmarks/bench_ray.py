@@ -7,12 +7,13 @@ cluster started with ``num_cpus=N`` (its start-up is timed apart: a cluster is s
 and serves many runs). Both runs must give the same records (image hashes); the figure is
 the ratio of wall times, Ray / local (1.0 = no overhead).
 
-Measured on the development container (2 CPUs shared with other agents' jobs, so noisy;
-two runs, Ray 2.60, 200 tasks shipped cold, same records both times):
+Measured on the development container (2 CPUs shared with other agents' jobs, load 1.5–3,
+so the spread is mostly noise; Ray 2.60; 200 tasks shipped cold; same records every time),
+four runs, two before and two after the runner moved to vsb.executors' finer tasks:
 
-    Ray cluster start                ≈ 6.7 s (once per cluster)
-    cold: local ≈ 22–24 s, ray ≈ 22–28 s    ray / local ≈ 1.03–1.18
-    warm: local ≈ 4.7–5.1 s, ray ≈ 4.7–5.1 s   ray / local ≈ 0.93–1.08
+    Ray cluster start                ≈ 5–8 s (once per cluster)
+    cold: local ≈ 22–33 s, ray ≈ 22–28 s     ray / local ≈ 0.84–1.18 (median ≈ 1.0)
+    warm: local ≈ 4.7–7.6 s, ray ≈ 4.7–5.2 s  ray / local ≈ 0.64–1.08 (median ≈ 0.95)
 
 The workers simulate and render; the driver alone walks the cache, stores the entries,
 writes the ledger (one transaction per task) and the images, which the local pool spreads

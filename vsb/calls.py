@@ -80,6 +80,12 @@ _QUOTA = re.compile(
     r"insufficient_quota|quota|billing|credit|spend(ing)?[ _-]?limit|payment|balance",
     re.IGNORECASE,
 )
+#: ...unless it speaks of a rate (Google's per-minute "quota" 429s are rate limits).
+_RATE = re.compile(
+    r"rate[ _-]?limit|per[ _-]?(minute|min|second|sec|hour)\b|\b[rt]pm\b|\brps\b|"
+    r"too many requests|try again",
+    re.IGNORECASE,
+)
 #: Words of a 4xx body that make it a content-policy refusal.
 _POLICY = re.compile(
     r"content[ _-]?polic|content[ _-]?filter|moderation|safety|nsfw|unsafe|"
@@ -93,7 +99,7 @@ Outcome = Literal["retry", "quota", "refused", "error"]
 def classify(status: int, body: str = "") -> Outcome:
     """What an HTTP error answer means: ``retry`` (transient), ``quota`` (spent; stop),
     ``refused`` (content policy) or ``error`` (anything else: not retried)."""
-    if status == 402 or (status in (403, 429) and _QUOTA.search(body)):
+    if status == 402 or (status in (403, 429) and _QUOTA.search(body) and not _RATE.search(body)):
         return "quota"
     if status in RETRY_STATUSES:
         return "retry"

@@ -108,7 +108,8 @@ def test_missing_pieces_raise_run_error(small_run: tuple[Path, list[Story]]) -> 
         evaluate_run(run)
 
 
-def test_failed_generations_get_no_rows(small_run: tuple[Path, list[Story]]) -> None:
+def test_failed_generations_fail_every_requirement(small_run: tuple[Path, list[Story]]) -> None:
+    """Issue #11 item 6 (regression: a failed image had no rows, so failing cost nothing)."""
     run, stories = small_run
     lines = (run / "records.jsonl").read_text().splitlines()
     rec = json.loads(lines[0])
@@ -117,7 +118,16 @@ def test_failed_generations_get_no_rows(small_run: tuple[Path, list[Story]]) -> 
     result = evaluate_run(run)
     first = stories[0].scenes[0]
     n_req = sum(len(sc.requirements) for s in stories for sc in s.scenes)
-    assert result.requirements == n_req - len(first.requirements)
+    assert result.requirements == n_req  # one row per (image, requirement, evaluator)
+    rows = [
+        json.loads(x) for x in (run / "evaluations/requirements.jsonl").read_text().splitlines()
+    ]
+    where = (rec["model"], rec["condition"], rec["story_id"], rec["scene"])
+    mine = [r for r in rows if (r["model"], r["condition"], r["story_id"], r["scene"]) == where]
+    assert sorted(r["req_id"] for r in mine) == sorted(q.id for q in first.requirements)
+    assert {(r["verdict"], r["failure"], r["evaluator"], r["passed"]) for r in mine} == {
+        ("failed", "generation_failed", "rules", False)
+    }
 
 
 def test_evaluators_register_by_name() -> None:

@@ -36,6 +36,7 @@ from vsb.evaluators.embed import (
     check_embeddings,
     run_embeddings,
 )
+from vsb.evaluators.failed import replace_failed
 from vsb.evaluators.registry import (
     DEFAULT_EVALUATORS,
     EvaluatorOutput,
@@ -496,6 +497,13 @@ def evaluate_run(
             sel.stories, sel.tasks, embed_names, eopts, embed_progress
         )
         sig_rows = sig_rows + esig
+    # Issue #11: an image that failed to generate fails every requirement of its scene,
+    # once per verdict evaluator (vsb/evaluators/failed.py).
+    failed = [(t.model, t.condition, t.story_id, k) for t in sel.tasks for k, p in t.images
+              if p is None]  # fmt: skip
+    if failed:
+        jm = judge.judge_model if judge is not None else ""
+        req_rows = replace_failed(req_rows, failed, sel.stories, names, jm)
     out_dir = sel.root / "evaluations"
     all_req = _merge(_existing(out_dir / "requirements.jsonl"), req_rows, names, sel.cells)
     all_sig = _merge(_existing(out_dir / "signals.jsonl"), sig_rows, names, sel.cells)

@@ -13,11 +13,14 @@ from __future__ import annotations
 import difflib
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from vsb.errors import InputError
 from vsb.scores.inputs import DEFAULT_EVALUATOR, NOT_APPLICABLE, RequirementRows
 from vsb.scores.models import NotApplicable
+
+#: The failure label of every check of an image that was not generated (vsb.evaluators.failed).
+GENERATION_FAILED = "generation_failed"
 
 #: The evaluator that judges images which are not renders (what a refusal points to).
 JUDGE_EVALUATOR = "vlm"
@@ -80,11 +83,19 @@ def select_evaluators(present: Sequence[str], spec: str | Sequence[str] | None) 
 
 @dataclass(frozen=True)
 class VerdictCounts:
-    """Per (model, condition): checks answered unsure, unparsable, and not applicable."""
+    """Per (model, condition): checks answered unsure, unparsable, and not applicable; and
+    the images with rows, and those among them that failed to generate (issue #11)."""
 
     unsure: Counter[tuple[str, str]]
     parse_failure: Counter[tuple[str, str]]
     not_applicable: Counter[tuple[str, str]]
+    images: Counter[tuple[str, str]] = field(default_factory=Counter)
+    failed_images: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    def coverage(self, key: tuple[str, str]) -> float | None:
+        """Share of the cell's images that were generated (None: no image)."""
+        n = self.images[key]
+        return None if n == 0 else (n - self.failed_images[key]) / n
 
 
 def verdict_counts(rows: RequirementRows) -> VerdictCounts:
@@ -95,7 +106,19 @@ def verdict_counts(rows: RequirementRows) -> VerdictCounts:
     for m, c, v in zip(rows.model, rows.condition, rows.verdict, strict=True):
         if v in counts:
             counts[v][(m, c)] += 1
-    return VerdictCounts(counts["unsure"], counts["parse_failure"], counts[NOT_APPLICABLE])
+    images: dict[tuple[str, str], set[tuple[str, int]]] = {}
+    failed: dict[tuple[str, str], set[tuple[str, int]]] = {}
+    for m, c, s, k, f in zip(
+        rows.model, rows.condition, rows.story_id, rows.scene, rows.failure, strict=True
+    ):
+        images.setdefault((m, c), set()).add((s, k))
+        if f == GENERATION_FAILED:
+            failed.setdefault((m, c), set()).add((s, k))
+    return VerdictCounts(
+        counts["unsure"], counts["parse_failure"], counts[NOT_APPLICABLE],
+        Counter({key: len(v) for key, v in images.items()}),
+        Counter({key: len(v) for key, v in failed.items()}),
+    )  # fmt: skip
 
 
 def not_applicable_models(

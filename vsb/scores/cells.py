@@ -108,6 +108,7 @@ def _model_scores(
                     n_unsure=counts.unsure[key] if counts else 0,
                     n_parse_failure=counts.parse_failure[key] if counts else 0,
                     n_not_applicable=counts.not_applicable[key] if counts else 0,
+                    coverage=counts.coverage(key) if counts else None,
                 )
             )
     return out

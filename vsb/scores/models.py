@@ -99,6 +99,13 @@ class ModelScore(BaseModel):
     n_not_applicable: int = Field(
         ge=0, description="Checks the evaluator could not apply (left out of every rate)."
     )
+    coverage: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Share of the cell's images that were generated (a failed or refused "
+        "image fails every check, label generation_failed); null if unknown.",
+    )
 
 
 class StoryScore(BaseModel):

@@ -28,7 +28,7 @@ SCORES_DIR = "scores"
 MODEL_HEADER = (
     "evaluator", "model", "condition", "rank", "metric_kind", "metric", "score", "ci_low",
     "ci_high", "n_stories", "n_unsure", "n_parse_failure", "n_not_applicable", "rank_low",
-    "rank_high",
+    "rank_high", "coverage",
 )  # fmt: skip
 HORIZON_HEADER = tuple(HorizonPoint.model_fields)
 RANK_HEADER = (
@@ -61,7 +61,8 @@ def _metrics(row: Any) -> list[tuple[str, str, Any]]:
 
 def _model_rows(report: ScoresReport) -> Iterable[list[Any]]:
     for r in report.scores:
-        counts = [r.n_unsure, r.n_parse_failure, r.n_not_applicable, r.rank_low, r.rank_high]
+        counts: list[Any] = [r.n_unsure, r.n_parse_failure, r.n_not_applicable, r.rank_low]
+        counts += [r.rank_high, r.coverage]
         for kind, metric, e in _metrics(r):
             if isinstance(e, Estimate):
                 yield [r.evaluator, r.model, r.condition, r.rank, kind, metric, *_est(e), *counts]

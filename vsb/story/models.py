@@ -54,6 +54,9 @@ Taxonomy = Literal[
     "wrong_weather",
     "time_regression",
     "causal_break",
+    # not a requirement's own label: every requirement of an image that failed to generate
+    # (an error, or a refusal) fails with it (vsb.evaluators.failed)
+    "generation_failed",
 ]
 TAXONOMY: tuple[str, ...] = Taxonomy.__args__  # type: ignore[attr-defined]
 

@@ -25,7 +25,7 @@ import httpx
 from vsb.adapters.base import GenerationRequest, GenerationResult
 from vsb.adapters.providers._http import HttpAdapter, data_uri
 from vsb.adapters.registry import ADAPTERS
-from vsb.calls import Refused, RetryPolicy, classify
+from vsb.calls import Refused, classify
 from vsb.errors import AdapterError, InputError
 
 API = "https://api.replicate.com/v1"
@@ -50,9 +50,9 @@ class ReplicateModel(HttpAdapter):
         sleep: Callable[[float], None] = time.sleep,
         poll_interval: float = 1.0,
         max_polls: int = 120,
-        retry: RetryPolicy | None = None,
+        **kw: Any,
     ) -> None:
-        super().__init__(model, client=client, sleep=sleep, retry=retry)
+        super().__init__(model, client=client, sleep=sleep, **kw)
         self.slug, _, self.pinned = model.partition(":")
         self.poll_interval = poll_interval
         self.max_polls = max_polls

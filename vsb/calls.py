@@ -197,12 +197,12 @@ class Budget:
                 return 0.0
             if estimate is None:
                 raise BudgetExceeded(
-                    f"the next call has an unknown price, so --budget {self.limit:.2f} USD "
+                    f"the next call has an unknown price, so --budget {self.limit:g} USD "
                     "cannot be kept (add its price to config/pricing.json or drop --budget)"
                 )
             if self.spent + self.reserved + estimate > self.limit + 1e-12:
                 raise BudgetExceeded(
-                    f"stopped before a call that could exceed --budget {self.limit:.2f} USD "
+                    f"stopped before a call that could exceed --budget {self.limit:g} USD "
                     f"(spent {self.spent:.4f}, next call up to {estimate:.4f})"
                 )
             self.reserved += estimate

@@ -457,6 +457,24 @@ def run(
             result.not_supported[m] = missing
     run_dir = Path(config.out)
     run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        _run_locked(config, stories, index, active, result, progress)
+    finally:
+        for a in active.values():
+            a.close()
+    result.seconds = time.perf_counter() - t_start
+    return result
+
+
+def _run_locked(
+    config: RunConfig,
+    stories: list[Story],
+    index: Any,
+    active: dict[str, ImageModelAdapter],
+    result: RunResult,
+    progress: ProgressFn | None,
+) -> None:
+    suite_dir, run_dir = Path(config.suite_dir), Path(config.out)
     with DirectoryLock(run_dir):
         (run_dir / "manifest.json").unlink(missing_ok=True)
         _copy_suite(suite_dir, run_dir / "suite")
@@ -496,8 +514,6 @@ def run(
                 "not_supported": {m: c for m, c in result.not_supported.items() if m in models},
             }
             atomic_write_json(run_dir / "manifest.json", manifest)
-    result.seconds = time.perf_counter() - t_start
-    return result
 
 
 def plan_tasks(

@@ -125,6 +125,10 @@ class ImageModelAdapter:
         """Produce one image for ``request``; raises ``AdapterError`` on failure."""
         raise NotImplementedError
 
+    def close(self) -> None:
+        """Release what the adapter opened itself (a network client); it may be used again
+        (it reopens on demand). The runner calls it when a run ends."""
+
 
 def writes_oracle(adapter: ImageModelAdapter) -> bool:
     """Whether ``adapter``'s results carry oracle faults (``RUN/oracle/faults.jsonl``)."""

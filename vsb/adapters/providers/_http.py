@@ -30,6 +30,7 @@ import binascii
 import io
 import ipaddress
 import os
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -182,16 +183,29 @@ class HttpAdapter(ImageModelAdapter):
         self.model = model
         self.name = f"{self.provider}:{model}"
         self._client = client
+        self._own_client = False
+        self._client_lock = threading.Lock()
         self.retry = retry or RetryPolicy()
         self.sleep = sleep
         self.max_bytes = max_bytes
 
     @property
     def client(self) -> httpx.Client:
-        """The injected client, or a real one created on first use."""
-        if self._client is None:
-            self._client = default_client()
-        return self._client
+        """The injected client, or a real one created on first use (once, however many
+        threads ask at the same moment: a second one would never be closed)."""
+        with self._client_lock:
+            if self._client is None:
+                self._client = default_client()
+                self._own_client = True
+            return self._client
+
+    def close(self) -> None:
+        """Close the client this adapter created (an injected one is its owner's)."""
+        with self._client_lock:
+            if self._client is not None and self._own_client:
+                self._client.close()
+                self._client = None
+                self._own_client = False
 
     @property
     def pricing_key(self) -> str:

@@ -1,0 +1,127 @@
+"""A local OpenAI-compatible images server for tests and benchmarks (run as a script).
+
+``python tests/openai_images_server.py --log FILE [--latency S] [--p429 P] [--seed N]
+[--echo-every K]`` listens on 127.0.0.1 (a free port, printed as ``PORT <n>`` on stdout)
+and answers ``POST /v1/images/generations`` like OpenAI: ``{"data": [{"b64_json": PNG}]}``
+after ``--latency`` seconds, the PNG a pure function of the request body (so a request sent
+twice gets the same image). With probability ``--p429`` (a seeded numpy Generator) it
+answers ``429`` with ``Retry-After: 0.05`` instead; every ``--echo-every``-th request gets a
+``500`` whose body echoes the request line and every header, credential included (a
+hostile server, for canary tests). Every request is logged to ``--log`` as JSON lines when
+it arrives (``recv``) and when its answer has been written (``done``, with the status).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import io
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+
+def png_for(body: bytes) -> bytes:
+    """An 8×8 PNG whose colour is a function of ``body``."""
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 8), tuple(hashlib.sha256(body).digest()[:3])).save(buf, "PNG")
+    return buf.getvalue()
+
+
+class State:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.rng = np.random.default_rng(args.seed)
+        self.lock = threading.Lock()
+        self.n = 0
+        self.log = Path(args.log).open("a", encoding="utf-8")  # noqa: SIM115 - for the server's life
+
+    def write(self, event: dict[str, Any]) -> None:
+        with self.lock:
+            self.log.write(json.dumps(event) + "\n")
+            self.log.flush()
+
+
+def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # small writes go out at once (no 40 ms stalls)
+
+        def log_message(self, *args: Any) -> None:  # quiet
+            pass
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("content-length", "0")))
+            a = state.args
+            with state.lock:
+                n = state.n
+                state.n += 1
+                busy = bool(state.rng.random() < a.p429)
+            echo = a.echo_every > 0 and n % a.echo_every == a.echo_every - 1
+            sha = hashlib.sha256(body).hexdigest()
+            state.write({
+                "ev": "recv", "n": n, "sha": sha, "t": time.time(), "path": self.path,
+                "auth": self.headers.get("authorization", ""),
+            })  # fmt: skip
+            time.sleep(a.latency)
+            headers: dict[str, str] = {"content-type": "application/json"}
+            if self.path != "/v1/images/generations":
+                status, out = 404, b'{"error": {"message": "no such endpoint"}}'
+            elif echo:
+                dump = {
+                    "authorization": self.headers.get("authorization", ""),
+                    "request": self.requestline,
+                    "headers": dict(self.headers.items()),
+                }
+                status, out = 500, json.dumps({"error": {"message": json.dumps(dump)}}).encode()
+            elif busy:
+                status, out = 429, b'{"error": {"message": "Rate limit reached, try again"}}'
+                headers["retry-after"] = "0.05"
+            else:
+                image = base64.b64encode(png_for(body)).decode()
+                status = 200
+                out = json.dumps({"created": int(time.time()), "data": [{"b64_json": image}]})
+                out = out.encode()
+            try:
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("content-length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+                self.wfile.flush()
+            except OSError:  # the client is gone (killed): the answer never left
+                self.close_connection = True
+                return
+            state.write({"ev": "done", "n": n, "sha": sha, "status": status, "t": time.time()})
+
+    return Handler
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--log", required=True)
+    ap.add_argument("--latency", type=float, default=0.0)
+    ap.add_argument("--p429", type=float, default=0.0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--echo-every", type=int, default=0)
+    args = ap.parse_args(argv)
+    state = State(args)
+    ThreadingHTTPServer.request_queue_size = 128  # many clients connect at once
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(state))
+    httpd.daemon_threads = True
+    sys.stdout.write(f"PORT {httpd.server_address[1]}\n")
+    sys.stdout.flush()
+    httpd.serve_forever(poll_interval=0.05)
+
+
+if __name__ == "__main__":
+    main()

@@ -338,7 +338,7 @@ def test_replicate_never_sends_the_token_to_another_host(monkeypatch: pytest.Mon
                        sleep=lambda s: None, max_polls=2)  # fmt: skip
     with pytest.raises(AdapterError):
         a.generate(_req(a))
-    assert all(CANARY not in str(r.headers) for r in seen if r.url.host != "api.replicate.com")
+    assert all("authorization" not in r.headers for r in seen if r.url.host != "api.replicate.com")
 
 
 def test_imagen_error_text_never_holds_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -540,6 +540,6 @@ def test_failures_count_in_the_scores(suite: Path, tmp_path: Path) -> None:
     assert res.failures == 1 and res.images == 12
     evaluate_run(tmp_path / "run")
     (score,) = [s for s in score_run(tmp_path / "run").scores if s.evaluator == "rules"]
-    assert score.coverage == pytest.approx(12 / 13)
     assert score.n_stories == 3  # the story with the failed image still counts
     assert score.coherence is not None and score.coherence.score < 1.0  # penalised
+    assert score.coverage == pytest.approx(12 / 13)

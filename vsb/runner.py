@@ -16,6 +16,7 @@ under previous_image (the manifest's ``not_supported``). The manifest is written
 run directory without one is incomplete. Progress goes to a callback
 ``progress(done_images, total_images)``; the library never prints.
 
+What one task does — its scene loop, the calls, the records — is in ``vsb.run_tasks``.
 Paid calls (``vsb.calls``, the one retry layer): each attempt is written to the ledger
 before it is sent and completed after it; transient failures are retried with backoff and
 seeded jitter, honouring Retry-After; a content-policy refusal is a recorded result
@@ -41,58 +42,39 @@ Crash safety and concurrency:
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
-from vsb.adapters.base import (
-    GenerationRequest,
-    GenerationResult,
-    ImageModelAdapter,
-    Privileged,
-    writes_oracle,
-)
-from vsb.adapters.oracle import fault_row, write_faults
+from vsb.adapters.base import ImageModelAdapter, writes_oracle
+from vsb.adapters.oracle import write_faults
 from vsb.adapters.registry import get_adapter
 from vsb.cache import DEFAULT_CACHE_DIR, GenerationCache
-from vsb.calls import (
-    Budget,
-    BudgetExceeded,
-    CallError,
-    QuotaExceeded,
-    Refused,
-    RetryPolicy,
-    call_with_retries,
-    jitter_rng,
-)
+from vsb.calls import Budget, RetryPolicy
 from vsb.conditions import get_condition
-from vsb.errors import AdapterError, CredentialMissing, InputError
+from vsb.errors import CredentialMissing, InputError
 from vsb.executors import Task, TaskOutput, get_executor
-from vsb.fsio import (
-    atomic_write_bytes,
-    atomic_write_json,
-    atomic_write_text,
-    canonical_json,
-    sha256_file,
-    sha256_hex,
-)
-from vsb.ledger import LEDGER_NAME, Ledger, LedgerEntry, Pricing, request_cost
+from vsb.fsio import atomic_write_json, atomic_write_text, sha256_file
+from vsb.ledger import LEDGER_NAME, Ledger, Pricing
 from vsb.locks import DirectoryLock
+from vsb.run_tasks import (  # noqa: F401 - re-exported: vsb.executors_ray and tests use them
+    REFUSED_PREFIX,
+    _run_scenes,
+    _Shared,
+    _write_image,
+    image_path,
+    not_supported,
+    story_sha256,
+)
 from vsb.story.io import load_suite, load_suite_index
 from vsb.story.models import Story
 
 RUN_FORMAT_VERSION = "1.0"
 ProgressFn = Callable[[int, int], None]
-#: Ledger errors of refusals start so (a rerun of the directory does not send them again).
-REFUSED_PREFIX = "refused: "
-#: The task output type under its former name (``vsb.executors_ray`` uses it).
+#: The task output type under its former name.
 _TaskOutput = TaskOutput
 
 
@@ -147,243 +129,6 @@ class RunResult:
         if self.stopped:
             lines.append(f"stopped: {self.stopped}")
         return lines
-
-
-class _Halted(Exception):
-    """No further request: the run stopped (budget, interrupt) or the model is blocked."""
-
-
-@dataclass
-class _Shared:
-    """Everything a worker needs; inherited through fork (never pickled)."""
-
-    stories: list[Story]
-    shas: list[str]
-    adapters: dict[str, ImageModelAdapter]
-    conditions: list[str]
-    cache: GenerationCache
-    ledger: Ledger
-    run_dir: Path
-    seed: int
-    pricing: Pricing
-    #: the ``vsb run`` process; a fork worker whose parent is gone stops taking tasks
-    parent: int = field(default_factory=os.getpid)
-    #: requests at a time, per model
-    concurrency: dict[str, int] = field(default_factory=dict)
-    budget: Budget = field(default_factory=lambda: Budget(None))
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    #: keys refused before in this run directory: the refusal is reused, never re-sent
-    refused: dict[str, str] = field(default_factory=dict)
-    #: set when no further request may be made (``halted`` says why)
-    halt: threading.Event = field(default_factory=threading.Event)
-    halted: list[str] = field(default_factory=list)
-    #: models that take no further request (quota spent), and why
-    blocked: dict[str, str] = field(default_factory=dict)
-
-    def stop(self, reason: str) -> None:
-        """Make no further request (tasks in hand end at their next one)."""
-        if not self.halt.is_set():
-            self.halted.append(reason)
-        self.halt.set()
-
-    def run_task(self, task: Task) -> TaskOutput:
-        """Do ``task`` in this process and thread (``vsb.executors.RunState``)."""
-        out = TaskOutput(task.model)
-        if os.getpid() != self.parent and os.getppid() != self.parent:
-            return out  # the run was killed: nobody will collect this task, generate nothing
-        hits: list[LedgerEntry] = []  # calls are recorded as they happen; hits at the end
-        try:
-            _run_scenes(
-                self, task.story, self.adapters[task.model], out, hits,
-                conditions=None if task.condition is None else (task.condition,),
-                scenes=None if task.scene is None else (task.scene,),
-            )  # fmt: skip
-        finally:
-            self.ledger.record_many(hits)
-        return out
-
-
-def image_path(model: str, condition: str, story_id: str, scene: int) -> str:
-    """An image's path relative to the run directory (the model name as one folder: a '/'
-    in it is escaped, so ``replicate:owner/name`` never nests and nothing climbs out)."""
-    return f"images/{quote(model, safe=':@+=,-._~')}/{condition}/{story_id}/scene_{scene:02d}.png"
-
-
-def story_sha256(story: Story) -> str:
-    """sha256 of a story's canonical JSON."""
-    return sha256_hex(canonical_json(story.model_dump(mode="json")))
-
-
-def not_supported(adapter: ImageModelAdapter, conditions: Sequence[str]) -> list[str]:
-    """The conditions ``adapter`` cannot run: those that hand over the previous frame, for
-    a model without image input (run anyway, they would be the independent request).
-    Privileged adapters (simulators, stored samples) see the condition itself: they run."""
-    if adapter.accepts_reference_image or adapter.privileged:
-        return []
-    return [c for c in conditions if get_condition(c).reference_image]
-
-
-def _failure_cost(err: BaseException, adapter: ImageModelAdapter, price: float | None) -> Any:
-    """What a failed attempt is taken to cost: nothing when the provider surely did not bill
-    it, the list price when it may have, unknown (None) otherwise."""
-    if isinstance(err, CredentialMissing) or (isinstance(err, CallError) and not err.billed):
-        return 0.0
-    if isinstance(err, CallError) or adapter.paid:
-        return price
-    return None
-
-
-def _call(
-    st: _Shared,
-    adapter: ImageModelAdapter,
-    req: GenerationRequest,
-    where: tuple[str, str, str, int],
-) -> GenerationResult:
-    """One request, retried on transient failures (``vsb.calls``); every attempt recorded in
-    the ledger before it is sent and after it (both committed before the cache may store the
-    image). ``where``: key, condition, story id, scene."""
-    key, cname, story_id, scene = where
-    price_key = getattr(adapter, "pricing_key", req.model)
-    price = st.pricing.price(price_key)
-
-    def attempt() -> GenerationResult:
-        if st.halt.is_set() or req.model in st.blocked:
-            raise _Halted
-        held = 0.0
-        if adapter.paid:
-            try:
-                held = st.budget.reserve(price)
-            except BudgetExceeded as err:
-                st.stop(err.message)
-                raise _Halted from None
-        row = st.ledger.begin(
-            key, req.model, condition=cname, story_id=story_id, scene=scene, cost_usd=price
-        )
-        t0 = time.perf_counter()
-        try:
-            result = adapter.generate(req)
-        except BaseException as err:
-            cost = _failure_cost(err, adapter, price)
-            text = str(err) or type(err).__name__
-            st.ledger.finish(
-                row, latency_s=time.perf_counter() - t0, success=False, cost_usd=cost,
-                error=REFUSED_PREFIX + text if isinstance(err, Refused) else text,
-            )  # fmt: skip
-            st.budget.settle(held, cost)
-            if isinstance(err, QuotaExceeded):
-                st.blocked.setdefault(req.model, f"quota exhausted: {err.message}")
-            raise
-        cost = request_cost(
-            st.pricing, price_key, hit=False, success=True, reported=result.cost_usd
-        )
-        st.ledger.finish(row, latency_s=time.perf_counter() - t0, success=True, cost_usd=cost)
-        st.budget.settle(held, cost)
-        return result
-
-    def nap(seconds: float) -> None:
-        st.halt.wait(seconds)  # a stop wakes it (the next attempt then ends the call)
-
-    result, _attempts = call_with_retries(attempt, st.retry, sleep=nap, rng=jitter_rng(key))
-    return result
-
-
-def _run_scenes(
-    st: _Shared,
-    i: int,
-    adapter: ImageModelAdapter,
-    out: TaskOutput,
-    hits: list[LedgerEntry],
-    *,
-    conditions: Sequence[str] | None = None,
-    scenes: Sequence[int] | None = None,
-) -> None:
-    """The requests of story ``i`` for ``adapter`` under ``conditions`` (default: the run's)
-    and ``scenes`` (default: every scene, in order); records, faults and hits into ``out``
-    and ``hits``."""
-    story, model = st.stories[i], out.model
-    params = adapter.parameters()
-    skip = set(not_supported(adapter, st.conditions))
-    for cname in conditions if conditions is not None else st.conditions:
-        if cname in skip:
-            continue
-        cond = get_condition(cname)
-        prev_png: bytes | None = None
-        for scene in story.scenes:
-            k = scene.index
-            if scenes is not None and k not in scenes:
-                continue
-            if model in st.blocked:
-                out.skipped = st.blocked[model]
-                return
-            ctx = cond.context(story, k)
-            refs = (prev_png,) if ctx.reference_image and prev_png is not None else ()
-            priv = Privileged(story, st.shas[i], k, cname) if adapter.privileged else None
-            req = GenerationRequest(
-                model, adapter.version, scene.text, st.seed, ctx, params, refs, priv
-            )
-            key = req.key()
-            t0 = time.perf_counter()
-            error: str | None = None
-            refused = key in st.refused
-            result: GenerationResult | None = None
-            hit = False
-            try:
-                if refused:
-                    error = st.refused[key]
-                else:
-                    result, hit = st.cache.get(
-                        key, partial(_call, st, adapter, req, (key, cname, story.id, k))
-                    )
-            except _Halted:
-                if model in st.blocked:
-                    out.skipped = st.blocked[model]
-                return
-            except CredentialMissing as err:
-                out.skipped = str(err)
-                return
-            except QuotaExceeded:
-                out.skipped = st.blocked.get(model, "quota exhausted")
-                return
-            except AdapterError as err:
-                error, refused = str(err), isinstance(err, Refused)
-            latency = time.perf_counter() - t0
-            rel = image_path(model, cname, story.id, k)
-            sha: str | None = None
-            if result is not None:
-                _write_image(st.run_dir / rel, result.png)
-                sha = sha256_hex(result.png)
-                if writes_oracle(adapter):
-                    for f in result.metadata.get("faults", ()):
-                        out.faults.append(fault_row(model, cname, story.id, f))
-            prev_png = result.png if result is not None else None
-            cost = request_cost(
-                st.pricing,
-                getattr(adapter, "pricing_key", model),
-                hit=hit,
-                success=result is not None,
-                reported=result.cost_usd if result is not None else None,
-            )
-            out.records.append(
-                {
-                    "model": model, "condition": cname, "story_id": story.id, "scene": k,
-                    "key": key, "path": rel if sha else None, "sha256": sha,
-                    "cache_hit": hit, "latency_s": round(latency, 6), "cost_usd": cost,
-                    "error": error, "refused": refused,
-                }
-            )  # fmt: skip
-            if hit:
-                hits.append(LedgerEntry(key, model, latency, True, True, 0.0, cname, story.id, k))
-
-
-def _write_image(path: Path, data: bytes) -> None:
-    """Atomically write an image unless the same bytes are already there (a resumed run:
-    reading is ~20× cheaper than creating a file)."""
-    try:
-        if path.read_bytes() == data:
-            return
-    except FileNotFoundError:
-        pass
-    atomic_write_bytes(path, data)
 
 
 def _copy_suite(suite_dir: Path, dest: Path) -> None:
@@ -520,21 +265,31 @@ def plan_tasks(
     stories: Sequence[Story], adapters: Mapping[str, ImageModelAdapter], conditions: Sequence[str]
 ) -> list[Task]:
     """The run's tasks: previous-frame chains first (longest stories first, so the tail is
-    short), then one task per scene of every other condition."""
+    short), then one task per scene of every other condition; last, the scene-1 tasks that
+    repeat a request already planned (scene 1 has no context: for a model that is not
+    privileged it is one request under every condition), which then find it in the cache
+    instead of holding a worker while it is in flight."""
     order = sorted(range(len(stories)), key=lambda i: -len(stories[i].scenes))
     chains: list[Task] = []
     singles: list[Task] = []
+    repeats: list[Task] = []
     for i in order:
         for m, a in adapters.items():
             skip = set(not_supported(a, conditions))
+            first = True  # the model's first scene-1 request of this story
             for c in conditions:
                 if c in skip:
                     continue
                 if get_condition(c).reference_image:
                     chains.append(Task(i, m, c))
-                else:
-                    singles += [Task(i, m, c, s.index) for s in stories[i].scenes]
-    return chains + singles
+                    first = False
+                    continue
+                for s in stories[i].scenes:
+                    task = Task(i, m, c, s.index)
+                    repeat = s.index == 1 and not first and not a.privileged
+                    (repeats if repeat else singles).append(task)
+                first = False
+    return chains + singles + repeats
 
 
 def _generate(

@@ -133,3 +133,25 @@ def test_redact_plain_and_encoded_forms() -> None:
     text = f"echo: {key} url: ?key=sk-canary%2F%2B%3Dkey form: sk-canary%2F%2B%3Dkey"
     out = redact(text, key, None, "")
     assert "canary" not in out and out.count("***") == 3
+
+
+def test_the_judge_shares_the_layer_a_spent_quota_is_one_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import httpx
+
+    from vsb.evaluators.vlm_transports import JudgeRequest, OpenAICompatibleVlm
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    seen: list[httpx.Request] = []
+
+    def handler(r: httpx.Request) -> httpx.Response:
+        seen.append(r)
+        return httpx.Response(429, json={"error": {"code": "insufficient_quota",
+                                                   "message": "check your billing"}})  # fmt: skip
+
+    vlm = OpenAICompatibleVlm(httpx.Client(transport=httpx.MockTransport(handler)), model="m")
+    req = JudgeRequest(b"png", "image/png", "system", "prompt", 10)
+    with pytest.raises(QuotaExceeded):
+        call_with_retries(lambda: vlm.ask(req), RetryPolicy(), sleep=lambda s: None)
+    assert len(seen) == 1

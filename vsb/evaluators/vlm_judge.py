@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from vsb.calls import Budget, BudgetExceeded, RetryPolicy, call_with_retries
+from vsb.calls import Budget, BudgetExceeded, RetryPolicy, call_with_retries, jitter_rng
 from vsb.errors import AdapterError, RunError
 from vsb.evaluators.judge_store import JudgeCache, JudgePricing, call_key
 from vsb.evaluators.registry import EvaluatorOutput, Frame
@@ -393,8 +393,9 @@ def execute_calls(
         t0 = time.perf_counter()
         try:
             reply, out.attempts = call_with_retries(
-                lambda: transport.ask(_request(call)), options.retry, sleep=options.sleep
-            )
+                lambda: transport.ask(_request(call)), options.retry, sleep=options.sleep,
+                rng=jitter_rng(call.key),  # seeded jitter: calls do not retry in lockstep
+            )  # fmt: skip
         except AdapterError as err:
             budget.settle(held, 0.0)
             out.error, out.latency_s = err.message, time.perf_counter() - t0

@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 import httpx
 import numpy as np
 
-from vsb.calls import RETRY_STATUSES, RetryableError, parse_retry_after, redact
+from vsb.calls import QuotaExceeded, RetryableError, classify, parse_retry_after, redact
 from vsb.errors import AdapterError, CredentialMissing, InputError
 from vsb.fsio import iter_jsonl
 
@@ -126,10 +126,13 @@ def _post(
     if resp.status_code >= 300:
         flat = " ".join(resp.text.split())[:_EXCERPT]
         msg = redact(f"VLM request to {url} failed: HTTP {resp.status_code}: {flat}", secret)
-        if resp.status_code in RETRY_STATUSES:
+        kind = classify(resp.status_code, resp.text)  # vsb.calls: the one retry layer
+        if kind == "retry":
             raise RetryableError(
                 msg, retry_after=parse_retry_after(resp.headers.get("retry-after"))
             )
+        if kind == "quota":  # a spent quota: retrying cannot help
+            raise QuotaExceeded(msg)
         raise AdapterError(msg)
     try:
         return resp.json()

@@ -264,17 +264,23 @@ def _run_locked(
 def plan_tasks(
     stories: Sequence[Story], adapters: Mapping[str, ImageModelAdapter], conditions: Sequence[str]
 ) -> list[Task]:
-    """The run's tasks: previous-frame chains first (longest stories first, so the tail is
-    short), then one task per scene of every other condition; last, the scene-1 tasks that
-    repeat a request already planned (scene 1 has no context: for a model that is not
-    privileged it is one request under every condition), which then find it in the cache
+    """The run's tasks, longest stories first (so the tail is short): for a privileged
+    adapter (simulators, stored samples: local work that gains nothing from smaller tasks)
+    one per (story, model), every condition in turn; for any other, the previous-frame
+    chains first (one per story and condition), then one task per scene of every other
+    condition, and last the scene-1 tasks that repeat a request already planned (scene 1 has
+    no context: it is one request under every condition), which then find it in the cache
     instead of holding a worker while it is in flight."""
     order = sorted(range(len(stories)), key=lambda i: -len(stories[i].scenes))
+    whole: list[Task] = []
     chains: list[Task] = []
     singles: list[Task] = []
     repeats: list[Task] = []
     for i in order:
         for m, a in adapters.items():
+            if a.privileged:
+                whole.append(Task(i, m))
+                continue
             skip = set(not_supported(a, conditions))
             first = True  # the model's first scene-1 request of this story
             for c in conditions:
@@ -282,14 +288,12 @@ def plan_tasks(
                     continue
                 if get_condition(c).reference_image:
                     chains.append(Task(i, m, c))
-                    first = False
-                    continue
-                for s in stories[i].scenes:
-                    task = Task(i, m, c, s.index)
-                    repeat = s.index == 1 and not first and not a.privileged
-                    (repeats if repeat else singles).append(task)
+                else:
+                    for s in stories[i].scenes:
+                        task = Task(i, m, c, s.index)
+                        (repeats if s.index == 1 and not first else singles).append(task)
                 first = False
-    return chains + singles + repeats
+    return whole + chains + singles + repeats
 
 
 def _generate(
@@ -322,7 +326,12 @@ def _generate(
         refused=refused,
     )
     tasks = plan_tasks(stories, active, config.conditions)
-    total = sum(len(stories[t.story].scenes) if t.scene is None else 1 for t in tasks)
+    n_cond = len(config.conditions)
+    total = sum(
+        1 if t.scene is not None
+        else len(stories[t.story].scenes) * (n_cond if t.condition is None else 1)
+        for t in tasks
+    )  # fmt: skip
     records: list[dict[str, Any]] = []
     faults: list[dict[str, Any]] = []
     done = 0

@@ -15,11 +15,12 @@ The interface every executor implements::
   the output is yielded. ``state.run_task(task)`` does exactly that in the calling process
   or thread; an executor that runs tasks elsewhere (``vsb.executors_ray``) replays what its
   workers did into ``state.cache`` and ``state.ledger`` itself.
-- A ``Task`` is the requests of one story for one model under one condition: every scene
-  in order (a condition whose request carries the previous frame: previous_image) or one
-  scene (any other condition, so that a provider's requests do not wait on story order).
-  ``condition`` None means every condition of the run (an executor may merge tasks of one
-  (story, model) into that; the scene loop is the same).
+- A ``Task`` is requests of one story for one model: under one condition, every scene in
+  order (a condition whose request carries the previous frame: previous_image) or one scene
+  (any other condition, so that a provider's requests do not wait on story order); or, with
+  ``condition`` None, every condition of the run in turn (the runner gives simulators and
+  stored samples such (story, model) tasks; an executor may merge a story's tasks of one
+  model into one, as the Ray executor does: the scene loop is the same).
 - Concurrency is per model: ``state.concurrency[model]`` requests at a time (``--concurrency``,
   else the adapter's ``concurrency``, else ``--workers``); how an executor honours it is its
   own business.

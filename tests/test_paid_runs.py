@@ -550,3 +550,25 @@ def test_failures_count_in_the_scores(suite: Path, tmp_path: Path) -> None:
     assert score.n_stories == 3  # the story with the failed image still counts
     assert score.coherence is not None and score.coherence.score < 1.0  # penalised
     assert score.coverage == pytest.approx(12 / 13)
+
+
+def test_models_lists_every_family_with_its_credential_and_prices(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("REPLICATE_API_TOKEN", CANARY)
+    monkeypatch.delenv("STABILITY_API_KEY", raising=False)
+    assert main(["models", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert CANARY not in out
+    fams = {p["pattern"]: p for p in json.loads(out)["patterns"]}
+    rep = fams["replicate:OWNER/NAME[:VERSION]"]
+    assert rep["env_var"] == "REPLICATE_API_TOKEN" and rep["credential_present"] is True
+    assert rep["prices"]["replicate/flux-schnell"] == [0.003, "2025-06-01"]
+    assert "kontext" in rep["image_input"]
+    stab = fams["stability:MODEL"]
+    assert stab["credential_present"] is False and "sd3.5-large" in stab["description"]
+    assert fams["openai:MODEL"]["image_input"].startswith("gpt-image")
+    assert fams["stored:SOURCE"]["needs"] == "--samples DIR"
+    assert main(["models"]) == 0
+    text = capsys.readouterr().out
+    assert "replicate:OWNER/NAME[:VERSION]" in text and CANARY not in text

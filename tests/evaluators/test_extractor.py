@@ -38,8 +38,9 @@ def _everything(w: object) -> EntityVocabulary:
 
 
 def test_extract_cannot_receive_an_expected_state() -> None:
-    params = list(inspect.signature(extract).parameters)
-    assert params == ["image", "vocab"]
+    sig = inspect.signature(extract).parameters
+    assert list(sig) == ["image", "vocab", "counts"]
+    assert sig["counts"].annotation == "NDArray[np.intp] | None"  # pixel counts, nothing else
     for f in fields(EntityVocabulary):
         assert f.type in ("tuple[str, ...]",), f"{f.name}: {f.type}"
     src = inspect.signature(EntityVocabulary.from_world).parameters

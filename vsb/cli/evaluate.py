@@ -113,10 +113,10 @@ def _usd(x: float | None) -> str:
 )
 @click.option(
     "--workers",
-    default=1,
+    default=2,
     show_default=True,
     type=click.IntRange(min=1),
-    help="Worker processes for the local evaluators.",
+    help="Worker processes for the local evaluators (rules, pairwise), as in vsb run.",
 )
 def evaluate(
     run_dir: Path,

@@ -83,6 +83,8 @@ class DecodedImage:
     """Share of pixels within the tolerance of a palette colour, after size normalisation."""
     reason: str
     """Empty when a render, else why not ("42% of pixels are off the palette")."""
+    counts: NDArray[np.intp] | None = None
+    """Pixels per index (length 256) when a render: the extractor and pairwise reuse it."""
 
 
 def _canonical(im: Image.Image) -> Plane | None:
@@ -163,6 +165,11 @@ def _from_image(im: Image.Image) -> tuple[Plane, float, str]:
     return (*_from_rgb(_rgb(im)), _small(*im.size))
 
 
+def index_counts(plane: Plane) -> NDArray[np.intp]:
+    """Pixels per index value (length 256) of an index plane."""
+    return np.bincount(plane.ravel(), minlength=256)
+
+
 def load_indices(image: bytes | str | Path | Image.Image | NDArray[Any]) -> Plane:
     """The image as a 2-D array of canonical palette indices (``UNKNOWN`` off the palette).
 
@@ -175,13 +182,16 @@ def decode_render(image: bytes | str | Path | Image.Image | NDArray[Any]) -> Dec
     """Read an image as a render, or say why it is not one (see the module docstring)."""
     plane, share, small = _read(image)
     reason = small
+    counts = None
     if not reason and share < RENDER_SHARE:
         reason = f"{100 * (1 - share):.0f}% of pixels are off the palette"
     if not reason:
-        counts = np.bincount(plane.ravel(), minlength=256)[: len(style.PALETTE)]
-        colours = int((counts >= MIN_COLOUR_SHARE * plane.size).sum())
+        counts = index_counts(plane)
+        colours = int((counts[: len(style.PALETTE)] >= MIN_COLOUR_SHARE * plane.size).sum())
         if colours < MIN_COLOURS:
             reason = f"only {colours} palette colour(s) (a render shows at least {MIN_COLOURS})"
     if reason:
         return DecodedImage(indices=None, is_render=False, palette_share=share, reason=reason)
-    return DecodedImage(indices=plane, is_render=True, palette_share=share, reason="")
+    return DecodedImage(
+        indices=plane, is_render=True, palette_share=share, reason="", counts=counts
+    )

@@ -188,7 +188,7 @@ def _frame(task: _Task, scene: int, path: str | None) -> Frame:
     d = decode_render(path)
     return Frame(
         task.model, task.condition, task.story_id, scene, d.indices if d.is_render else None,
-        path=path, is_render=d.is_render, reason=d.reason,
+        path=path, is_render=d.is_render, reason=d.reason, counts=d.counts,
     )  # fmt: skip
 
 

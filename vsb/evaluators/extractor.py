@@ -21,7 +21,7 @@ from PIL import Image
 from scipy import ndimage
 
 from vsb.evaluators import style as S
-from vsb.evaluators.decode import load_indices
+from vsb.evaluators.decode import index_counts, load_indices
 from vsb.evaluators.detected import DetectedState, EntityVocabulary
 from vsb.evaluators.objects import find_objects
 from vsb.evaluators.people import find_heads, read_person
@@ -64,10 +64,13 @@ def _weather(img: Plane, totals: NDArray[np.intp], voc: EntityVocabulary) -> str
     return best if best in voc.weathers else None
 
 
-def extract(image: ImageInput, vocab: EntityVocabulary) -> DetectedState:
-    """Read people, objects and environment from one image (see the module docstring)."""
+def extract(
+    image: ImageInput, vocab: EntityVocabulary, counts: NDArray[np.intp] | None = None
+) -> DetectedState:
+    """Read people, objects and environment from one image (see the module docstring).
+    ``counts``: the index plane's pixels per index when the caller has them already."""
     img = load_indices(image)
-    totals = np.bincount(img.ravel(), minlength=256)
+    totals = index_counts(img) if counts is None else counts
     people = [
         read_person(img, cx, y0, skin, vocab) for cx, y0, skin in find_heads(img, totals, vocab)
     ]

@@ -6,19 +6,27 @@ deliberately weak: a continuous signal for judge validation, 1.0 = identical his
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from vsb.evaluators import style
-from vsb.evaluators.decode import load_indices
+from vsb.evaluators.decode import index_counts, load_indices
+
+
+def _counts(plane: NDArray[np.uint8]) -> NDArray[np.intp]:
+    return index_counts(plane)
+
+
+def _norm(h: NDArray[np.intp]) -> NDArray[np.float64]:
+    total = h.sum()
+    return h / total if total else h.astype(np.float64)
 
 
 def _hist(plane: NDArray[np.uint8]) -> NDArray[np.float64]:
-    h = np.bincount(plane.ravel(), minlength=256).astype(np.float64)
-    total = h.sum()
-    return h / total if total else h
+    return _norm(_counts(plane))
 
 
 def intersection(a: NDArray[np.uint8], b: NDArray[np.uint8]) -> float:
@@ -26,11 +34,32 @@ def intersection(a: NDArray[np.uint8], b: NDArray[np.uint8]) -> float:
     return float(np.minimum(_hist(a), _hist(b)).sum())
 
 
+@dataclass(frozen=True)
+class FrameHistograms:
+    """A frame's normalised colour histograms, globally and on the figure band."""
+
+    whole: NDArray[np.float64]
+    band: NDArray[np.float64]
+
+    @classmethod
+    def of(cls, image: Any, counts: NDArray[np.intp] | None = None) -> FrameHistograms:
+        """One pass over the pixels: the band's counts plus the other rows' are the whole's
+        (``counts``, the whole image's, when the decoder has them already)."""
+        plane = load_indices(image)
+        r0, r1 = style.BAND
+        band = _counts(plane[r0:r1])
+        whole = band + _counts(plane[:r0]) + _counts(plane[r1:]) if counts is None else counts
+        return cls(whole=_norm(whole), band=_norm(band))
+
+
+def histogram_scores(prev: FrameHistograms, cur: FrameHistograms) -> dict[str, float]:
+    """``pairwise_global`` and ``pairwise_band`` from two frames' histograms."""
+    return {
+        "pairwise_global": float(np.minimum(prev.whole, cur.whole).sum()),
+        "pairwise_band": float(np.minimum(prev.band, cur.band).sum()),
+    }
+
+
 def pairwise_scores(prev: Any, cur: Any) -> dict[str, float]:
     """``pairwise_global`` and ``pairwise_band`` between two frames (any image input)."""
-    a, b = load_indices(prev), load_indices(cur)
-    r0, r1 = style.BAND
-    return {
-        "pairwise_global": intersection(a, b),
-        "pairwise_band": intersection(a[r0:r1], b[r0:r1]),
-    }
+    return histogram_scores(FrameHistograms.of(prev), FrameHistograms.of(cur))

@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 from vsb.errors import UnknownNameError
 from vsb.evaluators.detected import EntityVocabulary
 from vsb.evaluators.extractor import extract
-from vsb.evaluators.pairwise import pairwise_scores
+from vsb.evaluators.pairwise import FrameHistograms, histogram_scores
 from vsb.evaluators.rules import RequirementResult, check_scene
 from vsb.story.models import Story
 
@@ -49,6 +49,8 @@ class Frame:
     path: str | None = None
     is_render: bool = True
     reason: str = ""
+    counts: NDArray[np.intp] | None = None
+    """Pixels per palette index of ``image`` when the decoder counted them (else None)."""
 
 
 @dataclass
@@ -169,7 +171,7 @@ class RulesEvaluator:
                     for r in scene.requirements
                 ]
             else:
-                results = check_scene(extract(f.image, voc), scene, story.world)
+                results = check_scene(extract(f.image, voc, f.counts), scene, story.world)
             out.requirements += [
                 r.row(model=f.model, condition=f.condition, story_id=f.story_id, scene=f.scene)
                 for r in results
@@ -185,7 +187,14 @@ class PairwiseEvaluator:
 
     def evaluate_story(self, story: Story, frames: list[Frame]) -> EvaluatorOutput:
         out = EvaluatorOutput()
-        for prev, cur in itertools.pairwise(frames):
+        hists: dict[int, FrameHistograms] = {}  # by frame position: each frame read once
+
+        def hist(i: int) -> FrameHistograms:
+            if i not in hists:
+                hists[i] = FrameHistograms.of(frames[i].image, frames[i].counts)
+            return hists[i]
+
+        for i, (prev, cur) in enumerate(itertools.pairwise(frames)):
             if cur.scene != prev.scene + 1:
                 continue
             if prev.image is None or cur.image is None:
@@ -193,7 +202,7 @@ class PairwiseEvaluator:
                     for signal in ("pairwise_global", "pairwise_band"):
                         out.signals.append(_signal(cur, signal, None, self.name))
                 continue
-            for signal, value in pairwise_scores(prev.image, cur.image).items():
+            for signal, value in histogram_scores(hist(i), hist(i + 1)).items():
                 out.signals.append(_signal(cur, signal, value, self.name))
         return out
 

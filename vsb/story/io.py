@@ -12,6 +12,7 @@ id is used by two files. ``load_suite`` raises the first problem before anything
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
@@ -23,7 +24,7 @@ from jsonschema.exceptions import ValidationError
 from pydantic import ValidationError as PydanticError
 
 from vsb.errors import InputError, StoryValidationError, TransitionError
-from vsb.fsio import load_json
+from vsb.fsio import load_json, read_limited
 from vsb.state import replay
 from vsb.story.invariants import story_problems
 from vsb.story.models import EVENT_TYPES, Story, SuiteIndex
@@ -174,11 +175,32 @@ def _structure_problems(story: Story, path: Path) -> Iterator[StoryValidationErr
     yield from story_problems(story, states, path)
 
 
+# Stories already validated in this process, by (path, sha256 of the file's bytes): a
+# release build loads its suite once per stage, and schema validation is most of a load.
+# Stories are frozen models, so callers may share one.
+_LOADED: dict[tuple[str, str], Story] = {}
+_LOADED_MAX = 4096
+
+
 def load_story(path: str | Path) -> Story:
     """Load and fully validate one story; raises the first ``StoryValidationError``."""
+    path = Path(path)
+    key = None
+    if path.is_file():
+        try:
+            digest = hashlib.sha256(read_limited(path, MAX_STORY_BYTES)).hexdigest()
+            key = (str(path.resolve()), digest)
+        except (OSError, InputError):
+            key = None  # _check_story reports it
+    if key is not None and key in _LOADED:
+        return _LOADED[key]
     found: list[Story] = []
-    for problem in _check_story(Path(path), found):
+    for problem in _check_story(path, found):
         raise problem
+    if key is not None:
+        if len(_LOADED) >= _LOADED_MAX:
+            _LOADED.clear()
+        _LOADED[key] = found[0]
     return found[0]
 
 

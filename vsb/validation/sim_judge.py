@@ -190,15 +190,15 @@ class SimJudgeServer:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
     def handle(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        """(status, JSON reply) of one POST."""
+        """(status, JSON reply) of one POST, ``latency_s`` after it arrived (the answer's
+        computation is part of the latency, as on a real server)."""
+        due = time.monotonic() + self.latency_s
         with self._lock:
             self.attempts += 1
             if self.attempts <= self.fail_first:
                 return 429, {"error": {"message": "rate limited"}}
         if not path.endswith("/chat/completions"):
             return 404, {"error": {"message": f"no route {path}"}}
-        if self.latency_s:
-            time.sleep(self.latency_s)
         user = body["messages"][-1]["content"]
         uris = [p["image_url"]["url"] for p in user if p.get("type") == "image_url"]
         text = next(p["text"] for p in user if p.get("type") == "text")
@@ -218,6 +218,8 @@ class SimJudgeServer:
             self.requests += 1
             self.bodies.append(body)
         usage = {"prompt_tokens": 300 + len(text) // 4, "completion_tokens": 4 * n}
+        if (wait := due - time.monotonic()) > 0:
+            time.sleep(wait)
         return 200, {
             "choices": [{"message": {"role": "assistant", "content": content}}],
             "usage": usage,

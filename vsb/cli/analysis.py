@@ -160,6 +160,10 @@ def analysis(
 
     if metric not in ALL_METRICS:
         raise InputError(f"unknown metric {metric!r}; metrics: {', '.join(ALL_METRICS)}")
+    from vsb.release.manifest import refuse_frozen
+
+    if out_dir is None:
+        refuse_frozen(run_dir, "analysis/", "pass --out DIR")
     report = analyze_run(run_dir, evaluators=evaluators, seed=seed, n_resamples=resamples)
     paths = write_analysis(run_dir, report, out_dir)
     console = _console()

@@ -153,7 +153,14 @@ def evaluate(
     from vsb.evaluators.judge_store import JudgePricing
     from vsb.evaluators.vlm_judge import JudgeOptions
     from vsb.evaluators.vlm_transports import build_transport
+    from vsb.release.manifest import refuse_frozen
 
+    if not dry_run:
+        refuse_frozen(
+            run_dir,
+            "evaluations/",
+            "work on a copy (cp -r RELEASE DIR, then vsb release freeze DIR to publish it)",
+        )
     transport = build_transport(judge, base_url=base_url) if judge else None
     if base_url and not judge:
         raise click.UsageError("--base-url is only used with --judge")

@@ -156,11 +156,17 @@ def score(
 ) -> None:
     """Score a run: per-dimension pass rates with story-bootstrap CIs, comparisons, rank
     stability and judge-swap stability, per evaluator, written to RUN_DIR/scores/."""
+    from vsb.release.manifest import refuse_frozen
     from vsb.scores.axis import advice
     from vsb.scores.compute import load_scoring_input, score_input
     from vsb.scores.models import PRIMARY_CONDITION
     from vsb.scores.write import write_scores
 
+    refuse_frozen(
+        run_dir,
+        "scores/",
+        "work on a copy (cp -r RELEASE DIR, then vsb release freeze DIR to publish it)",
+    )
     inp = load_scoring_input(run_dir)
     shown = _shown_conditions(inp.conditions, condition, PRIMARY_CONDITION)
     report = score_input(inp, evaluators=evaluators, seed=seed, n_resamples=resamples)

@@ -158,8 +158,14 @@ def validate_judge(run_dir: Path, evaluator: str | None) -> None:
     """Validate every evaluator and signal against the sealed oracle of a simulator run
     (strict matching: same image, subject and label; root-cause view beside it); writes
     RUN_DIR/validation/."""
+    from vsb.release.manifest import refuse_frozen
     from vsb.validation.judge import validate_run, write_judge
 
+    refuse_frozen(
+        run_dir,
+        "validation/",
+        "work on a copy (cp -r RELEASE DIR, then vsb release freeze DIR to publish it)",
+    )
     names = None
     if evaluator is not None:
         names = [n.strip() for n in evaluator.split(",") if n.strip()]

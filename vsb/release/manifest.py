@@ -37,6 +37,20 @@ from vsb.fsio import (
 )
 
 MANIFEST_NAME = "MANIFEST.json"
+
+
+def refuse_frozen(directory: str | Path, writes: str, hint: str = "") -> None:
+    """``InputError`` when ``directory`` is a frozen release (it holds ``MANIFEST.json``):
+    writing ``writes`` into it would make ``vsb release verify`` fail."""
+    if (Path(directory) / MANIFEST_NAME).is_file():
+        more = f"; {hint}" if hint else ""
+        raise InputError(
+            f"a frozen release ({MANIFEST_NAME}): writing {writes} into it would make "
+            f"`vsb release verify` fail{more}",
+            file=directory,
+        )
+
+
 README_NAME = "README.md"
 SIGNATURE_NAME = "MANIFEST.json.sig"
 UNHASHED = (MANIFEST_NAME, README_NAME, SIGNATURE_NAME)

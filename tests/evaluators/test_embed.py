@@ -361,18 +361,39 @@ def _script() -> Any:
 def test_embed_release_script_on_a_release_build(
     world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A frozen release gets the signals, a fresh validation and a new freeze that verifies
+    (the script used to be refused by vsb evaluate's frozen-release guard)."""
     release = tmp_path / "build" / "release"
     shutil.copytree(world.run, release)
     (release / "evaluations" / "signals.jsonl").write_text("")
-    (release / "MANIFEST.json").write_text("{}")
+    assert main(["validate-judge", str(release)]) == 0
+    assert main(["release", "freeze", str(release), "--name", "v9"]) == 0
+    old = json.loads((release / "MANIFEST.json").read_text())["root_hash"]
     capsys.readouterr()
     status = _script().main([str(tmp_path / "build"), "--clip-model", str(world.clip),
                              "--dino-model", str(world.dino), "--cache",
                              str(world.root / "cache")])  # fmt: skip
     assert status == 0
     cap = capsys.readouterr()
-    assert "0 embedded" in cap.out and "vsb release freeze" in cap.err
+    assert "0 embedded" in cap.out and f"frozen again as v9: root hash {old} -> " in cap.err
     assert _embed(_signals(release)) == world.first
+    assert "clip" in (release / "validation" / "judge.json").read_text()
+    assert main(["release", "verify", str(release)]) == 0
+    assert json.loads((release / "MANIFEST.json").read_text())["root_hash"] != old
+
+
+def test_embed_release_script_leaves_a_release_as_it_was_when_evaluation_fails(
+    world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    release = tmp_path / "release"
+    shutil.copytree(world.run, release)
+    assert main(["release", "freeze", str(release), "--name", "v9"]) == 0
+    before = (release / "MANIFEST.json").read_bytes()
+    capsys.readouterr()
+    status = _script().main([str(release), "--clip-model", str(tmp_path / "no-such-model")])
+    assert status != 0
+    assert (release / "MANIFEST.json").read_bytes() == before
+    assert main(["release", "verify", str(release)]) == 0
 
 
 def test_the_site_judge_page_lists_the_signals(world: World, tmp_path: Path) -> None:

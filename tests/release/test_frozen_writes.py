@@ -45,3 +45,18 @@ def test_analysis_of_a_frozen_release_may_write_elsewhere(frozen: Path, tmp_path
     # release): the release is untouched
     assert main(["analysis", str(frozen), "--out", str(tmp_path / "out")]) == 1
     assert main(["release", "verify", str(frozen)]) == 0
+
+
+def test_compare_runs_into_a_frozen_release_is_refused(
+    frozen: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # vsb compare-runs RELEASE OTHER wrote RELEASE/sensitivity/ and broke verify
+    other = tmp_path / "other"
+    other.mkdir()
+    before = sorted(p.relative_to(frozen) for p in frozen.rglob("*"))
+    assert main(["compare-runs", str(frozen), str(other)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "frozen release" in err and "sensitivity/" in err
+    assert "--out" in err
+    assert sorted(p.relative_to(frozen) for p in frozen.rglob("*")) == before
+    assert main(["release", "verify", str(frozen)]) == 0

@@ -1,8 +1,8 @@
 """Writing and reading a human report directory (atomic writes; CSV beside the JSON).
 
 ``DIR/report.json`` is the ``HumanReport``; beside it ``ratings.csv`` (every likert item,
-long format), ``preferences.csv`` (every pairwise and control item), and one CSV per
-table of the report. Every CSV starts with a ``synthetic`` column, so no table made from
+long format), ``pairwise.csv`` (every pairwise and control item), and one CSV per
+table of the report (``preferences.csv`` is the per-pair preference table). Every CSV starts with a ``synthetic`` column, so no table made from
 synthetic ratings can be mistaken for human data.
 """
 

@@ -18,9 +18,10 @@ from vsb.adapters.base import GenerationRequest, GenerationResult
 from vsb.adapters.simulators import SIMULATORS, ProceduralSimulator
 from vsb.cli.main import main
 from vsb.errors import InputError
-from vsb.executors_ray import RayExecutor, _check_reachable, ray_resources
+from vsb.executors_ray import RayExecutor, ray_resources
 from vsb.generator.generate import generate_story, write_suite
 from vsb.ledger import Ledger
+from vsb.ray_session import check_reachable
 from vsb.runner import RunConfig, run
 
 ray = pytest.importorskip("ray", reason="needs the ray extra: pip install 'vsb[ray]'")
@@ -190,8 +191,8 @@ def test_an_unreachable_ray_address_is_one_line(tmp_path: Path) -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     with pytest.raises(InputError, match="no Ray head answers there"):
-        _check_reachable(f"127.0.0.1:{port}")
-    _check_reachable("auto")  # left to Ray
+        check_reachable(f"127.0.0.1:{port}")
+    check_reachable("auto")  # left to Ray
 
 
 def test_ray_address_needs_the_ray_executor(

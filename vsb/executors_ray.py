@@ -45,10 +45,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import logging
 import os
 import pickle
-import socket
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -61,21 +59,12 @@ from vsb.adapters.base import GenerationResult, ImageModelAdapter
 from vsb.errors import InputError, VsbError
 from vsb.executors import Task, TaskOutput
 from vsb.ledger import LedgerEntry
+from vsb.ray_session import connect, import_ray
 from vsb.runner import _run_scenes, _Shared, _write_image
 
-INSTALL_HINT = "pip install 'vsb[ray]'"
 DEFAULT_MAX_RETRIES = 3
 #: a (story index, model) pair: the unit the Ray executor ships
 Pair = tuple[int, str]
-
-
-def import_ray() -> Any:
-    """The ``ray`` module, or one ``InputError`` with the install hint."""
-    try:
-        import ray
-    except ImportError:
-        raise InputError(f"--executor ray needs Ray: {INSTALL_HINT}") from None
-    return ray
 
 
 def ray_resources(adapter: ImageModelAdapter) -> dict[str, float]:
@@ -313,25 +302,7 @@ class RayExecutor:
 
     def _connect(self, ray: Any) -> bool:
         """Join the cluster (or start a local one); True when this call started Ray."""
-        if ray.is_initialized():
-            return False
-        kw: dict[str, Any] = {"log_to_driver": False, "configure_logging": False}
-        if self.address is None:
-            kw.update(num_cpus=self.num_cpus, include_dashboard=False)
-        else:
-            _check_reachable(self.address)
-        logger = logging.getLogger("ray")
-        level = logger.level
-        logger.setLevel(logging.ERROR)  # Ray's start-up notices are not ours to print
-        try:
-            ray.init(address=self.address, **kw)
-        except (ConnectionError, ValueError, RuntimeError) as err:
-            where = self.address or "a local cluster"
-            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-            raise InputError(f"--executor ray: cannot join {where}: {first}") from None
-        finally:
-            logger.setLevel(level)
-        return True
+        return connect(ray, self.address, self.num_cpus)
 
     def _run(self, ray: Any, tasks: list[Pair], st: _Shared) -> Iterator[TaskOutput]:
         self.stats = {"cached": 0, "shipped": 0, "lost": 0}
@@ -411,22 +382,6 @@ class RayExecutor:
                     )
             st.ledger.record_many(rows)
             yield out
-
-
-def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
-    """A ``HOST:PORT`` address must accept a connection within ``timeout_s`` (Ray itself
-    retries for minutes); ``auto`` and ``ray://`` addresses are left to Ray."""
-    host, sep, port = address.rpartition(":")
-    if address == "auto" or "://" in address or not sep or not port.isdigit():
-        return
-    try:
-        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s):
-            pass
-    except OSError as err:
-        raise InputError(
-            f"--ray-address {address}: no Ray head answers there ({err.strerror or err}); "
-            "start one with `ray start --head` or pass the address it prints"
-        ) from None
 
 
 def _adapter_spec(adapter: ImageModelAdapter) -> bytes | None:

@@ -58,6 +58,8 @@ SIGNALS: dict[str, tuple[str, ...]] = {
 }
 ProgressFn = Callable[[int, int], None]
 Vectors = NDArray[np.float32]
+#: ``(weights, device, dir_ident) -> encoder`` (see ``run_embeddings``)
+EncoderLoader = Callable[[Weights, str, Callable[[Path], str]], Any]
 
 
 @dataclass(frozen=True)
@@ -327,9 +329,14 @@ def run_embeddings(
     names: Sequence[str],
     options: EmbedOptions,
     progress: ProgressFn | None = None,
+    load: EncoderLoader | None = None,
 ) -> tuple[list[dict[str, Any]], list[EmbedSummary]]:
     """Signal rows of the embedding evaluators ``names`` over ``sequences`` (``stories``: the
-    whole suite, the source of the CLIP negatives), and what each evaluator computed."""
+    whole suite, the source of the CLIP negatives), and what each evaluator computed.
+
+    ``load(weights, device, dir_ident)`` gives the encoder (default ``load_encoder``: the
+    model in this process; ``vsb.evaluators.evaluate_ray`` gives one on a Ray worker). The
+    cache stays here: only images and texts it lacks reach the encoder."""
     weights = check_embeddings(names, options)
     shas = _hash_images(sequences)
     total = len(set(shas.values())) * len(names)
@@ -345,7 +352,7 @@ def run_embeddings(
     summaries: list[EmbedSummary] = []
     with EmbeddingCache(options.cache_dir) as cache:
         for name in names:
-            encoder = load_encoder(weights[name], options.device, cache.dir_digest)
+            encoder = (load or load_encoder)(weights[name], options.device, cache.dir_digest)
             emb = _Embedder(encoder, cache, options.batch_size, advance)
             if name == "clip":
                 rows += _clip_rows(stories, sequences, shas, emb, options)

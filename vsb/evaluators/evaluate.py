@@ -182,27 +182,40 @@ def _tasks(run_dir: Path, records: list[dict[str, Any]], stories: dict[str, Stor
 _SHARED: tuple[dict[str, Story], tuple[str, ...]] | None = None
 
 
-def _frame(task: _Task, scene: int, path: str | None) -> Frame:
+def _frame(task: _Task, scene: int, path: str | None, data: bytes | None = None) -> Frame:
+    """The frame of ``scene``: its image read from ``path`` (or given as ``data``: the bytes
+    of that file, as Ray workers get them; ``path`` then only names it)."""
     if path is None:
         return Frame(task.model, task.condition, task.story_id, scene, None)
-    d = decode_render(path)
+    try:
+        d = decode_render(path if data is None else data)
+    except InputError as err:
+        raise InputError(err.message, file=path, location=err.location) from None
     return Frame(
         task.model, task.condition, task.story_id, scene, d.indices if d.is_render else None,
         path=path, is_render=d.is_render, reason=d.reason, counts=d.counts,
     )  # fmt: skip
 
 
-def _run_task(task: _Task) -> _Local:
-    assert _SHARED is not None
-    stories, names = _SHARED
-    story = stories[task.story_id]
-    frames = [_frame(task, k, p) for k, p in task.images]
+def evaluate_task(
+    story: Story, names: Sequence[str], task: _Task, data: Sequence[bytes | None] | None = None
+) -> _Local:
+    """Run the per-story evaluators ``names`` over one (model, condition, story) sequence;
+    ``data``: the images' bytes, in ``task.images`` order (None: read them from disk)."""
+    blobs = data if data is not None else [None] * len(task.images)
+    frames = [_frame(task, k, p, b) for (k, p), b in zip(task.images, blobs, strict=True)]
     res = _Local(not_renders=[(f.model, f.reason) for f in frames if f.path and not f.is_render])
     for name in names:
         part = get_evaluator(name).evaluate_story(story, frames)
         res.out.requirements += part.requirements
         res.out.signals += part.signals
     return res
+
+
+def _run_task(task: _Task) -> _Local:
+    assert _SHARED is not None
+    stories, names = _SHARED
+    return evaluate_task(stories[task.story_id], names, task)
 
 
 def _jsonl(rows: Sequence[dict[str, Any]]) -> str:

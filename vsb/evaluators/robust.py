@@ -68,6 +68,8 @@ CHROMA_BLEED = 0.7
 FALLBACK = 3 * MIX_RESIDUAL
 #: Whether a thin detail inside an object colour must be one of the objects' detail colours.
 DETAILS_IN_OBJECTS = True
+#: Chebyshev radius of the neighbourhood an unconfident pixel is explained from.
+RADIUS = 4
 #: Pixels processed at once in the per-pixel steps (bounds the memory of the palette tables).
 _CHUNK = 8192
 
@@ -190,9 +192,11 @@ def _resolve(
     c: Floats, out: Plane, own: Plane, dist: Floats, ey: NDArray[np.intp], ex: NDArray[np.intp]
 ) -> Plane:
     """Labels of the unconfident pixels ``(ey, ex)`` from the confident labels in ``out``."""
-    pad = np.pad(out, 2, mode="edge")
-    offsets = [(dy, dx) for dy in range(-2, 3) for dx in range(-2, 3) if dy or dx]
-    nb = np.stack([pad[ey + 2 + dy, ex + 2 + dx] for dy, dx in offsets], 1)  # (n,24)
+    rad = RADIUS
+    pad = np.pad(out, rad, mode="edge")
+    span = range(-rad, rad + 1)
+    offsets = [(dy, dx) for dy in span for dx in span if dy or dx]
+    nb = np.stack([pad[ey + rad + dy, ex + rad + dx] for dy, dx in offsets], 1)
     ce = c[ey, ex]
     cols = _PAL256[nb]
     diff = cols - ce[:, None]

@@ -2,8 +2,9 @@
 
 ``DIR/report.json`` is the ``HumanReport``; beside it ``ratings.csv`` (every likert item,
 long format), ``pairwise.csv`` (every pairwise and control item), and one CSV per
-table of the report (``preferences.csv`` is the per-pair preference table). Every CSV starts with a ``synthetic`` column, so no table made from
-synthetic ratings can be mistaken for human data.
+table of the report (``preferences.csv`` is the per-pair preference table). Every CSV
+starts with a ``synthetic`` column, so no table made from synthetic ratings can be mistaken
+for human data.
 """
 
 from __future__ import annotations

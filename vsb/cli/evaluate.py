@@ -118,6 +118,19 @@ def _usd(x: float | None) -> str:
     type=click.IntRange(min=1),
     help="Worker processes for the local evaluators (rules, pairwise), as in vsb run.",
 )
+@click.option(
+    "--executor",
+    default="local",
+    show_default=True,
+    type=click.Choice(["local", "ray"]),
+    help="Where the rules/pairwise tasks and the clip/dino models run: local processes, or "
+    "a Ray cluster (pip install 'vsb[ray]'; the models on GPU workers with --device cuda).",
+)
+@click.option(
+    "--ray-address",
+    default=None,
+    help="--executor ray: the cluster (auto, HOST:PORT, ray://HOST:PORT); none starts a local one.",
+)
 def evaluate(
     run_dir: Path,
     evaluators: str | None,
@@ -135,6 +148,8 @@ def evaluate(
     device: str,
     batch_size: int,
     workers: int,
+    executor: str,
+    ray_address: str | None,
 ) -> None:
     """Judge RUN_DIR's images: the extractor + rule checker and pairwise signals on renders,
     and the VLM judge on any image (one call per scene, cached, priced, in the ledger);
@@ -235,6 +250,8 @@ def evaluate(
             judge_progress=judge_progress,
             embed_options=embed_options,
             embed_progress=embed_progress,
+            executor=executor,
+            ray_address=ray_address,
         )
     for line in result.warnings:
         click.echo(f"warning: {line}", err=True)

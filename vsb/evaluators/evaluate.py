@@ -316,7 +316,11 @@ def plan_judge(
 
 
 def _run_local(
-    sel: _Selection, names: tuple[str, ...], workers: int, progress: ProgressFn | None
+    sel: _Selection,
+    names: tuple[str, ...],
+    workers: int,
+    progress: ProgressFn | None,
+    ray: Any = None,
 ) -> _Local:
     global _SHARED
     total = sum(len(t.images) for t in sel.tasks)
@@ -334,7 +338,11 @@ def _run_local(
             progress(done, total)
 
     try:
-        if workers > 1 and len(sel.tasks) > 1:
+        if ray is not None:
+            from vsb.evaluators.evaluate_ray import run_tasks
+
+            run_tasks(ray, sel.stories, sel.tasks, names, evaluate_task, add)
+        elif workers > 1 and len(sel.tasks) > 1:
             ctx = multiprocessing.get_context("fork")
             with ctx.Pool(workers) as pool:
                 for task, res in zip(sel.tasks, pool.imap(_run_task, sel.tasks), strict=True):
@@ -472,9 +480,44 @@ def evaluate_run(
     ledger_path: str | Path | None = None,
     embed_options: EmbedOptions | None = None,
     embed_progress: ProgressFn | None = None,
+    executor: str = "local",
+    ray_address: str | None = None,
 ) -> EvaluationResult:
     """Evaluate the images of a run directory and write ``RUN/evaluations/``; judge calls
-    are recorded in ``ledger_path`` (default ``RUN/ledger.sqlite``)."""
+    are recorded in ``ledger_path`` (default ``RUN/ledger.sqlite``). ``executor="ray"``
+    runs the per-story and embedding evaluators on a Ray cluster
+    (``vsb.evaluators.evaluate_ray``; same rows)."""
+    if executor not in ("local", "ray"):
+        raise InputError(f"unknown executor {executor!r}; executors: local, ray")
+    if ray_address is not None and executor != "ray":
+        raise InputError("--ray-address needs --executor ray")
+    if executor == "ray":
+        from vsb.ray_session import ray_session
+
+        with ray_session(ray_address) as ray:
+            return _evaluate_run(run_dir, progress, workers, evaluators, models, conditions,
+                                 judge, judge_options, judge_progress, ledger_path,
+                                 embed_options, embed_progress, ray)  # fmt: skip
+    return _evaluate_run(run_dir, progress, workers, evaluators, models, conditions, judge,
+                         judge_options, judge_progress, ledger_path, embed_options,
+                         embed_progress, None)  # fmt: skip
+
+
+def _evaluate_run(
+    run_dir: str | Path,
+    progress: ProgressFn | None,
+    workers: int,
+    evaluators: Sequence[str] | None,
+    models: Sequence[str] | None,
+    conditions: Sequence[str] | None,
+    judge: VlmTransport | None,
+    judge_options: JudgeOptions | None,
+    judge_progress: ProgressFn | None,
+    ledger_path: str | Path | None,
+    embed_options: EmbedOptions | None,
+    embed_progress: ProgressFn | None,
+    ray: Any,
+) -> EvaluationResult:
     names = resolve_evaluators(evaluators, judge)
     sel = _prepare(run_dir, models, conditions)
     # Embedding evaluators (clip, dino) run in their own phase below, never in the fork pool.
@@ -485,7 +528,7 @@ def evaluate_run(
     local_names = tuple(n for n in names if n not in JUDGES and n not in EMBED_EVALUATORS)
     local = _Local()
     if local_names:
-        local = _run_local(sel, local_names, workers, progress)
+        local = _run_local(sel, local_names, workers, progress, ray)
     req_rows, sig_rows = local.out.requirements, local.out.signals
     summary: JudgeSummary | None = None
     transcript: list[dict[str, Any]] = []
@@ -506,8 +549,13 @@ def evaluate_run(
         )
     embed_summary: list[EmbedSummary] = []
     if embed_names:
+        load = None
+        if ray is not None:
+            from vsb.evaluators.evaluate_ray import remote_loader
+
+            load = remote_loader(ray)
         esig, embed_summary = run_embeddings(
-            sel.stories, sel.tasks, embed_names, eopts, embed_progress
+            sel.stories, sel.tasks, embed_names, eopts, embed_progress, load
         )
         sig_rows = sig_rows + esig
     # Issue #11: an image that failed to generate fails every requirement of its scene,

@@ -1,0 +1,85 @@
+"""``vsb evaluate --executor ray`` on a local two-CPU Ray cluster: the same rows, byte for
+byte, as the local executor — rules and pairwise as Ray tasks, the CLIP and DINOv2 models
+in Ray actors (tiny random-weight models built in the test; no download)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from embed_helpers import save_tiny_clip, save_tiny_dino
+
+from vsb.cli.main import main
+from vsb.generator.generate import write_suite
+from vsb.story.models import Story
+
+ray = pytest.importorskip("ray", reason="needs the ray extra: pip install 'vsb[ray]'")
+pytest.importorskip("transformers", reason="needs the embed extra: pip install 'vsb[embed]'")
+
+OUT = ("requirements.jsonl", "signals.jsonl", "requirements.csv", "signals.csv")
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory, default_suite: list[Story]) -> Path:
+    root = tmp_path_factory.mktemp("eval-ray")
+    stories = [s for s in default_suite if s.difficulty != "hard"][::6][:3]
+    write_suite(stories, root / "suite")
+    argv = ["run", "--suite", str(root / "suite"), "--model",
+            "procedural-drift-mid,procedural-amnesiac", "--condition", "independent,previous_image",
+            "--out", str(root / "run"), "--cache", str(root / "g")]  # fmt: skip
+    assert main(argv) == 0
+    save_tiny_clip(root / "clip", [sc.text for s in stories for sc in s.scenes])
+    save_tiny_dino(root / "dino")
+    return root
+
+
+def _evaluate(root: Path, run: Path, *extra: str) -> dict[str, bytes]:
+    argv = ["evaluate", str(run), "--evaluator", "rules,pairwise,clip,dino", "--clip-model",
+            str(root / "clip"), "--dino-model", str(root / "dino"), "--cache",
+            str(run.parent / f"{run.name}-cache"), "--batch-size", "4", *extra]  # fmt: skip
+    assert main(argv) == 0
+    return {name: (run / "evaluations" / name).read_bytes() for name in OUT}
+
+
+def test_ray_evaluation_equals_the_local_one(cluster: None, world: Path, tmp_path: Path) -> None:
+    local, remote = tmp_path / "local", tmp_path / "ray"
+    shutil.copytree(world / "run", local)
+    shutil.copytree(world / "run", remote)
+    want = _evaluate(world, local)
+    got = _evaluate(world, remote, "--executor", "ray")
+    assert b'"evaluator": "rules"' in want["requirements.jsonl"]
+    assert b'"evaluator": "clip"' in want["signals.jsonl"]
+    assert got == want
+
+
+def test_an_undecodable_image_is_one_line_from_a_ray_worker(
+    cluster: None, world: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(world / "run", run)
+    broken = sorted((run / "images").rglob("*.png"))[3]
+    broken.write_bytes(b"\x89PNG\r\n\x1a\n broken")
+    capsys.readouterr()
+    argv = ["evaluate", str(run), "--evaluator", "rules", "--executor", "ray"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert broken.name in err and "decode" in err
+
+
+def test_ray_address_needs_the_ray_executor(
+    world: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["evaluate", str(world / "run"), "--ray-address", "auto"]) == 1
+    assert "--ray-address needs --executor ray" in capsys.readouterr().err

@@ -23,6 +23,7 @@ import json
 import multiprocessing
 from collections import Counter
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -491,20 +492,23 @@ def evaluate_run(
         raise InputError(f"unknown executor {executor!r}; executors: local, ray")
     if ray_address is not None and executor != "ray":
         raise InputError("--ray-address needs --executor ray")
-    if executor == "ray":
-        from vsb.ray_session import ray_session
+    with ExitStack() as stack:
+        ray = None
+        if executor == "ray":
+            from vsb.ray_session import ray_session
 
-        with ray_session(ray_address) as ray:
-            return _evaluate_run(run_dir, progress, workers, evaluators, models, conditions,
-                                 judge, judge_options, judge_progress, ledger_path,
-                                 embed_options, embed_progress, ray)  # fmt: skip
-    return _evaluate_run(run_dir, progress, workers, evaluators, models, conditions, judge,
-                         judge_options, judge_progress, ledger_path, embed_options,
-                         embed_progress, None)  # fmt: skip
+            ray = stack.enter_context(ray_session(ray_address))
+        return _evaluate_run(
+            run_dir, progress=progress, workers=workers, evaluators=evaluators, models=models,
+            conditions=conditions, judge=judge, judge_options=judge_options,
+            judge_progress=judge_progress, ledger_path=ledger_path,
+            embed_options=embed_options, embed_progress=embed_progress, ray=ray,
+        )  # fmt: skip
 
 
 def _evaluate_run(
     run_dir: str | Path,
+    *,
     progress: ProgressFn | None,
     workers: int,
     evaluators: Sequence[str] | None,

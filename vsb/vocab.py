@@ -157,7 +157,7 @@ LOCATIONS: dict[str, Location] = {
         Location("street", False, (120, 120, 125)),
         Location("garden", False, (130, 190, 90)),
         Location("kitchen", True, (200, 180, 150)),
-        Location("library", True, (140, 95, 60)),
+        Location("library", True, (158, 93, 68)),
         Location("classroom", True, (180, 170, 200)),
         Location("studio", True, (215, 215, 205)),
     )

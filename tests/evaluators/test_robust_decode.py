@@ -11,9 +11,11 @@ import io
 import numpy as np
 import pytest
 from lossy import TRANSFORMS, photo_like, solid, to_rgb, uniform_noise
+from numpy.typing import NDArray
 from PIL import Image
 
 from vsb import vocab
+from vsb.evaluators import robust, style
 from vsb.evaluators.decode import (
     MIN_COLOURS,
     RENDER_SHARE,
@@ -25,18 +27,14 @@ from vsb.evaluators.decode import (
 from vsb.evaluators.detected import EntityVocabulary
 from vsb.evaluators.extractor import extract
 from vsb.evaluators.rules import check_scene
-from vsb.render import render_indices, render_png
+from vsb.render import NAMES, PALETTE, render_indices, render_png
 from vsb.story.models import Story
 
 #: Stories (by position in the default suite) and the jitter seed base of these tests.
 STORIES = (0, 17, 35)
 SEED = 4243
-#: Pass rate each copy must reach. The issue's target is 0.99 for all four; JPEG q90 with
-#: 4:2:0 chroma subsampling does not reach it yet (about 0.92 measured by
-#: benchmarks/bench_robust.py: two- and three-pixel object details lose their colour), so
-#: its floor here guards the measured level, not the target.
-FLOOR = {"jpeg_q90": 0.85, "upscale_2x_nearest": 0.99, "downscale_384": 0.99,
-         "noise_sigma_2": 0.99}  # fmt: skip
+#: Pass rate each copy must reach (the issue's target, on each transform).
+FLOOR = 0.99
 
 
 def _pass_rate(stories: list[Story], name: str) -> tuple[float, int, list[str]]:
@@ -62,7 +60,7 @@ def _pass_rate(stories: list[Story], name: str) -> tuple[float, int, list[str]]:
 def test_lossy_copies_of_true_renders_pass(default_suite: list[Story], name: str) -> None:
     rate, total, failures = _pass_rate([default_suite[i] for i in STORIES], name)
     assert total > 100
-    assert rate >= FLOOR[name], failures
+    assert rate >= FLOOR, failures
 
 
 def test_exact_renders_take_the_fast_path_unchanged() -> None:
@@ -126,3 +124,40 @@ def test_photographs_score_far_below_the_threshold() -> None:
     shares = [decode_render(photo_like(k, s)).palette_share
               for k in ("gradient", "perlin", "blurred") for s in range(3)]  # fmt: skip
     assert max(shares) < RENDER_SHARE / 2, shares
+
+
+def test_palette_colours_lie_far_apart_in_the_decoders_colour_space() -> None:
+    """Regression (issue 10 item 12): the renderer once had colours 3–10 apart (box outline and
+    interior, skin tone-1 and the wall), closer than a JPEG error, so a closed box read as open
+    and a face merged with the wall."""
+    assert list(PALETTE) == style.PALETTE and list(NAMES) == style.NAMES
+    pal = robust.to_space(np.array(PALETTE, dtype=np.float32)).astype(np.float64)
+    d = np.sqrt(((pal[:, None] - pal[None]) ** 2).sum(-1))
+    np.fill_diagonal(d, np.inf)
+    i, j = np.unravel_index(int(d.argmin()), d.shape)
+    assert d[i, j] >= robust.MIN_SEPARATION, (NAMES[i], NAMES[j], float(d[i, j]))
+
+
+def _flat_with_line(detail: tuple[int, int, int], size: int) -> NDArray[np.uint8]:
+    """Teal 64×64 with a two-pixel box-outline line and ``size`` pixels of ``detail``
+    (one pixel, or a 2×2 block) just off its end, as JPEG ringing leaves them."""
+    teal = vocab.OBJECT_COLORS["teal"]
+    img = np.empty((64, 64, 3), dtype=np.uint8)
+    img[:] = teal
+    img[10:40, 30:32] = style.PALETTE[style.INDEX["fx:box_outline"]]
+    img[40 : 40 + (size > 1) + 1, 30 : 30 + (size > 1) + 1] = detail
+    if size == 1:
+        img[40, 31] = teal
+    return img
+
+
+def test_a_lone_pixel_of_a_detail_colour_is_no_evidence_of_it() -> None:
+    """Regression (issue 10 item 12): one stray pixel of the box interior's colour at the end
+    of a closed box's outline made the extractor read the box as open."""
+    interior = style.INDEX["fx:box_interior"]
+    rgb = style.PALETTE[interior]
+    lone = robust.label_rgb(_flat_with_line(rgb, 1)).indices
+    assert not (lone == interior).any()
+    assert lone[40, 30] in (style.INDEX["fx:box_outline"], style.INDEX["obj:teal"])
+    block = robust.label_rgb(_flat_with_line(rgb, 4)).indices  # a 2×2 detail is kept
+    assert int((block == interior).sum()) == 4

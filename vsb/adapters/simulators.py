@@ -47,7 +47,7 @@ from vsb.fsio import canonical_json
 from vsb.story.models import Story
 
 #: Bump when the simulation or its rendering changes: it is part of every cache key.
-SIMULATOR_VERSION = "2"
+SIMULATOR_VERSION = "3"
 
 SIMULATORS: dict[str, SimulatorParams] = {
     "procedural-oracle": SimulatorParams(p_memory=0.0, p_adherence=0.0),

@@ -9,11 +9,13 @@ luma sharp and blurs chroma. Steps:
 2. every pixel is snapped to its nearest palette colour; pixels within ``TOLERANCE`` of it in
    a flat neighbourhood are *confident*;
 3. every other pixel (edges, thin details, colours off the palette) is explained from the
-   confident labels of its 5×5 neighbourhood: as one of them, or a mix of two of them (a
+   confident labels of its neighbourhood (``RADIUS``): as one of them, or a mix of two of them (a
    resampled or JPEG-blurred edge), which gives it the majority label; failing that as a thin
    detail — a palette colour mixed with the background (a one-pixel rain line after a
    downscale); failing that it keeps its own nearest colour if within the tolerance, else it
-   becomes ``UNKNOWN``.
+   becomes ``UNKNOWN``;
+4. an unconfident island of one or two pixels whose label no other neighbour shares (a JPEG
+   edge ringing into a detail colour) takes the neighbouring label nearest to its colour.
 
 A mixed edge pixel therefore never takes a third colour that happens to lie between its two
 sides (a red top against the sky never leaves an object-red outline). ``palette_share`` — the
@@ -48,6 +50,10 @@ _SCALE = np.array([LUMA_WEIGHT, 1.0, 1.0], dtype=np.float32)
 
 #: A neighbour takes part in the edge-preserving mean when this close (colour distance).
 SIGMA_RANGE = 12.0
+#: The renderer keeps every two palette colours at least this far apart in this space
+#: (tests/evaluators/test_robust_decode.py checks it), about three times a JPEG q90 error on
+#: a flat region, so the nearest colour of a flat pixel is its own.
+MIN_SEPARATION = 16.0
 #: A pixel this close to a palette colour is on the palette.
 TOLERANCE = 10.0
 #: A pixel this close to a palette colour keeps it even where no neighbour explains it.
@@ -70,6 +76,10 @@ FALLBACK = 3 * MIX_RESIDUAL
 DETAILS_IN_OBJECTS = True
 #: Chebyshev radius of the neighbourhood an unconfident pixel is explained from.
 RADIUS = 4
+#: Unconfident labels covering at most this many connected pixels are no evidence of their
+#: colour (one or two pixels of a detail colour where a JPEG edge rings): they take the
+#: neighbouring label nearest to their colour.
+ISLAND = 2
 #: Pixels processed at once in the per-pixel steps (bounds the memory of the palette tables).
 _CHUNK = 8192
 
@@ -243,4 +253,34 @@ def label_rgb(rgb: NDArray[Any], min_share: float = 0.0) -> Labels:
     for k in range(0, len(ey), _CHUNK):
         sl = slice(k, k + _CHUNK)
         out[ey[sl], ex[sl]] = _resolve(c, base, own, dist, ey[sl], ex[sl])
+    _merge_islands(c, out, ~confident)
     return Labels(indices=out, palette_share=share)
+
+
+def _merge_islands(c: Floats, out: Plane, loose: NDArray[np.bool_]) -> None:
+    """Relabel, in place, unconfident islands of one or two pixels (8-connected) that share
+    their label with no other neighbour: each takes the label among its other neighbours
+    whose colour is nearest to its own (it stays when every neighbour is ``UNKNOWN``)."""
+    same = np.zeros(out.shape, dtype=np.int8)
+    for s in _shifted(out, 1):
+        same += s == out
+    paired = np.zeros(out.shape, dtype=bool)
+    for s, t in zip(_shifted(out, 1), _shifted(same, 1), strict=True):
+        paired |= (s == out) & (t == 1)
+    island = loose & (out != UNKNOWN) & ((same == 0) | ((same == 1) & paired))
+    if ISLAND < 2:
+        island &= same == 0
+    ey, ex = np.nonzero(island)
+    if not ey.size:
+        return
+    pad = np.pad(out, 1, mode="edge")
+    nb = np.stack(
+        [pad[ey + 1 + dy, ex + 1 + dx] for dy in (-1, 0, 1) for dx in (-1, 0, 1) if dy or dx], 1
+    )
+    own = out[ey, ex]
+    diff = _PAL256[nb] - c[ey, ex][:, None]
+    d = _dot(diff, diff)
+    d[(nb == UNKNOWN) | (nb == own[:, None])] = np.inf
+    j = d.argmin(1)
+    rows = np.arange(len(ey))
+    out[ey, ex] = np.where(np.isfinite(d[rows, j]), nb[rows, j], own)

@@ -155,3 +155,28 @@ def test_a_simulated_run_is_evaluated(tmp_path: Path, default_suite: list[Story]
     failed = {(r["story_id"], r["scene"]) for r in amnesiac if not r["passed"]}
     visual = {(f["story_id"], f["scene"]) for f in faults if f["visual"]}
     assert visual and visual <= failed
+
+
+def test_manifest_counts_the_images_of_every_evaluation(
+    tmp_path: Path, default_suite: list[Story]
+) -> None:
+    """Regression: after evaluating one model, then another, the manifest's ``images`` said
+    only the second model's count while its ``requirements`` counted both."""
+    stories = [s for s in default_suite if s.difficulty == "easy"][:2]
+    run = make_run(tmp_path / "run", stories, model="a")
+    records = [json.loads(x) for x in (run / "records.jsonl").read_text().splitlines()]
+    for r in list(records):
+        rel = r["path"].replace("images/a/", "images/b/")
+        (run / rel).parent.mkdir(parents=True, exist_ok=True)
+        (run / rel).write_bytes((run / r["path"]).read_bytes())
+        records.append({**r, "model": "b", "key": rel, "path": rel})
+    (run / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    manifest = json.loads((run / "manifest.json").read_text())
+    (run / "manifest.json").write_text(json.dumps({**manifest, "models": ["a", "b"]}))
+    n_img = sum(len(s.scenes) for s in stories)
+    evaluate_run(run, models=["a"])
+    evaluate_run(run, models=["b"])
+    m = json.loads((run / "evaluations" / "manifest.json").read_text())
+    assert m["last"]["models"] == ["b"] and m["last"]["images"] == n_img
+    assert m["images"] == 2 * n_img
+    assert m["requirements"] == 2 * sum(len(sc.requirements) for s in stories for sc in s.scenes)

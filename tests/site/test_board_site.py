@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 from vsb.cli.main import cli
+from vsb.evaluators.evaluate import REQUIREMENT_COLUMNS
 from vsb.scores.models import ScoresReport
 from vsb.site.board import GAIN_A, GAIN_B, memory_gain, ties, win_matrix
 
@@ -162,6 +163,8 @@ def test_per_requirement_results_as_csv_and_parquet(synth_site: Path, synth_rele
     b = pd.read_parquet(synth_site / "data" / "requirements.parquet")
     assert len(a) == len(b) == n
     assert list(a.columns[:5]) == ["model", "condition", "story_id", "scene", "req_id"]
+    # the order of the release's evaluations/requirements.csv (was: verdict moved after passed)
+    assert list(a.columns) == [c for c in REQUIREMENT_COLUMNS if c in a.columns]
     assert list(a.columns) == list(b.columns)
     assert a.passed.sum() == b.passed.sum()
     assert (synth_site / "data" / "scores" / "scores.json").is_file()
@@ -303,3 +306,16 @@ def test_model_cards_of_unregistered_and_family_models(synth_release: Path) -> N
     alpha = model_card(data, "alpha")
     assert alpha.info is None and alpha.about == "not registered in this vsb"
     assert alpha.images == 32 and alpha.recorded_cost is None and alpha.unknown_costs == 32
+
+
+def test_site_csv_keeps_the_column_order_of_the_releases_csv(tmp_path: Path) -> None:
+    """Regression: the site's data/requirements.csv put verdict after passed, while the
+    release's evaluations/requirements.csv (and docs/CONTRACTS.md) put it after evaluator."""
+    from vsb.site.downloads import write_requirements
+
+    row = {c: f"x-{c}" for c in reversed(REQUIREMENT_COLUMNS)} | {"passed": True, "scene": 1}
+    src = tmp_path / "requirements.jsonl"
+    src.write_text(json.dumps(row) + "\n")
+    write_requirements(src, tmp_path / "site")
+    with open(tmp_path / "site" / "data" / "requirements.csv", newline="") as fh:
+        assert next(csv.reader(fh)) == list(REQUIREMENT_COLUMNS)

@@ -206,6 +206,28 @@ def test_listing_must_match_the_files(work: Path, capsys: pytest.CaptureFixture[
     )
 
 
+def test_a_story_changed_after_indexing_is_refused(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """suite.json's SHA-256 of each file was written and never checked: a story edited after
+    indexing (still a valid story) ran with the index's stale counts. Re-indexing fixes it."""
+    suite = work / "suite"
+    path = suite / "wardrobe-easy.json"
+    doc = json.loads(path.read_text())
+    doc["scenes"][0]["text"] += " A quiet moment."
+    path.write_text(json.dumps(doc, indent=2))
+    entries = json.loads((suite / "suite.json").read_text())["stories"]
+    i = [e["file"] for e in entries].index("wardrobe-easy.json")
+    _assert_refused(
+        work,
+        capsys,
+        f"{suite / 'suite.json'}: /stories/{i}/sha256: wardrobe-easy.json changed since the index",
+        f"vsb suite index {suite}",
+    )
+    assert _cli(["suite", "index", str(suite)], capsys)[0] == 0
+    assert _cli(["suite", "validate", str(suite)], capsys) == (0, [])
+
+
 # --- item 4: duplicate story ids ------------------------------------------------------
 
 

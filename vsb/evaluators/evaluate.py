@@ -37,6 +37,7 @@ from vsb.evaluators.embed import (
     check_embeddings,
     run_embeddings,
 )
+from vsb.evaluators.failed import LABEL as FAILED_LABEL
 from vsb.evaluators.failed import replace_failed
 from vsb.evaluators.registry import (
     DEFAULT_EVALUATORS,
@@ -221,6 +222,18 @@ def _run_task(task: _Task) -> _Local:
 
 def _jsonl(rows: Sequence[dict[str, Any]]) -> str:
     return "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows)
+
+
+def _images(*tables: Sequence[dict[str, Any]]) -> int:
+    """Distinct images (model, condition, story, scene) that rows evaluated, across every
+    evaluation of the run (rows of images that failed to generate left out)."""
+    seen = {
+        (r["model"], r["condition"], r["story_id"], r["scene"])
+        for rows in tables
+        for r in rows
+        if r.get("failure") != FAILED_LABEL
+    }
+    return len(seen)
 
 
 def _csv(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
@@ -607,8 +620,9 @@ def _evaluate_run(
                 "conditions": sorted({c for _, c in sel.cells}),
                 "judge_model": summary.judge_model if summary else None,
                 "warnings": warnings,
+                "images": result.images,
             },
-            "images": result.images,
+            "images": _images(all_req, all_sig),
             "requirements": len(all_req),
             "passed": sum(bool(r["passed"]) for r in all_req),
             "signals": len(all_sig),

@@ -14,7 +14,6 @@ import io
 import json
 import math
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,14 +98,16 @@ REQUIREMENT_FILES = ("data/requirements.csv", "data/requirements.parquet")
 
 def write_requirements(requirements_jsonl: Path, out: Path) -> tuple[str, ...]:
     """Every evaluated (image, requirement) of the release as CSV and Parquet (pandas +
-    pyarrow), columns in the data contract's order; returns the site paths."""
+    pyarrow), columns in the order of the release's evaluations/requirements.csv (the data
+    contract's); returns the site paths."""
     import pandas as pd
 
+    from vsb.evaluators.evaluate import REQUIREMENT_COLUMNS
     from vsb.fsio import iter_jsonl
 
     rows = [obj for _, obj in iter_jsonl(requirements_jsonl)]
     df = pd.DataFrame.from_records(rows)
-    order = [c for c in _CONTRACT if c in df.columns]
+    order = [c for c in REQUIREMENT_COLUMNS if c in df.columns]
     df = df[order + sorted(set(df.columns) - set(order))]
     for col in df.columns:
         if df[col].dtype == object:
@@ -115,14 +116,6 @@ def write_requirements(requirements_jsonl: Path, out: Path) -> tuple[str, ...]:
     df.to_csv(out / REQUIREMENT_FILES[0], index=False, lineterminator="\n")
     df.to_parquet(out / REQUIREMENT_FILES[1], index=False, engine="pyarrow")
     return REQUIREMENT_FILES
-
-
-#: Column order of requirements.jsonl (docs/CONTRACTS.md).
-_CONTRACT: Sequence[str] = (
-    "model", "condition", "story_id", "scene", "req_id", "dimension", "taxonomy", "source",
-    "subject", "attribute", "expected", "observed", "passed", "verdict", "failure",
-    "evaluator", "judge_model",
-)  # fmt: skip
 
 
 def _cell(v: Any) -> Any:

@@ -24,7 +24,7 @@ from jsonschema.exceptions import ValidationError
 from pydantic import ValidationError as PydanticError
 
 from vsb.errors import InputError, StoryValidationError, TransitionError
-from vsb.fsio import load_json, read_limited
+from vsb.fsio import load_json, read_limited, sha256_file
 from vsb.state import replay
 from vsb.story.invariants import story_problems
 from vsb.story.models import EVENT_TYPES, Story, SuiteIndex
@@ -296,6 +296,16 @@ def suite_problems(root: str | Path, stories: Sequence[tuple[Path, Story]]) -> I
                 file=index_file,
                 location=f"/stories/{i}/id",
             )
+        elif held is not None:
+            digest = sha256_file(root / entry.file)
+            if digest != entry.sha256:
+                yield InputError(
+                    f"{entry.file} changed since the index was written (its SHA-256 is "
+                    f"{digest[:12]}…, the index says {entry.sha256[:12]}…); "
+                    f"re-index with `vsb suite index {root}`",
+                    file=index_file,
+                    location=f"/stories/{i}/sha256",
+                )
     for p, _ in stories:
         if p.parent == root and p.name not in listed and p not in duplicates:
             yield InputError(f"story file not listed in {index_file}", file=p)

@@ -125,3 +125,26 @@ def test_indoor_window_shows_the_sky_and_weather() -> None:
     assert (window == NAMES.index("sky:evening")).sum() > 1000
     assert (window == NAMES.index("fx:rain")).sum() > 20
     assert (img == NAMES.index("ground:kitchen")).sum() > 10000
+
+
+def test_state_marks_are_large_enough_to_survive_a_jpeg() -> None:
+    """Regression (issue 10 item 12): a broken vase's fragments were 1 px apart and merged
+    in a JPEG copy (read as intact); a wilted centre was 2×2 and vanished; a closed box's
+    outline ran into its bottom corner, where the JPEG rang into the open box's colour."""
+    from scipy import ndimage
+
+    from vsb.render.objects import sprite
+    from vsb.render.palette import INDEX
+
+    plane, mask = sprite("vase", "broken", "purple")
+    body = mask & (plane == INDEX["obj:purple"])
+    cols = np.flatnonzero(body.any(axis=0))
+    gaps = np.diff(cols) - 1
+    assert len(gaps[gaps > 0]) == 2 and gaps[gaps > 0].min() >= 3
+    assert ndimage.label(body, structure=np.ones((3, 3)))[1] == 3
+    plane, _ = sprite("flower", "wilted", "red")
+    assert int((plane == INDEX["fx:wilted_centre"]).sum()) >= 9
+    plane, mask = sprite("box", "closed", "teal")
+    rows = np.flatnonzero((plane == INDEX["fx:box_outline"]).any(axis=1))
+    bottom = int(np.flatnonzero((mask & (plane == INDEX["obj:teal"])).any(axis=1))[-1])
+    assert rows[-1] <= bottom - 2

@@ -111,18 +111,18 @@ def _vase(state: str) -> Cells:
         _disc(a, 22, 29, 14, 14, OBJ)
         rect(a, 17, 27, 6, 17, OBJ)
         rect(a, 14, 30, 3, 7, OBJ)
-        rect(a, 13, 16, 24, 32, shine)
+        rect(a, 12, 16, 24, 32, shine)
         if state == "cracked":
             c = fx("crack")
             for i, (x, y) in enumerate(((24, 8), (25, 11), (23, 14), (22, 17), (24, 20))):
                 rect(a, x, x + 2, y, y + 3 + (i % 2), c)
             rect(a, 26, 28, 22, 25, c)
-    else:  # broken: three fragments on the ground
-        _disc(a, 8, 36, 7, 6, OBJ)
-        rect(a, 16, 28, 34, 42, OBJ)
-        _disc(a, 36, 34, 7, 8, OBJ)
-        rect(a, 5, 8, 34, 37, shine)
-        rect(a, 18, 22, 36, 39, shine)
+    else:  # broken: three fragments on the ground, 3-4 px apart (a JPEG keeps the gaps)
+        _disc(a, 7, 36, 6, 6, OBJ)
+        rect(a, 17, 27, 34, 42, OBJ)
+        _disc(a, 37, 34, 6, 8, OBJ)
+        rect(a, 4, 8, 33, 37, shine)
+        rect(a, 19, 24, 36, 40, shine)
     return a
 
 
@@ -149,13 +149,13 @@ def _box(state: str) -> Cells:
         rect(a, 6, 38, 16, 40, OBJ)
         rect(a, 4, 40, 10, 17, OBJ)
         rect(a, 8, 36, 17, 19, line)
-        rect(a, 20, 24, 19, 40, line)
+        rect(a, 20, 24, 19, 37, line)  # stops short of the bottom edge (no dark corner there)
     else:
         rect(a, 6, 38, 18, 40, OBJ)
         rect(a, 8, 36, 18, 24, fx("box_interior"))
         rect(a, 6, 10, 2, 18, OBJ)  # the lid stands open on its hinge
         rect(a, 10, 24, 2, 6, OBJ)
-        rect(a, 20, 24, 26, 40, line)
+        rect(a, 20, 24, 26, 37, line)
     return a
 
 
@@ -204,7 +204,7 @@ def _flower(state: str) -> Cells:
         rect(a, 3, 5, 10, 20, stem)
         rect(a, 5, 8, 8, 11, stem)
         _disc(a, 9, 13, 4.5, 4.5, OBJ)
-        rect(a, 8, 10, 12, 14, fx("wilted_centre"))
+        rect(a, 8, 11, 12, 15, fx("wilted_centre"))
     return a
 
 

@@ -76,10 +76,6 @@ FALLBACK = 3 * MIX_RESIDUAL
 DETAILS_IN_OBJECTS = True
 #: Chebyshev radius of the neighbourhood an unconfident pixel is explained from.
 RADIUS = 4
-#: Unconfident labels covering at most this many connected pixels are no evidence of their
-#: colour (one or two pixels of a detail colour where a JPEG edge rings): they take the
-#: neighbouring label nearest to their colour.
-ISLAND = 2
 #: Pixels processed at once in the per-pixel steps (bounds the memory of the palette tables).
 _CHUNK = 8192
 
@@ -268,8 +264,6 @@ def _merge_islands(c: Floats, out: Plane, loose: NDArray[np.bool_]) -> None:
     for s, t in zip(_shifted(out, 1), _shifted(same, 1), strict=True):
         paired |= (s == out) & (t == 1)
     island = loose & (out != UNKNOWN) & ((same == 0) | ((same == 1) & paired))
-    if ISLAND < 2:
-        island &= same == 0
     ey, ex = np.nonzero(island)
     if not ey.size:
         return

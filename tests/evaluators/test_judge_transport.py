@@ -7,6 +7,7 @@ one-question replies, and what the ledger shows. Each runs against a real HTTP s
 from __future__ import annotations
 
 import json
+import re
 import socket
 import sqlite3
 import time
@@ -267,7 +268,9 @@ def test_dead_endpoint_mock_transport_stops_after_a_few_connects(tmp_path: Path)
 
     t = OpenAICompatibleVlm(_client(handler), model="x", base_url="http://127.0.0.1:9/v1")
     opts = JudgeOptions(cache_dir=None, concurrency=1, sleep=lambda s: None)
-    with pytest.raises(JudgeUnreachable, match="no judge server answered at http://127.0.0.1:9/v1"):
+    with pytest.raises(
+        JudgeUnreachable, match=re.escape("no judge server answered at http://127.0.0.1:9/v1")
+    ):
         execute_calls(_calls(tmp_path, 40, t.endpoint), t, opts)
     assert len(tries) == opts.unreachable_after
 
@@ -298,9 +301,7 @@ def test_progress_lines_off_a_terminal(
 
 
 @pytest.mark.parametrize("base", ["http://h:8/v1", "http://h:8", "http://h:8/v1/", "http://h:8/"])
-def test_anthropic_base_url_with_or_without_v1(
-    base: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_anthropic_base_url_with_or_without_v1(base: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant")
     seen: list[str] = []
 

@@ -7,6 +7,7 @@ chat-completions (``POST …/chat/completions``) and the Anthropic Messages (``P
 of a ``--judge-batch 1`` call) and returns the reply text; ``status`` (``fail_first`` and
 ``status_code``) makes the server answer errors; ``latency_s`` delays every answer. It counts
 ``requests`` (answered 200) and ``attempts`` (every POST), and records every ``paths``.
+It keeps connections alive (HTTP/1.1), so a client left open shows as an unclosed socket.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ class JudgeHttpServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as real servers: clients must close
+
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
 

@@ -207,7 +207,7 @@ def evaluate(
     from vsb.evaluators.evaluate import evaluate_run, plan_judge
     from vsb.evaluators.judge_store import JudgePricing
     from vsb.evaluators.vlm_judge import JudgeOptions
-    from vsb.evaluators.vlm_transports import build_transport
+    from vsb.evaluators.vlm_transports import build_transport, default_client
     from vsb.release.manifest import refuse_frozen
 
     if not dry_run:
@@ -216,7 +216,11 @@ def evaluate(
             "evaluations/",
             "work on a copy (cp -r RELEASE DIR, then vsb release freeze DIR to publish it)",
         )
-    transport = build_transport(judge, base_url=base_url) if judge else None
+    transport = None
+    if judge:
+        http = default_client()
+        click.get_current_context().call_on_close(http.close)  # no socket left open
+        transport = build_transport(judge, base_url=base_url, client=http)
     if base_url and not judge:
         raise click.UsageError("--base-url is only used with --judge")
     options = JudgeOptions(

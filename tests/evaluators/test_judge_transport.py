@@ -166,6 +166,8 @@ def test_unparsable_answers_warn_exit_4_are_asked_again_and_not_ranked(
     assert main(["score", str(small_run), "--evaluator", "vlm", "--resamples", "50"]) == 1
     err = capsys.readouterr().err
     assert "vlm not scored" in err and "parse_failure" in err and err.count("\n") == 1
+    assert main(["compare", str(small_run), "--a", MODEL, "--b", MODEL, "--evaluator", "vlm"]) == 1
+    assert "vlm not scored" in capsys.readouterr().err
 
 
 def test_a_cached_unparsable_reply_is_asked_again(tmp_path: Path) -> None:

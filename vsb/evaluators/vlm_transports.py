@@ -158,13 +158,13 @@ def _post(
     headers: dict[str, str],
     body: dict[str, Any],
     secret: str | None,
-    endpoint: str,
+    endpoint: str | None = None,
 ) -> Any:
     try:
         resp = client.post(url, headers=headers, json=body)
     except (httpx.ConnectError, httpx.ConnectTimeout) as err:
         raise Unreachable(
-            redact(f"VLM request to {url} failed: {err}", secret), endpoint=endpoint
+            redact(f"VLM request to {url} failed: {err}", secret), endpoint=endpoint or url
         ) from None
     except httpx.TransportError as err:
         # sent, then the answer was lost: the server may have done (and billed) the work

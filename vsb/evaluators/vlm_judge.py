@@ -13,7 +13,10 @@ Verdicts: the expected answer -> ``passed``; the other one -> ``failed``; UNSURE
 The judge reads the image's original bytes (the run's file), never a re-encoding. Calls use
 the same machinery as generation: the answer cache (judge_store.py), one ledger row per call
 with its cost (token prices from ``config/pricing.json``), concurrency, retries with backoff
-(vsb.calls), a budget checked before each call, and a dry run (``plan_cost``).
+(vsb.calls), a budget checked before each call, and a dry run (``plan_cost``). The cache
+key covers the judge's endpoint (its normalised base URL), and only replies whose every answer
+parses are cached. ``UNREACHABLE_AFTER`` connection failures in a row (no server answered)
+stop the pass with ``JudgeUnreachable``; error answers of a live server are retried.
 """
 
 from __future__ import annotations

@@ -108,6 +108,18 @@ def release_problems(
     return problems
 
 
+def root_hash_problems(files: Sequence[LoadedFile], root_hash: str, release: Path) -> list[str]:
+    """One line per file made from another release than ``release`` (root hash ``root_hash``),
+    naming both hashes."""
+    return [
+        str(InputError(f"root_hash {f.rating.root_hash} is not the root hash {root_hash} of "
+                       f"the release {release}: these ratings are of another release",
+                       file=f.path, location="/root_hash"))
+        for f in files
+        if f.rating.root_hash != root_hash
+    ]  # fmt: skip
+
+
 def load_rating_files(paths: Sequence[str | Path]) -> list[LoadedFile]:
     """Every file validated; ``RatingImportError`` with the problems of all bad files.
     The same session (rater and session id) twice is a problem too."""

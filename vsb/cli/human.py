@@ -131,7 +131,7 @@ def import_(
     from vsb.human.write import write_report
 
     try:
-        loaded = load_rating_files(files)
+        loaded = load_rating_files(files, release)
         report = build_report(loaded, release_dir=release, seed=seed, n_resamples=resamples)
     except RatingImportError as err:
         for line in err.problems:

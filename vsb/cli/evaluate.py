@@ -270,7 +270,14 @@ def evaluate(
             f"cost {_usd(j.cost_usd)}; verdicts: {verdicts}"
         )
     for e in result.embed:
-        texts = f"; {e.texts} texts, {e.texts_computed} embedded" if e.evaluator == "clip" else ""
+        texts = ""
+        if e.evaluator == "clip":
+            refs = (
+                f"{e.references} {embed_options.reference_model} reference images"
+                if e.references
+                else f"no clip_image_rr: no {embed_options.reference_model} images in the run"
+            )
+            texts = f"; {e.texts} texts, {e.texts_computed} embedded; {refs}"
         click.echo(
             f"{e.evaluator} {e.model}: {e.images} images, {e.computed} embedded, "
             f"{e.cached} cached{texts}"

@@ -63,8 +63,9 @@ def world(tmp_path_factory: pytest.TempPathFactory, default_suite: list[Story]) 
     stories = [s for s in default_suite if s.difficulty != "hard"][::7][:3]
     write_suite(stories, root / "suite")
     run = root / "run"
-    argv = ["run", "--suite", str(root / "suite"), "--model", f"{ORACLE},procedural-amnesiac",
-            "--condition", "independent", "--out", str(run), "--cache", str(root / "g")]  # fmt: skip
+    models = f"{ORACLE},procedural-amnesiac"
+    argv = ["run", "--suite", str(root / "suite"), "--model", models, "--condition",
+            "independent", "--out", str(run), "--cache", str(root / "g")]  # fmt: skip
     assert main(argv) == 0
     clip = save_tiny_clip(root / "clip", [sc.text for s in stories for sc in s.scenes])
     buf = io.StringIO()
@@ -136,6 +137,7 @@ def test_references_do_not_depend_on_the_models_evaluated(
     assert main(["evaluate", str(run), "--evaluator", "clip", "--clip-model", str(world["clip"]),
                  "--cache", str(world["root"] / "cache"), "--model",
                  "procedural-amnesiac"]) == 0  # fmt: skip
+
     def amnesiac(d: dict[tuple[Any, ...], float]) -> dict[tuple[Any, ...], float]:
         return {k: v for k, v in d.items() if k[0] == "procedural-amnesiac"}
 

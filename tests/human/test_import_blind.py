@@ -117,7 +117,7 @@ def test_committed_blind_schema_equals_generated_and_agrees(
 ) -> None:
     assert SCHEMA_FILE.read_text() == schema_text(generate_blind_rating_schema()), (
         "regenerate with: python -c 'from vsb.human.schema import *; open(\"vsb/schema/"
-        "blind_rating.schema.json\",\"w\").write(schema_text(generate_blind_rating_schema()))'"
+        'blind_rating.schema.json","w").write(schema_text(generate_blind_rating_schema()))\''
     )
     validator = jsonschema.Draft202012Validator(committed_blind_rating_schema())
     doc = _blind(simulated[0], blinding)

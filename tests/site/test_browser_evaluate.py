@@ -146,7 +146,9 @@ def test_whole_session_is_blind_and_imports(
             assert total == 8 + 4 + 4 + 1  # likert, pairwise, control, the repeated item
             for n in range(total):
                 _assert_blind(f"the DOM at item {n}", page.content())
-                srcs = page.eval_on_selector_all("img", "els => els.map(e => e.getAttribute('src'))")
+                srcs = page.eval_on_selector_all(
+                    "img", "els => els.map(e => e.getAttribute('src'))"
+                )
                 assert srcs and all(_OPAQUE_IMAGE.fullmatch(s) for s in srcs), srcs
                 if n == 5:  # reload mid-session: nothing is lost
                     before = _state(page)

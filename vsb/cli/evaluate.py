@@ -88,7 +88,8 @@ def _usd(x: float | None) -> str:
     default=None,
     metavar="NAME_OR_DIR",
     help="clip evaluator: a hub name in the local Hugging Face cache or a model directory "
-    "[default: openai/clip-vit-base-patch32].",
+    "[default: openai/clip-vit-base-patch32]; openai/clip-vit-large-patch14 (ViT-L/14, "
+    "VinaBench's model) makes clip_image_rr comparable with its CLIP-T-MRR.",
 )
 @click.option(
     "--dino-model",

@@ -54,8 +54,7 @@ def blinding_key(release_dir: str | Path, root_hash: str) -> bytes:
     files = sorted(p for p in oracle.rglob("*") if p.is_file()) if oracle.is_dir() else []
     if not files:
         raise ReleaseError(
-            "the release has no sealed oracle (oracle/): the rating page's blinding is keyed "
-            "by it",
+            "the release has no sealed oracle (oracle/): the rating page's blinding is keyed by it",
             file=oracle,
         )
     mac = hmac.new(KEY_DOMAIN, root_hash.encode(), hashlib.sha256)

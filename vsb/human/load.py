@@ -106,7 +106,10 @@ class Resolver:
             targets = (
                 [("target", it.target, it.letter)]
                 if isinstance(it, BlindLikertItem)
-                else [("target_a", it.target_a, it.letter_a), ("target_b", it.target_b, it.letter_b)]
+                else [
+                    ("target_a", it.target_a, it.letter_a),
+                    ("target_b", it.target_b, it.letter_b),
+                ]
             )
             unknown = [(f, t) for f, t, _ in targets if t not in strips]
             if unknown:
@@ -125,8 +128,13 @@ class Resolver:
                     problems.append(str(InputError(
                         f"letter {letter} stands for two models in this session",
                         file=path, location=f"/items/{i}")))  # fmt: skip
-            base = {"item_id": it.item_id, "story_id": found[0].story_id,
-                    "condition": found[0].condition, "time_s": it.time_s, "order": it.order}  # fmt: skip
+            base = {
+                "item_id": it.item_id,
+                "story_id": found[0].story_id,
+                "condition": found[0].condition,
+                "time_s": it.time_s,
+                "order": it.order,
+            }
             if isinstance(it, BlindLikertItem):
                 items.append({**base, "kind": "likert", "model": found[0].model,
                               "letter": it.letter, "ratings": it.ratings.model_dump(),

@@ -14,7 +14,7 @@ from site_synth import HOSTILE, HOSTILE_MODEL
 
 from vsb.cli.main import main
 from vsb.human.blinding import make_blinding, release_blinding
-from vsb.human.models import CONTROL_BAD, CONTROL_GOOD
+from vsb.human.models import CONTROL_BAD, CONTROL_GOOD, RatingFile
 from vsb.human.session import evaluate_payload, story_pool
 from vsb.human.write import RELEASE_REPORT
 from vsb.site.build import build_site
@@ -126,3 +126,21 @@ def test_a_release_without_its_sealed_oracle_offers_no_session(
     build_site(release, tmp_path / "site")
     text = (tmp_path / "site" / "evaluate.html").read_text()
     assert "no sealed oracle" in text and not _EMBED.findall(text)
+
+
+def test_judge_page_says_not_enough_overlap_with_one_rater(
+    human_release: Path, simulated: list[RatingFile], tmp_path: Path
+) -> None:
+    release = tmp_path / "release"
+    shutil.copytree(human_release, release)
+    careful = next(f for f in simulated if f.truth is not None and not f.truth.careless)
+    one = tmp_path / "one.json"
+    one.write_text(careful.model_dump_json())
+    args = ["human", "import", str(one), "--resamples", "20", "--release", str(release)]
+    assert main([*args, "--out", str(release / "human")]) == 0
+    build_site(release, tmp_path / "site")
+    text = (tmp_path / "site" / "judge.html").read_text()
+    alpha = text[text.index('id="human-alpha"') : text.index('id="human-icc"')]
+    icc = text[text.index('id="human-icc"') :]
+    icc = icc[: icc.index("</table>")]
+    assert alpha.count("not enough overlap") == 7 and icc.count("not enough overlap") == 7

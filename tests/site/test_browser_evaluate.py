@@ -115,6 +115,7 @@ def test_whole_session_is_blind_and_imports(
     blinding = release_blinding(release)
     url = (site / "evaluate.html").resolve().as_uri() if how == "file" else f"{served}/evaluate"
     source = (site / "evaluate.html").read_text()
+    key = "vsb-evaluate:" + json.loads((release / "MANIFEST.json").read_text())["root_hash"]
     _assert_blind("the page source", source)
     (embedded,) = re.findall(r'id="evaluate-data">(.*?)</script>', source, re.DOTALL)
     _assert_blind("the page's data", json.dumps(json.loads(embedded), ensure_ascii=False))
@@ -134,6 +135,12 @@ def test_whole_session_is_blind_and_imports(
             page.on("request", lambda r: requests.append(r.url))
             page.clock.install()
             page.goto(url)
+            assert page.locator("#ev-start").is_visible()
+            # an older page's state (it named the models) is dropped on load
+            old = {"v": 1, "letters": {"A": CONTROL_GOOD}, "items": [], "index": 0}
+            page.evaluate("([k, v]) => localStorage.setItem(k, v)", [key, json.dumps(old)])
+            page.reload()
+            assert page.evaluate("k => localStorage.getItem(k)", key) is None
             assert page.locator("#ev-start").is_visible()
             # a rater id with markup is refused on the page (and by the import)
             page.fill("#ev-rater", "<b>x</b>")

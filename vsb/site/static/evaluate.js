@@ -92,6 +92,7 @@
       var ok = s && s.v === 2 && s.items && s.items.every(function (it) {
         return STRIPS[it.target || it.target_a] && (!it.target_b || STRIPS[it.target_b]);
       });
+      if (s && !ok) window.localStorage.removeItem(KEY);  // an older page's state: dropped
       return ok ? s : null;
     } catch (e) { return null; }
   }

@@ -46,7 +46,9 @@ def test_every_rater_excluded_writes_the_report_and_exits_1_without_a_traceback(
     # agreement statistics without two raters say so instead of showing blanks
     assert "not enough overlap" in captured.out
     assert main(["human", "report", str(out)]) == 0
-    assert capsys.readouterr().out.count("not enough overlap") == 14  # 7 alpha + 7 ICC rows
+    printed = capsys.readouterr().out
+    assert printed.count("not enough overlap") == 14  # 7 alpha + 7 ICC rows
+    assert "no rater remains: every session was excluded" in printed
 
 
 def test_a_single_kept_rater_has_not_enough_overlap(

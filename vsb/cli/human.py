@@ -62,6 +62,8 @@ def print_report(report: HumanReport, console: Console) -> None:
         _row(raters, r.rater_id, r.session_id[:8], r.n_items, ctrl, _f(r.median_time_s, 1),
              _f(r.repeat_abs_diff, 2), why)  # fmt: skip
     console.print(raters)
+    if kept == 0:
+        console.print(Text("no rater remains: every session was excluded (reasons above)"))
     rel = _table("Krippendorff's alpha", "dimension", "nominal", "ordinal", "interval", "units")
     for a in report.alpha:
         if a.n_units == 0:

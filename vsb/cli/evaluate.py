@@ -127,7 +127,8 @@ class _Lines:
     default=None,
     metavar="NAME_OR_DIR",
     help="clip evaluator: a hub name in the local Hugging Face cache or a model directory "
-    "[default: openai/clip-vit-base-patch32].",
+    "[default: openai/clip-vit-base-patch32]; openai/clip-vit-large-patch14 (ViT-L/14, "
+    "VinaBench's model) makes clip_image_rr comparable with its CLIP-T-MRR.",
 )
 @click.option(
     "--dino-model",
@@ -348,7 +349,14 @@ def evaluate(
             )
             raise SystemExit(UNPARSABLE)
     for e in result.embed:
-        texts = f"; {e.texts} texts, {e.texts_computed} embedded" if e.evaluator == "clip" else ""
+        texts = ""
+        if e.evaluator == "clip":
+            refs = (
+                f"{e.references} {embed_options.reference_model} reference images"
+                if e.references
+                else f"no clip_image_rr: no {embed_options.reference_model} images in the run"
+            )
+            texts = f"; {e.texts} texts, {e.texts_computed} embedded; {refs}"
         click.echo(
             f"{e.evaluator} {e.model}: {e.images} images, {e.computed} embedded, "
             f"{e.cached} cached{texts}"

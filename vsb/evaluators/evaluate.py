@@ -298,6 +298,13 @@ def _prepare(
     return _Selection(root, stories, tasks, {(t.model, t.condition) for t in tasks})
 
 
+def _reference_tasks(sel: _Selection, model: str) -> list[_Task]:
+    """The reference model's frames in the run, whatever models were selected (the
+    reference images of clip_image_rr)."""
+    records = [r for r in _read_records(sel.root) if r["model"] == model]
+    return _tasks(sel.root, records, sel.stories)
+
+
 def _judge_calls(
     sel: _Selection,
     judge: VlmTransport,
@@ -585,8 +592,9 @@ def _evaluate_run(
             from vsb.evaluators.evaluate_ray import remote_loader
 
             load = remote_loader(ray)
+        refs = _reference_tasks(sel, eopts.reference_model) if "clip" in embed_names else []
         esig, embed_summary = run_embeddings(
-            sel.stories, sel.tasks, embed_names, eopts, embed_progress, load
+            sel.stories, sel.tasks, embed_names, eopts, embed_progress, load, refs
         )
         sig_rows = sig_rows + esig
     # Issue #11: an image that failed to generate fails every requirement of its scene,

@@ -27,6 +27,7 @@ from jinja2 import Environment, StrictUndefined
 from markupsafe import Markup, escape
 
 from vsb import __version__
+from vsb.release.manifest import COVERAGE
 from vsb.site.data import SiteData
 from vsb.story.models import CATEGORIES, DIFFICULTIES, DIMENSION_LABELS, DIMENSIONS, Event
 
@@ -164,6 +165,8 @@ def release_facts(data: SiteData, *, evaluate_page: bool = False) -> dict[str, A
         "human_ratings": (data.root / HUMAN_REPORT).is_file(),
         "evaluate_page": evaluate_page,
         "human_cli": importlib.util.find_spec("vsb.cli.human") is not None,
+        "coverage": COVERAGE,
+        "oracle_sha256": data.manifest.oracle_sha256,
     }
 
 

@@ -29,6 +29,7 @@ from markupsafe import Markup, escape
 from vsb import __version__
 from vsb.release.manifest import COVERAGE
 from vsb.site.data import SiteData
+from vsb.site.inventory import SIGNAL_DEFINITIONS, evaluator_rows, statistic_rows
 from vsb.story.models import CATEGORIES, DIFFICULTIES, DIMENSION_LABELS, DIMENSIONS, Event
 
 _NUMBERED = re.compile(r"^\d+\.\s+")
@@ -166,6 +167,9 @@ def release_facts(data: SiteData, *, evaluate_page: bool = False) -> dict[str, A
         "evaluate_page": evaluate_page,
         "human_cli": importlib.util.find_spec("vsb.cli.human") is not None,
         "coverage": COVERAGE,
+        "evaluator_rows": evaluator_rows(data, set(full.evaluators) | signals),
+        "statistic_rows": statistic_rows(data),
+        "signal_definitions": list(SIGNAL_DEFINITIONS.items()),
         "oracle_sha256": data.manifest.oracle_sha256,
     }
 

@@ -33,6 +33,8 @@ from vsb.site.inventory import SIGNAL_DEFINITIONS, evaluator_rows, statistic_row
 from vsb.story.models import CATEGORIES, DIFFICULTIES, DIMENSION_LABELS, DIMENSIONS, Event
 
 _NUMBERED = re.compile(r"^\d+\.\s+")
+#: Accessible name of a sideways-scrolling table wrapper (focusable, so keyboards can scroll it).
+_WRAP_LABEL = "Table; scrolls sideways on narrow screens"
 #: What each simulator is for (prose; its parameters come from the code).
 SIMULATOR_ROLES = {
     "procedural-oracle": "evaluator false-positive floor",
@@ -205,7 +207,8 @@ def render_methodology(text: str) -> tuple[str, Markup, list[tuple[str, str]]]:
                 "<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in rows[1:]
             )
             parts.append(
-                f'<div class="table-wrap"><table class="data"><thead><tr>{head}</tr></thead>'
+                f'<div class="table-wrap" tabindex="0" role="group" aria-label="{_WRAP_LABEL}">'
+                f'<table class="data"><thead><tr>{head}</tr></thead>'
                 f"{body}</table></div>"
             )
         elif all(ln.startswith("•") for ln in lines):

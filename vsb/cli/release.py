@@ -12,8 +12,8 @@ _DIR = click.Path(file_okay=False, path_type=Path)
 
 @click.group("release")
 def release() -> None:
-    """Freeze a release directory into MANIFEST.json, verify or sign it, or build the whole
-    release."""
+    """Freeze a release directory into MANIFEST.json, verify, sign or export it, or build the
+    whole release."""
 
 
 class _RichProgress:
@@ -240,6 +240,30 @@ def sign(release_dir: Path, key: Path) -> None:
     manifest = load_manifest(release_dir)
     click.echo(f"signed {manifest.release} (root hash {manifest.root_hash}) -> {path}")
     click.echo(f"public key fingerprint {key_id}")
+
+
+@release.command("export")
+@click.argument("release_dir", type=_DIR)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["hf"]),
+    default="hf",
+    show_default=True,
+    help="hf: a Hugging Face dataset folder (Parquet tables, dataset card, images).",
+)
+@click.option("--out", "out_dir", required=True, type=_DIR,
+              help="The dataset folder to write (new or empty).")  # fmt: skip
+def export(release_dir: Path, fmt: str, out_dir: Path) -> None:
+    """Verify RELEASE_DIR, then write it to OUT as a dataset for readers without vsb: one
+    Parquet file per table (stories, scenes, requirements, images, verdicts, signals,
+    scores), the images by relative path, and a dataset card naming the root hash."""
+    from vsb.release.export import export_release
+
+    result = export_release(release_dir, out_dir, fmt)
+    rows = ", ".join(f"{name} {n:,}" for name, n in result.rows.items())
+    how = "hard-linked" if result.linked else "copied"
+    click.echo(f"exported {rows} rows; {result.images:,} images {how} -> {result.out}")
 
 
 @release.command("keygen")

@@ -197,8 +197,9 @@ def evaluator_rows(data: SiteData, held: set[str]) -> list[tuple[str, str, str, 
         if name in ("clip", "dino"):
             from vsb.evaluators.embed_models import DEFAULT_MODELS
 
+            hub = DEFAULT_MODELS["clip"] if name == "clip" else DEFAULT_MODELS["dino"]
             arch = "CLIP ViT-B/32" if name == "clip" else "DINOv2-small"
-            params = f"{arch} ({DEFAULT_MODELS[name]}); {params}"
+            params = f"{arch} ({hub}); {params}"
         state = "yes" if name in held else f"no — {_command(info)}"
         rows.append((name, what, params, state))
     return rows

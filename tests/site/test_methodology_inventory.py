@@ -76,3 +76,19 @@ def test_a_plug_in_evaluator_appears_on_the_page(synth_release: Path) -> None:
 def test_coverage_sentence_and_both_globals(page: str) -> None:
     assert COVERAGE in page
     assert "per-story global" in page and "mean of a model's per-story globals is not" in page
+
+
+def test_every_page_showing_a_global_says_which(synth_site: Path) -> None:
+    """The per-story global (story pages, story list, model card) and the published global
+    (leaderboard) are different figures; each page that shows one says which it is."""
+    per_story = "the mean of its pass rates over the dimensions it tests"
+    pages = [
+        "stories/index.html", "models/alpha.html",
+        "stories/cause_effect-hard/structured_memory.html",
+    ]  # fmt: skip
+    for rel in pages:
+        text = " ".join((synth_site / rel).read_text().split())
+        assert per_story in text, rel
+        assert "is not the model's global score" in text, rel
+    index = " ".join((synth_site / "index.html").read_text().split())
+    assert "each a mean over the stories that test that dimension" in index

@@ -62,6 +62,7 @@ def test_every_documented_command_runs_as_written(tmp_path: Path) -> None:
     env["PYTHONPATH"] = str(ROOT)
     env.pop("OPENAI_API_KEY", None)
     ran = 0
+    said: list[str] = []
     for doc in documents():
         for cmd in commands(doc.read_text("utf-8")):
             if not runnable(cmd):
@@ -75,4 +76,17 @@ def test_every_documented_command_runs_as_written(tmp_path: Path) -> None:
                 f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
             )
             ran += 1
+            if doc.name == "README.md":
+                said.append(" ".join((proc.stdout + proc.stderr).split()))
     assert ran >= 15
+    # the quick start's expected output is what those commands print (timings aside)
+    expected = re.search(
+        r"^```text\n(.*?)^```", (ROOT / "README.md").read_text("utf-8"), re.S | re.M
+    )
+    assert expected is not None
+    printed = " ".join(said)
+    for line in expected[1].splitlines():
+        pattern = re.escape(" ".join(line.split())).replace(r"6\.3\ s", r"[0-9.]+\ s")
+        assert re.search(pattern, printed), (
+            f"the README's expected output line is not printed: {line}"
+        )

@@ -92,3 +92,41 @@ def test_every_page_showing_a_global_says_which(synth_site: Path) -> None:
         assert "is not the model's global score" in text, rel
     index = " ".join((synth_site / "index.html").read_text().split())
     assert "each a mean over the stories that test that dimension" in index
+
+
+#: Report fields that describe a report rather than hold a statistic.
+METADATA = {
+    "ScoresReport": {"version", "run", "seed", "n_resamples", "confidence", "primary_condition",
+                     "evaluators", "primary_evaluator", "judge_models", "dimensions", "models",
+                     "conditions"},
+    "JudgeReport": {"version", "run", "n_frames", "n_faulty_frames", "n_faults",
+                    "n_visual_faults", "evaluators"},
+    "EvaluatorValidation": {"evaluator", "judge_model", "n_frames", "n_faulty_frames"},
+    "HumanReport": {"version", "synthetic", "notice", "releases", "seed", "n_resamples",
+                    "confidence", "min_control_accuracy", "min_median_time_s", "sources"},
+}  # fmt: skip
+
+
+def test_every_statistic_a_report_holds_is_on_the_page(page: str) -> None:
+    """A result field added to a report (scores, judge validation, human) fails this test
+    until a statistic of the inventory names it, and so appears on the methodology page."""
+    from vsb.human.results import HumanReport
+    from vsb.scores.models import ScoresReport
+    from vsb.validation.models import EvaluatorValidation, JudgeReport
+
+    covered = {f for s in STATISTICS for f in s.fields}
+    rows = _rows(page)
+    for model in (ScoresReport, JudgeReport, EvaluatorValidation, HumanReport):
+        for field in model.model_fields:
+            name = f"{model.__name__}.{field}"
+            if field in METADATA[model.__name__]:
+                continue
+            assert name in covered, f"{name} is a statistic the methodology page omits"
+    for stat in STATISTICS:
+        assert stat.name in rows
+        for f in stat.fields:
+            model, field = f.split(".")
+            assert field in {
+                "ScoresReport": ScoresReport, "JudgeReport": JudgeReport,
+                "EvaluatorValidation": EvaluatorValidation, "HumanReport": HumanReport,
+            }[model].model_fields, f  # fmt: skip

@@ -45,6 +45,10 @@ class Statistic:
     params: Callable[[SiteData], str]
     held: Callable[[SiteData], bool]
     command: str
+    #: The report fields (``Model.field``) that hold it: every field of ScoresReport,
+    #: JudgeReport, EvaluatorValidation and HumanReport that is a result, not metadata, is
+    #: named by some statistic (a test holds it so).
+    fields: tuple[str, ...] = ()
 
 
 def _scores(d: SiteData) -> Any:
@@ -119,17 +123,21 @@ _EMBED = "python3 scripts/embed_release.py RUN (or vsb evaluate RUN --evaluator 
 
 STATISTICS: tuple[Statistic, ...] = (
     Statistic("story-clustered bootstrap", "percentile intervals of every score, resampling "
-              "stories", _boot, lambda d: True, "vsb score RUN"),
+              "stories", _boot, lambda d: True, "vsb score RUN",
+              fields=("ScoresReport.scores", "ScoresReport.stories")),
     Statistic("rank range and ties", "each rank's range over the resamples; ≈ when the paired "
               "interval of the difference with the next model holds 0", _boot, lambda d: True,
               "vsb score RUN"),
     Statistic("paired comparisons", "paired story bootstrap of differences, P(Δ>0), win rate, "
               "minimum detectable difference at 80 % power", _boot,
-              lambda d: bool(_scores(d).comparisons), "vsb compare RUN --a M@C --b M@C"),
+              lambda d: bool(_scores(d).comparisons), "vsb compare RUN --a M@C --b M@C",
+              fields=("ScoresReport.comparisons",)),
     Statistic("rank stability", "Kendall τ of the ranking under Dirichlet-perturbed dimension "
-              "weights", _stability, lambda d: bool(_scores(d).rank_stability), "vsb score RUN"),
+              "weights", _stability, lambda d: bool(_scores(d).rank_stability), "vsb score RUN",
+              fields=("ScoresReport.rank_stability",)),
     Statistic("long-horizon view", "memory coherence by scene position, difficulty and story "
-              "length", _boot, lambda d: bool(_scores(d).horizon), "vsb score RUN"),
+              "length", _boot, lambda d: bool(_scores(d).horizon), "vsb score RUN",
+              fields=("ScoresReport.horizon",)),
     Statistic("memory gain and placebo", "structured_memory − independent and random_context − "
               "independent, paired by story; ablation losses per fact group", _boot,
               _dir("analysis"), "vsb analysis RUN (on a copy of the release)"),
@@ -137,39 +145,56 @@ STATISTICS: tuple[Statistic, ...] = (
               _dir("sensitivity"), "vsb release build NAME --paraphrase"),
     Statistic("strict recall and precision", "per fault label against the sealed oracle: a "
               "detection counts for the same image, subject and label", _fixed("95 % Wilson "
-              "intervals"), _judge, "vsb validate-judge RUN"),
+              "intervals"), _judge, "vsb validate-judge RUN",
+              fields=("EvaluatorValidation.taxonomy", "EvaluatorValidation.taxonomy_by_model",
+                      "EvaluatorValidation.verdicts", "EvaluatorValidation.verdicts_by_model")),
     Statistic("AUROC", "of each continuous signal for 'this frame has an injected visual "
-              "fault'", _fixed("per evaluator and signal"), _judge, "vsb validate-judge RUN"),
+              "fault'", _fixed("per evaluator and signal"), _judge, "vsb validate-judge RUN",
+              fields=("JudgeReport.auroc", "EvaluatorValidation.pass_rate")),
     Statistic("error rate against the oracle's truth", "share of a judge's verdicts that "
               "disagree with the requirement-level truth", _fixed("with a 95 % interval"),
-              _judge, "vsb validate-judge RUN"),
+              _judge, "vsb validate-judge RUN",
+              fields=("EvaluatorValidation.agreement",)),
     Statistic("Spearman and Kendall correlations", "story-level, between each signal and "
-              "oracle coherence", _fixed("per evaluator"), _judge, "vsb validate-judge RUN"),
+              "oracle coherence", _fixed("per evaluator"), _judge, "vsb validate-judge RUN",
+              fields=("JudgeReport.correlations", "EvaluatorValidation.coherence")),
     Statistic("judge swap", "Kendall τ between two evaluators' rankings and the model pairs "
               "whose order flips", _fixed("per condition"),
-              lambda d: len(_scores(d).evaluators) > 1, _BUILD_JUDGE),
+              lambda d: len(_scores(d).evaluators) > 1, _BUILD_JUDGE,
+              fields=("ScoresReport.judge_swap",)),
     Statistic("false violations on true renders", "checks the rule checker fails on "
               "procedural-oracle's images (true renders); the release holds one jitter seed",
-              _fixed("benchmarks/bench_robust.py --seeds 4 adds four jitter seeds and lossy "
+              _fixed("bench_robust.py --seeds 4 adds four jitter seeds and lossy "
                      "copies"),
               lambda d: "procedural-oracle" in d.models,
               "python3 benchmarks/bench_robust.py --seeds 4"),
     Statistic("Likert ratings", "blinded human ratings of each story's frames", _likert, _human,
-              _HUMAN),
+              _HUMAN,
+              fields=("HumanReport.model_means", "HumanReport.test_retest_abs_diff")),
     Statistic("rater exclusion", "raters dropped before any statistic", _exclusion, _human,
-              _HUMAN),
+              _HUMAN,
+              fields=("HumanReport.raters", "HumanReport.n_raters_kept")),
     Statistic("Krippendorff's α", "inter-rater agreement", _fixed("ordinal and interval"),
-              _human, _HUMAN),
-    Statistic("ICC", "intraclass correlation", _fixed("ICC(2,1) and ICC(2,k)"), _human, _HUMAN),
+              _human, _HUMAN,
+              fields=("HumanReport.alpha",)),
+    Statistic("ICC", "intraclass correlation", _fixed("ICC(2,1) and ICC(2,k)"), _human, _HUMAN,
+              fields=("HumanReport.icc",)),
     Statistic("mixed model", "REML fit of the ratings", _fixed(
-        "rating ~ model + (1|story) + (1|rater)"), _human, _HUMAN),
+        "rating ~ model + (1|story) + (1|rater)"), _human, _HUMAN,
+              fields=("HumanReport.mixed_model",)),
     Statistic("Bradley–Terry", "model strengths from pairwise preferences, with win rates",
-              _fixed("from the pairwise items"), _human, _HUMAN),
+              _fixed("from the pairwise items"), _human, _HUMAN,
+              fields=("HumanReport.preferences", "HumanReport.bradley_terry")),
     Statistic("evaluator–human agreement", "story-level correlations and Kendall τ of model "
               "rankings between each evaluator and the raters", _fixed("per evaluator"),
-              _human, _HUMAN),
+              _human, _HUMAN,
+              fields=("HumanReport.agreement",)),
+    Statistic("not applicable", "models an evaluator could not judge (its checks all "
+              "not_applicable), and the evaluator to use instead", _fixed("per evaluator and "
+              "model"), lambda d: True, "vsb score RUN", fields=("ScoresReport.not_applicable",)),
     Statistic("clip_rr (MRR)", SIGNAL_DEFINITIONS["clip_rr"], _embed_models,
-              _signal_held("clip_rr"), _EMBED),
+              _signal_held("clip_rr"), _EMBED,
+              fields=("ScoresReport.signals",)),
     Statistic("clip_image_rr", SIGNAL_DEFINITIONS["clip_image_rr"], _embed_models,
               _signal_held("clip_image_rr"), _EMBED),
 )  # fmt: skip

@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -59,8 +59,18 @@ from vsb.evaluators.embed_models import (
     locate_weights,
     require_extra,
 )
-from vsb.evaluators.registry import EvaluatorOutput, Frame
-from vsb.story.models import Story
+from vsb.evaluators.interface import (
+    EvaluateOptions,
+    EvaluatorOutput,
+    Frame,
+    Reads,
+    RunView,
+    Stage,
+    WorkItem,
+    content_key,
+)
+from vsb.evaluators.interface import Kind as Kind_
+from vsb.story.models import Requirement, Story
 
 #: The embedding evaluators (``vsb evaluate`` runs them in their own phase).
 EMBED_EVALUATORS: tuple[Kind, ...] = ("clip", "dino")
@@ -409,12 +419,37 @@ def run_embeddings(
 
 
 class _EmbedEvaluator:
-    """One story at a time (registry use); ``vsb evaluate`` batches all stories instead."""
+    """An embedding evaluator: in ``vsb evaluate`` one item, the whole run's pass through
+    the model (cached per image and text by content), run in the ``models`` stage;
+    ``evaluate_story`` embeds one story at a time (library use)."""
 
-    name = ""
+    name: ClassVar[str] = ""
+    kind: ClassVar[Kind_] = "signals"
+    reads: ClassVar[Reads] = "any"
+    paid: ClassVar[bool] = False
+    stage: ClassVar[Stage] = "models"
+    needs: ClassVar[str] = ""
+    description: ClassVar[str] = ""
 
     def __init__(self, options: EmbedOptions | None = None) -> None:
         self.options = options or EmbedOptions()
+
+    def _options(self, options: EvaluateOptions) -> EmbedOptions:
+        return options.embed_options or self.options
+
+    def check(self, options: EvaluateOptions) -> None:
+        """The extra and the weights are there (before any work)."""
+        check_embeddings((self.name,), self._options(options))
+
+    def plan(self, run: RunView, options: EvaluateOptions) -> list[WorkItem]:
+        """One item: every frame through the model (payload: the reference frames)."""
+        model = self._options(options).model(_kind(self.name))
+        frames = [(s.model, s.condition, s.story_id, k, p) for s, k, p in run.frames()]
+        return [WorkItem(self.name, content_key(self.name, model, frames), 0.0, [])]
+
+    def requirements_at(self, story: Story, scene: int) -> list[Requirement]:
+        """None: it gives signals."""
+        return []
 
     def evaluate_story(self, story: Story, frames: list[Frame]) -> EvaluatorOutput:
         """Signal rows of one sequence (negatives: the story's own other scenes only)."""
@@ -433,10 +468,25 @@ class ClipEvaluator(_EmbedEvaluator):
     """CLIP text–image similarity, the text-side reciprocal rank (``clip_rr``) and
     VinaBench's image-side one (``clip_image_rr``)."""
 
-    name = "clip"
+    name: ClassVar[str] = "clip"
+    needs: ClassVar[str] = "CLIP weights (--clip-model); pip install 'vsb[embed]'"
+    description: ClassVar[str] = (
+        "CLIP text–image similarity and reciprocal rank among negative texts (any image)"
+    )
+
+    def plan(self, run: RunView, options: EvaluateOptions) -> list[WorkItem]:
+        """One item whose payload is the reference model's frames (clip_image_rr)."""
+        ref = self._options(options).reference_model
+        refs = [s for s in run.all_sequences() if s.model == ref]
+        (item,) = super().plan(run, options)
+        return [WorkItem(item.evaluator, item.key, 0.0, refs)]
 
 
 class DinoEvaluator(_EmbedEvaluator):
     """DINOv2 CLS similarity to the previous frame and to scene 1."""
 
-    name = "dino"
+    name: ClassVar[str] = "dino"
+    needs: ClassVar[str] = "DINOv2 weights (--dino-model); pip install 'vsb[embed]'"
+    description: ClassVar[str] = (
+        "DINOv2 CLS similarity to the previous frame and to scene 1 (any image)"
+    )

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 from vsb.calls import (
     Budget,
@@ -39,9 +39,17 @@ from vsb.calls import (
     call_with_retries,
     jitter_rng,
 )
-from vsb.errors import AdapterError, RunError
+from vsb.errors import AdapterError, InputError, RunError
+from vsb.evaluators.interface import (
+    EvaluateOptions,
+    EvaluatorOutput,
+    Kind,
+    Reads,
+    RunView,
+    Stage,
+    WorkItem,
+)
 from vsb.evaluators.judge_store import JudgeCache, JudgePricing, call_key
-from vsb.evaluators.registry import EvaluatorOutput, Frame
 from vsb.evaluators.rules import RequirementResult, Verdict
 from vsb.evaluators.vlm_questions import Question, pair_questions, question_for
 from vsb.evaluators.vlm_transports import (
@@ -686,28 +694,75 @@ def failed_calls_error(outcomes: Sequence[CallOutcome]) -> RunError | None:
 
 
 class VlmJudge:
-    """The ``vlm`` evaluator for library use: ``VlmJudge(transport).evaluate_story(story,
-    frames)`` (``vsb evaluate`` runs the same calls for a whole run at once)."""
+    """The ``vlm`` evaluator: one judge call per scene (its questions batched), through the
+    call machinery; its rows carry the judge model."""
 
-    name = EVALUATOR_NAME
+    name: ClassVar[str] = EVALUATOR_NAME
+    kind: ClassVar[Kind] = "verdicts"
+    reads: ClassVar[Reads] = "any"
+    paid: ClassVar[bool] = True
+    stage: ClassVar[Stage] = "calls"
+    needs: ClassVar[str] = "--judge"
+    description: ClassVar[str] = "VLM question-answering judge, one call per scene (any image)"
 
-    def __init__(self, transport: VlmTransport, options: JudgeOptions | None = None) -> None:
-        self.transport = transport
-        self.options = options or JudgeOptions(cache_dir=None)
+    def check(self, options: EvaluateOptions) -> None:
+        """A judge is given, and its credentials are there."""
+        if options.judge is None:
+            raise InputError(
+                f"--evaluator {self.name} needs a judge: --judge openai-compatible:MODEL "
+                "[--base-url URL], anthropic:MODEL, replay:DIR or mock[:ERROR_RATE]"
+            )
+        check = getattr(options.judge, "check_credentials", None)
+        if check is not None:
+            check()
 
-    def evaluate_story(self, story: Story, frames: list[Frame]) -> EvaluatorOutput:
-        """Rows for one (model, condition, story); frames whose generation failed get none."""
-        todo = [
-            (f.model, f.condition, f.story_id, f.scene, f.path, story.scenes[f.scene - 1])
-            for f in frames
-            if f.path is not None
+    def calls(self, run: RunView, judge: VlmTransport, options: JudgeOptions) -> list[JudgeCall]:
+        """The judge calls of the run's frames."""
+        frames = [
+            (s.model, s.condition, s.story_id, k, p, run.stories[s.story_id].scenes[k - 1])
+            for s, k, p in run.frames()
         ]
-        judge = self.transport.judge_model
-        endpoint = endpoint_of(self.transport)
-        calls = plan_calls(todo, judge, self.options.batch, endpoint)
-        outcomes = execute_calls(calls, self.transport, self.options)
-        err = failed_calls_error(outcomes)
-        if err is not None:
-            raise err
-        reqs, sigs = rows_from_outcomes(outcomes, judge)
+        return plan_calls(frames, judge.judge_model, options.batch, endpoint_of(judge))
+
+    def plan(self, run: RunView, options: EvaluateOptions) -> list[WorkItem]:
+        """One item per call: keyed by the call's content, priced from config/pricing.json."""
+        judge = options.judge
+        assert judge is not None, "check() first"
+        opts = options.judge_options or JudgeOptions()
+        return [
+            WorkItem(self.name, c.key, estimate_cost(c, opts.pricing, judge.judge_model), c)
+            for c in self.calls(run, judge, opts)
+        ]
+
+    def requirements_at(self, story: Story, scene: int) -> list[Requirement]:
+        """The scene's requirements."""
+        return list(story.scenes[scene - 1].requirements)
+
+    def rows(self, outcomes: Sequence[CallOutcome], judge_model: str) -> EvaluatorOutput:
+        """Requirement rows and pass-rate signal rows of its finished calls."""
+        reqs, sigs = rows_from_outcomes(outcomes, judge_model)
         return EvaluatorOutput(requirements=reqs, signals=sigs)
+
+
+class VlmPairJudge(VlmJudge):
+    """The ``vlm_xframe`` evaluator: the judge's cross-frame questions, one call per pair of
+    consecutive frames that both have a picture; located at the later frame."""
+
+    name: ClassVar[str] = PAIRS_EVALUATOR
+    description: ClassVar[str] = (
+        "VLM cross-frame questions on consecutive frames: same person, clothes, place"
+    )
+
+    def calls(self, run: RunView, judge: VlmTransport, options: JudgeOptions) -> list[JudgeCall]:
+        """The cross-frame calls of the run's sequences."""
+        seqs = [
+            (s.model, s.condition, s.story_id, list(s.images), run.stories[s.story_id].scenes)
+            for s in run.sequences
+        ]
+        return plan_pair_calls(seqs, judge.judge_model, endpoint_of(judge))
+
+    def requirements_at(self, story: Story, scene: int) -> list[Requirement]:
+        """The cross-frame questions of the pair the image ends (none at scene 1)."""
+        if scene < 2:
+            return []
+        return [r for r, _q in pair_questions(story.scenes[scene - 2], story.scenes[scene - 1])]

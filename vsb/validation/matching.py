@@ -67,6 +67,9 @@ class Fault:
     attribute: str
     taxonomy: str
     visual: bool
+    recolour: bool = False
+    """An object drawn in another colour (oracle attribute ``color``; ``attribute`` is then
+    the normalised ``present``)."""
 
     @property
     def key(self) -> Key:
@@ -118,6 +121,7 @@ def load_faults(run_dir: str | Path) -> list[Fault]:
                 attribute=norm_attribute(str(obj["attribute"])),
                 taxonomy=str(obj["taxonomy"]),
                 visual=bool(obj.get("visual", True)),
+                recolour=str(obj["attribute"]) == "color",
             )
         )
     return out

@@ -35,7 +35,7 @@ from vsb.story.io import load_suite
 from vsb.validation.truth import PairTruth, requirement_true
 
 FrameKey = tuple[str, str, str, int]
-_ALIASES = {"hair_color": "hair", "hair_style": "hair", "color": "present"}
+_ALIASES = {"hair_color": "hair", "hair_style": "hair"}  # "color": a recolour (truth.py)
 _PROBE = re.compile(r"^Is there an? (\w+) of any colour in the picture\?$")
 _DATA_URI = re.compile(r"^data:[^;]+;base64,(.*)$", re.S)
 

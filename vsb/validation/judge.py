@@ -30,7 +30,7 @@ import difflib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from vsb.errors import InputError
+from vsb.errors import InputError, RunError
 from vsb.fsio import sha256_file
 from vsb.scores.inputs import (
     REQUIREMENTS_FILE,
@@ -182,6 +182,25 @@ def _pair_truth(root: Path) -> PairTruth:
     return PairTruth(load_suite(root / "suite"), (f for _, f in iter_jsonl(root / FAULTS_FILE)))
 
 
+def models_with_oracle(models: set[str]) -> set[str]:
+    """The models whose images carry oracle faults: registered simulators (an adapter that
+    writes the oracle). Stored images and providers have none: their frames are not known to
+    be fault-free and must not be scored against an empty oracle."""
+    import functools
+
+    from vsb.adapters.registry import ADAPTERS, model_names
+
+    known = set(model_names())
+    out = set()
+    for m in models & known:
+        factory = ADAPTERS.get(m)
+        cls = factory.func if isinstance(factory, functools.partial) else factory
+        oracle = getattr(cls, "oracle", None)
+        if bool(getattr(cls, "privileged", False) if oracle is None else oracle):
+            out.add(m)
+    return out
+
+
 def validate_run(
     run_dir: str | Path,
     progress: Callable[[str], None] | None = None,
@@ -198,6 +217,19 @@ def validate_run(
     rows = load_requirements(root)
     faults = load_faults(root)
     table = signal_table(load_signals(root))
+    # Frames of models without an oracle are unknown, not fault-free: left out, counted.
+    with_oracle = models_with_oracle(set(rows.model))
+    blind = sorted(set(rows.model) - with_oracle)
+    n_blind = len(set(frames_of(rows.subset([m in blind for m in rows.model]))))
+    if blind:
+        note(f"left out {n_blind} frames of models without an oracle: {', '.join(blind)}")
+        rows = rows.subset([m in with_oracle for m in rows.model])
+        table = {k: {f: v for f, v in vals.items() if f[0] in with_oracle} for k, vals in table.items()}
+        if not len(rows):
+            raise RunError(
+                f"no frame has an oracle (models {', '.join(blind)} have none): nothing to "
+                "validate against", file=root / FAULTS_FILE,
+            )
     present = present_evaluators(rows, table)
     keep = _select(present, evaluators)
     faulty = {f.frame for f in faults if f.visual}
@@ -237,6 +269,8 @@ def validate_run(
         n_faulty_frames=len(faulty & all_frames),
         n_faults=len(faults),
         n_visual_faults=sum(f.visual for f in faults),
+        n_frames_without_oracle=n_blind,
+        models_without_oracle=blind,
         evaluators=sections,
         auroc=aurocs,
         correlations=corr,

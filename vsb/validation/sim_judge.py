@@ -29,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from vsb.evaluators.vlm_questions import pair_questions, question_for
+from vsb.evaluators.vlm_judge import colour_probe_question, held_objects, order_pairs
+from vsb.evaluators.vlm_questions import order_probe, pair_questions, question_for
 from vsb.fsio import iter_jsonl
 from vsb.story.io import load_suite
 from vsb.validation.truth import PairTruth, requirement_true
@@ -116,12 +117,27 @@ class SimJudge:
         scene = self.stories[sid].scenes[k - 1]
         asked = [(r, question_for(r, scene.state)) for r in scene.requirements]
         faults = self.faults.get(frame, set())
+        st = scene.state
+        coloured = {  # held objects in the story's colour: gone or recoloured -> NO
+            colour_probe_question(k, st.objects[k].color).text: k for k in held_objects(scene)
+        }
+        shown = self.pairs.rendered(frame, "scene", "order")
+        shown = [n for n in shown if self.pairs.rendered(frame, n, "present")]
+        pairs = {order_probe(st, a, b).text: (a, b) for a, b in order_pairs(scene)}
         out = []
         for text in questions:
             probe = _PROBE.match(text)
             i = next((j for j, (_, q) in enumerate(asked) if q.text == text), None)
             if probe is not None:  # "is there an umbrella of any colour?"
                 answer, ident = ("NO" if probe.group(1) in self.gone[frame] else "YES"), text
+            elif i is None and text in coloured:
+                k = coloured[text]
+                bad = k in self.gone[frame] or (k, "color") in faults
+                answer, ident = ("NO" if bad else "YES"), text
+            elif i is None and text in pairs:
+                a, b = pairs[text]
+                ok = a in shown and b in shown and shown.index(a) < shown.index(b)
+                answer, ident = ("YES" if ok else "NO"), text
             elif i is None:
                 out.append("UNSURE")
                 continue

@@ -86,8 +86,15 @@ class PairTruth:
         self.over: dict[Frame, dict[tuple[str, str], Any]] = defaultdict(dict)
         for f in faults:
             frame = (str(f["model"]), str(f["condition"]), str(f["story_id"]), int(f["scene"]))
-            if f.get("visual", True):
-                self.over[frame][(str(f["subject"]), str(f["attribute"]))] = f.get("rendered_value")
+            if not f.get("visual", True):
+                continue
+            value = f.get("rendered_value")
+            over = self.over[frame]
+            if f["attribute"] == "hair" and isinstance(value, list) and len(value) == 2:
+                # one fact, two rendered attributes (what PAIR_ATTRIBUTES compares)
+                over[(str(f["subject"]), "hair_color")] = value[0]
+                over[(str(f["subject"]), "hair_style")] = value[1]
+            over[(str(f["subject"]), str(f["attribute"]))] = value
 
     def rendered(self, frame: Frame, subject: str, attribute: str) -> Any:
         """The value frame rendered for (subject, attribute)."""

@@ -85,9 +85,14 @@ def hair_words(value: Any) -> str:
     return f"{hair_style} {color} hair".strip()
 
 
-def _cues(state: SceneState, name: str, without: tuple[str, ...] = ()) -> list[str]:
+def _cues(
+    state: SceneState, name: str, without: tuple[str, ...] = (), *, weak: bool = True
+) -> list[str]:
     """The cues of ``name`` no other character of the scene shares (see the module
-    docstring), in the order skin, hair colour, top; ``without`` leaves some out."""
+    docstring): skin, hair colour, hair style, top, trousers; ``without`` leaves some out.
+    Skin, hair colour and top are *strong*: no fault gives them to someone else. Hair style
+    and trousers are *weak* (a fault may), so presence leaves them out (``weak=False``) and
+    the other questions add them to find the person meant when a strong cue drifted."""
     c = state.characters[name]
     others = [o for n, o in state.characters.items() if n != name]
     out = []
@@ -95,8 +100,13 @@ def _cues(state: SceneState, name: str, without: tuple[str, ...] = ()) -> list[s
         out.append(skin_words(c.skin))
     if "hair" not in without and all(o.hair_color != c.hair_color for o in others):
         out.append(f"{c.hair_color} hair")
+    style = c.hair_style
+    if weak and "hair" not in without and all(o.hair_style != style for o in others):
+        out.append(_a(style) if style in ("bun", "ponytail") else f"{style} hair")
     if "top" not in without and all(o.top != c.top for o in others):
         out.append(_a(f"{c.top} top"))
+    if weak and "trousers" not in without and all(o.trousers != c.trousers for o in others):
+        out.append(f"{c.trousers} trousers")
     return out
 
 
@@ -105,13 +115,16 @@ def cue_list(cues: list[str]) -> str:
     return cues[0] if len(cues) == 1 else ", ".join(cues[:-1]) + " or " + cues[-1]
 
 
-def person(state: SceneState, name: str, *, without: tuple[str, ...] = ()) -> str:
-    """``the person with light skin, black hair or a red top``: the cues that tell ``name``
-    apart, less the ``without`` ones (skin, hair, top); with none left, the full identity."""
+def person(
+    state: SceneState, name: str, *, without: tuple[str, ...] = (), weak: bool = True
+) -> str:
+    """``the person with light skin, black hair, a bun or a red top``: the cues that tell
+    ``name`` apart, less the ``without`` ones (skin, hair, top, trousers); with none left,
+    the full identity."""
     c = state.characters.get(name)
     if c is None:
         raise InputError(f"the VLM judge cannot locate {name!r}: not a character of the story")
-    cues = _cues(state, name, without)
+    cues = _cues(state, name, without, weak=weak)
     if not cues:
         return f"the person with {skin_words(c.skin)} and {c.hair_color} hair"
     return "the person with " + cue_list(cues)
@@ -121,6 +134,7 @@ def _character_question(req: Requirement, state: SceneState) -> Question:
     name, attr, value = req.subject, req.attribute, req.expected
     who = person(state, name)
     if attr == "present":
+        who = person(state, name, weak=False)
         text = f"Is there a person with {who.removeprefix('the person with ')} in the picture?"
         return Question(text, "YES" if value is True else "NO")
     if attr == "skin":
@@ -135,6 +149,7 @@ def _character_question(req: Requirement, state: SceneState) -> Question:
         who = person(state, name, without=("top",))
         return Question(f"Is {who} wearing {_a(f'{value} top')}?", "YES")
     if attr == "trousers":
+        who = person(state, name, without=("trousers",))
         return Question(f"Is {who} wearing {value} trousers?", "YES")
     if attr == "accessory":
         if value == "none":
@@ -242,7 +257,8 @@ def pair_questions(prev: Scene, cur: Scene) -> list[tuple[Requirement, Question]
                      f"and hair style as {second} in the second picture?", "YES"),
         ))  # fmt: skip
         same = (p.top, p.trousers, p.accessory) == (c.top, c.trousers, c.accessory)
-        first, second = person(a, name, without=("top",)), person(b, name, without=("top",))
+        no = ("top", "trousers")
+        first, second = person(a, name, without=no), person(b, name, without=no)
         out.append((
             _pair_req(cur.index, name, "same_clothes", same),
             Question(f"Does {first} in the first picture wear the same clothes (top, trousers "

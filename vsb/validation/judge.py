@@ -17,11 +17,17 @@ Every other signal (``pairwise``, ``clip``…) gets its AUROC and correlations, 
 its evaluator.
 
 Verdicts: ``not_applicable`` rows are excluded from every figure but their count.
-``unsure`` and ``parse_failure`` rows are failed checks, i.e. detections of their
-requirement's own taxonomy label: scoring counts them as not passed, so a judge unsure
-about a true fact makes a false violation (it lowers precision) and one unsure about a
-fault still flags it (recall). Their rates are reported apart so that an evaluator that
-hedges is visible as such, not only through lower precision.
+``unsure`` and ``parse_failure`` rows are failed checks, i.e. detections: scoring counts
+them as not passed, so a judge unsure about a true fact makes a false violation (it lowers
+precision) and one unsure about a fault still flags it (recall). An ``unsure`` row carries
+its failure label (its own taxonomy, or the knock-on root cause the evaluator gave it, e.g.
+``character_missing`` for a question about someone the judge said is not there); a
+``parse_failure`` row its own taxonomy. Their rates are reported apart so that an
+evaluator that hedges is visible as such, not only through lower precision.
+
+Frames of models without an oracle (stored images, providers: ``models_with_oracle``) are
+left out of every figure and counted (``n_frames_without_oracle``): their faults are
+unknown, not absent.
 """
 
 from __future__ import annotations

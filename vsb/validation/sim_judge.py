@@ -25,7 +25,7 @@ import time
 from collections import defaultdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, Self
 
 import numpy as np
 
@@ -153,23 +153,23 @@ class SimJudge:
         return out
 
 
-class SimJudgeServer:
-    """``SimJudge`` behind ``POST /v1/chat/completions`` on 127.0.0.1 (a daemon thread).
+class Answerer(Protocol):
+    """What a served judge does: answers to the numbered questions of one or two images."""
+
+    def answers(self, image: bytes, questions: list[str]) -> list[str]: ...
+    def pair_answers(self, first: bytes, second: bytes, questions: list[str]) -> list[str]: ...
+
+
+class JudgeServer:
+    """An ``Answerer`` behind ``POST /v1/chat/completions`` on 127.0.0.1 (a daemon thread):
+    the OpenAI chat-completions wire format, one answer per numbered question.
 
     ``latency_s`` delays every answer (throughput benchmarks); ``fail_first`` answers the
     first N requests with HTTP 429 and ``Retry-After: 0`` (retry tests); ``requests``
     counts the chat requests that got an answer, ``attempts`` every POST."""
 
-    def __init__(
-        self,
-        run_dir: str | Path,
-        *,
-        error_rate: float = 0.0,
-        seed: int = 0,
-        latency_s: float = 0.0,
-        fail_first: int = 0,
-    ) -> None:
-        self.judge = SimJudge(run_dir, error_rate=error_rate, seed=seed)
+    def __init__(self, judge: Answerer, *, latency_s: float = 0.0, fail_first: int = 0) -> None:
+        self.judge = judge
         self.latency_s = latency_s
         self.fail_first = fail_first
         self.requests = 0
@@ -246,8 +246,27 @@ class SimJudgeServer:
         self.httpd.shutdown()
         self.httpd.server_close()
 
-    def __enter__(self) -> SimJudgeServer:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class SimJudgeServer(JudgeServer):
+    """``SimJudge`` (answers from the oracle, wrong at ``error_rate``) as a ``JudgeServer``."""
+
+    def __init__(
+        self,
+        run_dir: str | Path,
+        *,
+        error_rate: float = 0.0,
+        seed: int = 0,
+        latency_s: float = 0.0,
+        fail_first: int = 0,
+    ) -> None:
+        super().__init__(
+            SimJudge(run_dir, error_rate=error_rate, seed=seed),
+            latency_s=latency_s,
+            fail_first=fail_first,
+        )

@@ -73,17 +73,30 @@ def _yes(ok: bool) -> Answer:
     return "YES" if ok else "NO"
 
 
+def _hair(text: str) -> tuple[str, str] | None:
+    """``short black hair`` / ``black hair in a ponytail`` -> (colour, style)."""
+    m = re.fullmatch(r"(.+) hair in an? (bun|ponytail)", text)
+    if m:
+        return m.group(1), m.group(2)
+    m = re.fullmatch(r"(short|long) (.+) hair", text)
+    return (m.group(2), m.group(1)) if m else None
+
+
 @dataclass(frozen=True)
 class _Cue:
-    attribute: str  # skin | hair_color | top
-    value: str
+    attribute: str  # skin | hair_color | hair_style | top | trousers | hair (colour, style)
+    value: str | tuple[str, str]
 
     def shown_by(self, p: DetectedPerson) -> bool:
+        if self.attribute == "hair":
+            return (p.hair_color, p.hair_style) == self.value
         return getattr(p, self.attribute) == self.value
 
 
 def _cue(text: str) -> _Cue | None:
     text = text.strip()
+    if (hair := _hair(text)) is not None:  # "short black hair": colour and style at once
+        return _Cue("hair", hair)
     if text.endswith(" skin") and text[:-5] in _SKIN:
         return _Cue("skin", _SKIN[text[:-5]])
     if text.endswith(" hair") and text[:-5] in vocab.HAIR_COLORS:
@@ -133,15 +146,6 @@ class _Locator:
         shown = {i: sum(c.shown_by(d.people[i]) for c in self.cues) for i in found}
         best = max(shown.values())
         return [i for i in found if shown[i] == best]
-
-
-def _hair(text: str) -> tuple[str, str] | None:
-    """``short black hair`` / ``black hair in a ponytail`` -> (colour, style)."""
-    m = re.fullmatch(r"(.+) hair in an? (bun|ponytail)", text)
-    if m:
-        return m.group(1), m.group(2)
-    m = re.fullmatch(r"(short|long) (.+) hair", text)
-    return (m.group(2), m.group(1)) if m else None
 
 
 class LiteralJudge:

@@ -69,18 +69,18 @@ def _req(subject: str, attribute: str, expected: Any) -> Requirement:
     )  # fmt: skip
 
 
-AMA = "the person with light skin, black hair or a red top"
-BO = "the person with very dark skin, auburn hair or a blue top"
+AMA = "the person with light skin, black hair, short hair or a red top"
+BO = "the person with very dark skin, auburn hair, a ponytail or a blue top"
 WORDING = [
     ("Ama", "present", True,
      "Is there a person with light skin, black hair or a red top in the picture?", "YES"),
     ("Ama", "present", False,
      "Is there a person with light skin, black hair or a red top in the picture?", "NO"),
-    ("Bo", "skin", "tone-6", "Does the person with auburn hair or a blue top have very dark skin?",
+    ("Bo", "skin", "tone-6", "Does the person with auburn hair, a ponytail or a blue top have very dark skin?",
      "YES"),
     ("Ama", "hair", ["black", "short"],
      "Does the person with light skin or a red top have short black hair?", "YES"),
-    ("Ama", "top", "red", "Is the person with light skin or black hair wearing a red top?",
+    ("Ama", "top", "red", "Is the person with light skin, black hair or short hair wearing a red top?",
      "YES"),
     ("Ama", "trousers", "navy", f"Is {AMA} wearing navy trousers?", "YES"),
     ("Ama", "accessory", "bag", f"Is {AMA} carrying a bag?", "YES"),

@@ -154,6 +154,10 @@ class JudgeCall:
     #: (left, right) names asked whether left stands left of right (last): a failed order
     #: check while someone is missing is a swap when those seen stand out of order.
     order_probes: tuple[tuple[str, str], ...] = ()
+    #: How many people the scene shows, asked last ("Are there exactly N people…?"): a
+    #: person not found by their cues while everyone is there is unrecognised (their look
+    #: drifted), not missing. 0: not asked.
+    people_probe: int = 0
     #: Cross-frame calls: the earlier frame's image (``image_path`` is the later one's, and
     #: comes second in the request), and the evaluator their rows belong to.
     prev_image_path: str | None = None
@@ -218,6 +222,22 @@ def order_pairs(scene: Scene) -> tuple[tuple[str, str], ...]:
     return ()
 
 
+def people_count(scene: Scene) -> int:
+    """The people a scene shows when it asks whether someone is there (else 0: no probe)."""
+    asks = any(
+        r.attribute == "present" and r.expected is True and r.subject in scene.state.characters
+        for r in scene.requirements
+    )
+    return len(scene.state.order) if asks else 0
+
+
+def people_question(n: int) -> Question:
+    """The auxiliary question how many people the picture shows."""
+    if n == 1:
+        return Question("Is there exactly one person in the picture?", "YES")
+    return Question(f"Are there exactly {n} people in the picture?", "YES")
+
+
 def colour_probe_question(kind: str, color: str) -> Question:
     """The auxiliary question whether the story's object, in the story's colour, is seen."""
     words = f"{color} {kind}"
@@ -255,6 +275,8 @@ def plan_calls(
             qs += tuple(probe_question(kind) for kind in probes)
             qs += tuple(colour_probe_question(k, st.objects[k].color) for k in colours)
             qs += tuple(order_probe(st, a, b) for a, b in pairs)
+            people = people_count(scene) if batch == 0 else 0
+            qs += (people_question(people),) if people else ()
             single = batch == 1
             system = SYSTEM_PROMPT_SINGLE if single else SYSTEM_PROMPT
             prompt = qs[0].text if single else scene_prompt(qs)
@@ -275,6 +297,7 @@ def plan_calls(
                     probes,
                     colours,
                     pairs,
+                    people,
                 )
             )
     return calls
@@ -485,7 +508,8 @@ def execute_calls(
 class _Probed:
     """What the probes of one call said."""
 
-    missing: set[str]  # characters whose presence check did not pass
+    missing: set[str]  # characters whose presence check did not pass, fewer people shown
+    unrecognised: set[str]  # ... while everyone expected is there (their look drifted)
     seen_any: dict[str, bool]  # object kind -> seen in some colour
     seen_colour: dict[str, bool]  # held object kind -> seen in the story's colour
     left_of: dict[tuple[str, str], bool]  # (a, b) -> a stands left of b
@@ -496,14 +520,19 @@ def _knock_on(req: Requirement, p: _Probed) -> str:
     its subject is not there (as the rule checker labels knock-on failures)."""
     if req.subject in p.missing and req.attribute != "present":
         return "character_missing"
+    if req.subject in p.unrecognised:
+        return "identity_drift"
     expected = [str(n) for n in req.expected] if isinstance(req.expected, list) else []
-    if req.attribute == "order" and any(n in p.missing for n in expected):
-        seen = [n for n in expected if n not in p.missing]
+    lost = p.missing | p.unrecognised
+    if req.attribute == "order" and any(n in lost for n in expected):
+        seen = [n for n in expected if n not in lost]
         in_order = all(
             p.left_of.get((a, b), False) for i, a in enumerate(seen) for b in seen[i + 1 :]
         )
-        # someone missing is the root cause only when those seen stand in order
-        return "character_missing" if in_order else req.taxonomy
+        # someone not found is the root cause only when those seen stand in order
+        if not in_order:
+            return req.taxonomy
+        return "character_missing" if any(n in p.missing for n in expected) else "identity_drift"
     if req.subject in p.seen_any and not (req.attribute == "present" and req.expected is False):
         if not p.seen_any[req.subject]:
             return "object_disappeared"
@@ -534,11 +563,14 @@ def outcome_results(out: CallOutcome, judge_model: str) -> list[RequirementResul
         if r.attribute == "present" and r.expected is True and r.subject not in seen_any
         and v != "passed"
     }  # fmt: skip
+    n3 = n2 + len(call.order_probes)
+    everyone = call.people_probe > 0 and answers[n3] == "YES"
     probed = _Probed(
-        missing,
+        set() if everyone else missing,
+        missing if everyone else set(),
         seen_any,
         {k: a == "YES" for k, a in zip(call.colour_probes, answers[n1:n2], strict=True)},
-        {pair: a == "YES" for pair, a in zip(call.order_probes, answers[n2:], strict=True)},
+        {pair: a == "YES" for pair, a in zip(call.order_probes, answers[n2:n3], strict=True)},
     )
     results = []
     for req, answer, v in zip(call.requirements, answers, verdicts, strict=False):

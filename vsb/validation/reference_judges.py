@@ -261,6 +261,10 @@ class LiteralJudge:
         raise _Unparsed(rest)
 
     def _about_scene(self, d: DetectedState, q: str) -> Answer:
+        if q == "Is there exactly one person in the picture?":
+            return _yes(len(d.people) == 1)
+        if m := re.fullmatch(r"Are there exactly (\d+) people in the picture\?", q):
+            return _yes(len(d.people) == int(m.group(1)))
         if q in _WEATHER:
             return _yes(d.weather == _WEATHER[q])
         if q in _TIME:

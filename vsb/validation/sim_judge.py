@@ -29,7 +29,13 @@ from typing import Any, Protocol, Self
 
 import numpy as np
 
-from vsb.evaluators.vlm_judge import colour_probe_question, held_objects, order_pairs
+from vsb.evaluators.vlm_judge import (
+    colour_probe_question,
+    held_objects,
+    order_pairs,
+    people_count,
+    people_question,
+)
 from vsb.evaluators.vlm_questions import order_probe, pair_questions, question_for
 from vsb.fsio import iter_jsonl
 from vsb.story.io import load_suite
@@ -39,6 +45,10 @@ FrameKey = tuple[str, str, str, int]
 _ALIASES = {"hair_color": "hair", "hair_style": "hair"}  # "color": a recolour (truth.py)
 _PROBE = re.compile(r"^Is there an? (\w+) of any colour in the picture\?$")
 _DATA_URI = re.compile(r"^data:[^;]+;base64,(.*)$", re.S)
+
+
+def _yes(ok: bool) -> str:
+    return "YES" if ok else "NO"
 
 
 class SimJudge:
@@ -124,6 +134,8 @@ class SimJudge:
         shown = self.pairs.rendered(frame, "scene", "order")
         shown = [n for n in shown if self.pairs.rendered(frame, n, "present")]
         pairs = {order_probe(st, a, b).text: (a, b) for a, b in order_pairs(scene)}
+        n = people_count(scene)
+        people = people_question(n).text if n else None
         out = []
         for text in questions:
             probe = _PROBE.match(text)
@@ -134,6 +146,9 @@ class SimJudge:
                 k = coloured[text]
                 bad = k in self.gone[frame] or (k, "color") in faults
                 answer, ident = ("NO" if bad else "YES"), text
+            elif i is None and text == people:
+                drawn = [c for c in st.characters if self.pairs.rendered(frame, c, "present")]
+                answer, ident = _yes(len(drawn) == n), text
             elif i is None and text in pairs:
                 a, b = pairs[text]
                 ok = a in shown and b in shown and shown.index(a) < shown.index(b)

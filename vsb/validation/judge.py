@@ -188,17 +188,29 @@ def _pair_truth(root: Path) -> PairTruth:
     return PairTruth(load_suite(root / "suite"), (f for _, f in iter_jsonl(root / FAULTS_FILE)))
 
 
-def models_with_oracle(models: set[str]) -> set[str]:
-    """The models whose images carry oracle faults: registered simulators (an adapter that
-    writes the oracle). Stored images and providers have none: their frames are not known to
-    be fault-free and must not be scored against an empty oracle."""
+def models_with_oracle(root: Path, models: set[str]) -> set[str]:
+    """The models whose frames the oracle covers: the run manifest's ``oracle_models``; for
+    runs written before it, every model but a known adapter that writes no oracle (stored
+    images, providers). Other frames' faults are unknown, not absent."""
     import functools
+    import json
 
-    from vsb.adapters.registry import ADAPTERS, model_names
+    manifest = root / "manifest.json"
+    try:
+        listed = json.loads(manifest.read_text(encoding="utf-8")).get("oracle_models")
+    except (OSError, ValueError, AttributeError):
+        listed = None
+    if isinstance(listed, list):
+        return models & {str(m) for m in listed}
+    from vsb.adapters.registry import ADAPTERS, PATTERNS, model_names
 
     known = set(model_names())
     out = set()
-    for m in models & known:
+    for m in models:
+        if m not in known:
+            if m.partition(":")[0] not in PATTERNS:
+                out.add(m)  # not a known adapter (a plug-in simulator, a synthetic run)
+            continue
         factory = ADAPTERS.get(m)
         cls = factory.func if isinstance(factory, functools.partial) else factory
         oracle = getattr(cls, "oracle", None)
@@ -224,7 +236,7 @@ def validate_run(
     faults = load_faults(root)
     table = signal_table(load_signals(root))
     # Frames of models without an oracle are unknown, not fault-free: left out, counted.
-    with_oracle = models_with_oracle(set(rows.model))
+    with_oracle = models_with_oracle(root, set(rows.model))
     blind = sorted(set(rows.model) - with_oracle)
     n_blind = len(set(frames_of(rows.subset([m in blind for m in rows.model]))))
     if blind:

@@ -48,8 +48,12 @@ def judge_figures(run: Path, name: str, cache: Path, keep: bool = False) -> dict
         "parse_failure_rate": vlm.verdicts.parse_failure_rate,
         "error_rate": vlm.agreement.error_rate,
         "labels": {
-            t.taxonomy: {"faults": t.n_faults, "recall": t.recall, "detections": t.n_detections,
-                         "precision": t.precision}  # fmt: skip
+            t.taxonomy: {
+                "faults": t.n_faults,
+                "recall": t.recall,
+                "detections": t.n_detections,
+                "precision": t.precision,
+            }
             for t in vlm.taxonomy
         },
     }
@@ -93,9 +97,11 @@ def main() -> None:
                 r = judge_figures(run, name, root / f"cache-{seed}-{name}", bool(args.keep))
                 r["seed"] = seed
                 results.append(r)
-                print(f"seed {seed} judge {name}: {r['seconds']} s, error rate "
-                      f"{_f(r['error_rate'])}, xframe {_f(r['xframe_error_rate'])}, unsure "
-                      f"{_f(r['unsure_rate'])}, parse failures {_f(r['parse_failure_rate'])}")  # fmt: skip
+                print(
+                    f"seed {seed} judge {name}: {r['seconds']} s, error rate "
+                    f"{_f(r['error_rate'])}, xframe {_f(r['xframe_error_rate'])}, unsure "
+                    f"{_f(r['unsure_rate'])}, parse failures {_f(r['parse_failure_rate'])}"
+                )
                 for label, t in r["labels"].items():
                     if t["faults"] or t["detections"]:
                         print(f"  {label:22s} {t['faults']:5d} R {_f(t['recall'])}  "

@@ -32,15 +32,15 @@ def judge() -> Iterator[VlmJudge]:
 
 
 def _world() -> World:
+    ama = dict(skin="tone-2", hair_color="black", hair_style="short", top="red", trousers="blue")
+    bo = dict(skin="tone-6", hair_color="auburn", hair_style="ponytail", top="teal")
+    cy = dict(skin="tone-4", hair_color="grey", hair_style="bun", top="orange")
     return world(
         [
-            character("Ama", skin="tone-2", hair_color="black", hair_style="short", top="red",
-                      trousers="blue"),
-            character("Bo", skin="tone-6", hair_color="auburn", hair_style="ponytail",
-                      top="teal", trousers="yellow"),
-            character("Cy", skin="tone-4", hair_color="grey", hair_style="bun", top="orange",
-                      trousers="green"),
-        ],  # fmt: skip
+            character("Ama", **ama),
+            character("Bo", **bo, trousers="yellow"),
+            character("Cy", **cy, trousers="green"),
+        ],
         [WorldObject(kind="umbrella", color="green", initial_state="open", initial_holder="Bo")],
     )
 

@@ -242,11 +242,14 @@ def validate_run(
     if blind:
         note(f"left out {n_blind} frames of models without an oracle: {', '.join(blind)}")
         rows = rows.subset([m in with_oracle for m in rows.model])
-        table = {k: {f: v for f, v in vals.items() if f[0] in with_oracle} for k, vals in table.items()}
+        table = {
+            k: {f: v for f, v in vals.items() if f[0] in with_oracle} for k, vals in table.items()
+        }
         if not len(rows):
             raise RunError(
                 f"no frame has an oracle (models {', '.join(blind)} have none): nothing to "
-                "validate against", file=root / FAULTS_FILE,
+                "validate against",
+                file=root / FAULTS_FILE,
             )
     present = present_evaluators(rows, table)
     keep = _select(present, evaluators)

@@ -19,6 +19,7 @@ rate), the literal judge is close to the rule checker.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 import threading
 from collections.abc import Callable
@@ -155,10 +156,15 @@ class LiteralJudge:
         self._seen: dict[tuple[str, tuple[str, ...]], DetectedState] = {}
         self._lock = threading.Lock()
 
-    def _read(self, image: bytes, kinds: tuple[str, ...]) -> DetectedState:
-        key = (hashlib.sha256(image).hexdigest(), kinds)
+    def _read(self, image: bytes, kinds: tuple[str, ...] | None) -> DetectedState:
+        """The picture as read, looking for ``kinds`` of object (None: people and place
+        only, so any earlier reading of the same picture will do)."""
+        sha = hashlib.sha256(image).hexdigest()
+        key = (sha, kinds or ())
         with self._lock:
             hit = self._seen.get(key)
+            if hit is None and kinds is None:
+                hit = next((v for k, v in self._seen.items() if k[0] == sha), None)
         if hit is None:
             voc = EntityVocabulary(
                 skin_tones=tuple(vocab.SKIN_TONES),
@@ -167,7 +173,7 @@ class LiteralJudge:
                 clothing_colors=tuple(vocab.CLOTHING_COLORS),
                 accessories=vocab.ACCESSORIES,
                 poses=vocab.POSES,
-                object_kinds=kinds,
+                object_kinds=kinds or (),
                 object_colors=tuple(vocab.OBJECT_COLORS),
                 locations=tuple(vocab.LOCATIONS),
                 times=vocab.TIMES,
@@ -189,17 +195,17 @@ class LiteralJudge:
     def answers(self, image: bytes, questions: list[str]) -> list[Answer]:
         """One answer per question about one picture."""
         d = self._read(image, self.kinds_named(questions))
-        return [self._safe(lambda q=q: self.answer(d, q)) for q in questions]
+        return [self._safe(self.answer, d, q) for q in questions]
 
     def pair_answers(self, first: bytes, second: bytes, questions: list[str]) -> list[Answer]:
         """One answer per question comparing two pictures."""
-        a, b = self._read(first, ()), self._read(second, ())
-        return [self._safe(lambda q=q: self.compare(a, b, q)) for q in questions]
+        a, b = self._read(first, None), self._read(second, None)
+        return [self._safe(self.compare, a, b, q) for q in questions]
 
     @staticmethod
-    def _safe(fn: Callable[[], Answer]) -> Answer:
+    def _safe(fn: Callable[..., Answer], *args: object) -> Answer:
         try:
-            return fn()
+            return fn(*args)
         except _Unparsed:
             return "UNSURE"
 
@@ -230,7 +236,7 @@ class LiteralJudge:
         if any(not f for f in found):
             return "NO"  # someone named is not there: they do not stand in that order
         xs = [d.people[f[0]].x for f in found]
-        return _yes(all(a < b for a, b in zip(xs, xs[1:], strict=False)))
+        return _yes(all(a < b for a, b in itertools.pairwise(xs)))
 
     def _about_person(self, d: DetectedState, locator: str, rest: str) -> Answer:
         p = self._one(d, locator)

@@ -143,8 +143,8 @@ class SimJudge:
             if probe is not None:  # "is there an umbrella of any colour?"
                 answer, ident = ("NO" if probe.group(1) in self.gone[frame] else "YES"), text
             elif i is None and text in coloured:
-                k = coloured[text]
-                bad = k in self.gone[frame] or (k, "color") in faults
+                kind = coloured[text]
+                bad = kind in self.gone[frame] or (kind, "color") in faults
                 answer, ident = ("NO" if bad else "YES"), text
             elif i is None and text == people:
                 drawn = [c for c in st.characters if self.pairs.rendered(frame, c, "present")]

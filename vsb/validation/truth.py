@@ -13,8 +13,9 @@ object as drawn and stay true unless faulted themselves. This is the rule checke
 holder as ``object_color_change`` and gives its state and count) and the VLM questions'
 (state and count are asked without the colour); docs/CONTRACTS.md states it too.
 
-This is what a perfect reader of the picture would answer, so an evaluator's *error rate against the oracle* (the share of its passed /
-failed verdicts that disagree with the truth) estimates how often its answers are wrong,
+This is what a perfect reader of the picture would answer, so an evaluator's *error rate
+against the oracle* (the share of its passed / failed verdicts that disagree with the
+truth) estimates how often its answers are wrong,
 whatever labels it gives: a judge that flips each answer with probability p shows p.
 ``unsure`` and ``parse_failure`` verdicts are not answers; they have rates of their own.
 

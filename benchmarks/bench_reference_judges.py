@@ -8,6 +8,22 @@ strict recall and precision per label of the ``vlm`` section, the verdict rates,
 error rate of the ``vlm`` and ``vlm_xframe`` answers against the oracle truth; writes the
 figures as JSON with ``--out``.
 
+Measured on the development container (2 CPUs, shared), suite seeds 7001 / 7002, 1,260
+frames each, strict matching (same image, subject, label):
+
+* literal: every label ≥ 0.95 in recall and precision at both seeds; all labels 0.994 /
+  0.994 (7001) and 0.989 / 0.997 (7002); lowest: order_swap recall 0.980 and
+  identity_drift precision 0.982 (7001), clothing_change recall 0.970 and pose_mismatch
+  recall 0.978 (7002); error rate against the oracle 0.000 (vlm and vlm_xframe); unsure
+  0.035 / 0.029 (questions about someone not there). 18-21 s a seed.
+* always-YES: recall 0.012 / 0.011 (only the checks whose answer is NO: character_unexpected,
+  object_resurrected, accessory "none"); error rate 0.116 / 0.114.
+* always-NO: recall 0.255 / 0.247, precision 0.054 / 0.054 (each label's precision is its
+  base rate: character_missing 0.058 / 0.050, wrong_location 0.029 / 0.037); error rate
+  0.884 / 0.886.
+* always-UNSURE: precision 0.055 / 0.055, unsure rate 1.000, no answers to score.
+* garbage: parse-failure rate 1.000, recall 0.940 / 0.951 at precision 0.084 / 0.088.
+
 Run: ``.venv/bin/python benchmarks/bench_reference_judges.py [--seeds 7001,7002] [--out F]``
 """
 

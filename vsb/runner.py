@@ -257,6 +257,7 @@ def _run_locked(
                 "prompt_style": index.prompt_style,
                 "images": result.images,
                 "not_supported": {m: c for m, c in result.not_supported.items() if m in models},
+                "oracle_models": [m for m in models if writes_oracle(active[m])],
             }
             atomic_write_json(run_dir / "manifest.json", manifest)
 

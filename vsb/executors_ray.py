@@ -92,7 +92,10 @@ class _WalkCache:
         self.found: dict[str, GenerationResult] = {}
 
     def get(
-        self, key: str, compute: Callable[[], GenerationResult]
+        self,
+        key: str,
+        compute: Callable[[], GenerationResult],
+        origin: Callable[[], str | None] | None = None,
     ) -> tuple[GenerationResult, bool]:
         if key in self.found:
             return self.found[key], True
@@ -118,7 +121,10 @@ class _TaskCache:
         self._lock = threading.Lock()
 
     def get(
-        self, key: str, compute: Callable[[], GenerationResult]
+        self,
+        key: str,
+        compute: Callable[[], GenerationResult],
+        origin: Callable[[], str | None] | None = None,
     ) -> tuple[GenerationResult, bool]:
         with self._lock:
             hit = self.known.get(key) or self.new.get(key)

@@ -37,15 +37,20 @@ _SCHEMA = (
         session INTEGER NOT NULL, key TEXT NOT NULL, model TEXT NOT NULL,
         condition TEXT, story_id TEXT, scene INTEGER, latency_s REAL NOT NULL,
         success INTEGER NOT NULL, cache_hit INTEGER NOT NULL, cost_usd REAL, error TEXT,
-        status TEXT NOT NULL DEFAULT 'done')""",
+        status TEXT NOT NULL DEFAULT 'done', attempt TEXT)""",
 )
 #: Ledgers written before attempts were recorded lack the status column (every row is done).
 _MIGRATE = "ALTER TABLE requests ADD COLUMN status TEXT NOT NULL DEFAULT 'done'"
+#: ...and those written before attempts had ids lack ``attempt`` (NULL: never reconciled).
+_MIGRATE_ATTEMPT = "ALTER TABLE requests ADD COLUMN attempt TEXT"
 _COLUMNS = (
     "session, key, model, condition, story_id, scene, latency_s, success, cache_hit, "
-    "cost_usd, error, status"
+    "cost_usd, error, status, attempt"
 )
-STARTED, DONE = "started", "done"
+#: A row's status: begun, not finished (an interrupted call once its process is gone);
+#: finished; or found finished by a later run (the process died after the cache stored the
+#: call's image and before the row was finished: ``Ledger.reconcile``).
+STARTED, DONE, RECONCILED = "started", "done", "reconciled"
 
 
 @dataclass(frozen=True)
@@ -150,6 +155,8 @@ class Ledger:
             cols = {row[1] for row in db.execute("PRAGMA table_info(requests)")}
             if "status" not in cols:
                 db.execute(_MIGRATE)
+            if "attempt" not in cols:
+                db.execute(_MIGRATE_ATTEMPT)
         self.session: int | None = None
 
     def _conn(self) -> sqlite3.Connection:
@@ -194,7 +201,7 @@ class Ledger:
         rows = [
             (
                 s, e.key, e.model, e.condition, e.story_id, e.scene, e.latency_s,
-                int(e.success), int(e.cache_hit), e.cost_usd, e.error, DONE,
+                int(e.success), int(e.cache_hit), e.cost_usd, e.error, DONE, None,
             )
             for e in entries
         ]  # fmt: skip
@@ -202,7 +209,7 @@ class Ledger:
             return
         db = self._conn()
         with db:
-            db.executemany(f"INSERT INTO requests ({_COLUMNS}) VALUES ({_marks(12)})", rows)
+            db.executemany(f"INSERT INTO requests ({_COLUMNS}) VALUES ({_marks(13)})", rows)
 
     def begin(
         self,
@@ -213,18 +220,20 @@ class Ledger:
         story_id: str | None = None,
         scene: int | None = None,
         cost_usd: float | None = None,
+        attempt: str | None = None,
     ) -> int:
         """Record an adapter call about to be made (committed before it returns); the row id.
 
         ``cost_usd`` is what the call is assumed to cost until it finishes (the list price):
-        an interrupted call keeps it."""
+        an interrupted call keeps it. ``attempt``: the id the cache stores with the image
+        this call produces (``reconcile``)."""
         row = (
             self._session(), key, model, condition, story_id, scene, 0.0, 0, 0, cost_usd,
-            None, STARTED,
+            None, STARTED, attempt,
         )  # fmt: skip
         db = self._conn()
         with db:
-            cur = db.execute(f"INSERT INTO requests ({_COLUMNS}) VALUES ({_marks(12)})", row)
+            cur = db.execute(f"INSERT INTO requests ({_COLUMNS}) VALUES ({_marks(13)})", row)
         return int(cur.lastrowid or 0)
 
     def finish(
@@ -244,6 +253,35 @@ class Ledger:
                 "status = ? WHERE rowid = ?",
                 (latency_s, int(success), cost_usd, error, DONE, row_id),
             )
+
+    def unfinished(self) -> list[tuple[int, str, str]]:
+        """``(row id, key, attempt id)`` of every call begun and never finished that has an
+        attempt id, any session."""
+        rows = self._conn().execute(
+            "SELECT rowid, key, attempt FROM requests WHERE status = ? AND attempt IS NOT NULL "
+            "ORDER BY rowid",
+            (STARTED,),
+        )
+        return [(int(r), str(k), str(a)) for r, k, a in rows]
+
+    def reconcile(self, stored: dict[str, tuple[str, float | None]]) -> int:
+        """Finish the unfinished calls whose image the cache stored: ``stored`` maps a key to
+        the attempt id the cache holds with it and the cost the adapter reported (None: the
+        row keeps its list price). A row whose attempt id matches becomes ``reconciled``
+        (a success, latency unknown: 0); the others stay interrupted. The number reconciled."""
+        done = [
+            (row, stored[key][1])
+            for row, key, attempt in self.unfinished()
+            if key in stored and stored[key][0] == attempt
+        ]
+        db = self._conn()
+        with db:
+            db.executemany(
+                "UPDATE requests SET success = 1, error = NULL, status = ?, "
+                "cost_usd = COALESCE(?, cost_usd) WHERE rowid = ? AND status = ?",
+                [(RECONCILED, cost, row, STARTED) for row, cost in done],
+            )
+        return len(done)
 
     def latest_session(self) -> int | None:
         row = self._conn().execute("SELECT MAX(session) FROM sessions").fetchone()

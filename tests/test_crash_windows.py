@@ -9,10 +9,12 @@ is committed, against the local billing server of ``tests/openai_images_server.p
 
 from __future__ import annotations
 
+import os
 import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -141,3 +143,71 @@ def test_reconcile_needs_the_attempt_that_stored_the_image(tmp_path: Path) -> No
             led._conn().execute("SELECT rowid, status || ':' || cost_usd FROM requests")
         )
     assert rows == {mine: "reconciled:0.25", other: "started:0.5", never: "started:0.5"}
+
+
+# --- issue #23 item 8d: pool workers die with their killed parent, quietly ----------------
+
+#: The child: ``python -c SLOW PIDS vsb-argv…``: simulators take 0.3 s an image and note
+#: their worker's pid.
+SLOW = """
+import os, sys, time
+from pathlib import Path
+from vsb.adapters.simulators import ProceduralSimulator
+from vsb.cli.main import main
+
+pids, argv = Path(sys.argv[1]), sys.argv[2:]
+generate = ProceduralSimulator.generate
+
+def slow(self, request):
+    with pids.open("a") as f:
+        f.write(f"{os.getpid()}\\n")
+    time.sleep(0.3)
+    return generate(self, request)
+
+ProceduralSimulator.generate = slow
+sys.exit(main(argv))
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.is_file() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_killed_run_leaves_no_worker_behind_and_no_traceback(
+    suite: Path, tmp_path: Path
+) -> None:
+    """Regression: after kill -9 of ``vsb release build`` (here: its ``vsb run`` stage),
+    the orphaned fork workers finished their task and printed ``BrokenPipeError``
+    tracebacks writing the result to their dead parent."""
+    pids, err = tmp_path / "pids", tmp_path / "stderr"
+    argv = [
+        "run", "--suite", str(suite), "--model", "procedural-drift-mid", "--condition",
+        "independent,structured_memory", "--out", str(tmp_path / "run"),
+        "--cache", str(tmp_path / "cache"), "--workers", "2",
+    ]  # fmt: skip
+    with err.open("wb") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", SLOW, str(pids), *argv],
+            stdout=subprocess.DEVNULL, stderr=stderr,
+        )  # fmt: skip
+    deadline = time.monotonic() + 60
+    workers: set[int] = set()
+    while len(workers) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.02)
+        workers = {int(x) for x in pids.read_text().split()} if pids.is_file() else set()
+    assert len(workers) == 2 and proc.pid not in workers, "both workers at work"
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait(10) == -signal.SIGKILL
+    killed = time.monotonic()
+    while any(_alive(p) for p in workers) and time.monotonic() < killed + 30:
+        time.sleep(0.02)
+    gone_after = time.monotonic() - killed
+    assert not any(_alive(p) for p in workers)
+    assert gone_after < 0.25, f"the workers outlived their parent by {gone_after:.2f} s"
+    assert "Traceback" not in err.read_text(), err.read_text()

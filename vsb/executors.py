@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import importlib
 import multiprocessing
+import os
 import queue
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -51,6 +52,7 @@ from typing import Any, Protocol
 
 from vsb.adapters.base import ImageModelAdapter
 from vsb.errors import UnknownNameError
+from vsb.locks import die_with_parent
 
 
 @dataclass(frozen=True)
@@ -161,7 +163,11 @@ class LocalExecutor:
                 # Fork before any thread of ours starts (a fork copies no running thread).
                 _FORK_STATE = state
                 stack.callback(_clear_fork_state)
-                pool = multiprocessing.get_context("fork").Pool(max(width[m] for m in forked))
+                pool = multiprocessing.get_context("fork").Pool(
+                    max(width[m] for m in forked),
+                    initializer=die_with_parent,  # a killed run leaves no worker behind
+                    initargs=(os.getpid(),),
+                )
                 stack.callback(pool.terminate)
                 for t in tasks:
                     if t.model in forked:

@@ -4,7 +4,9 @@
 per-model concurrency, ``run_task``); ``_run_scenes`` builds a task's requests in order and
 takes each from the generation cache or, on a miss, from ``_call``: the adapter called
 through ``vsb.calls.call_with_retries`` — every attempt written to the ledger before it is
-sent and completed after it, the budget reserved before a paid attempt and settled after —
+sent, a failed one finished after it, a successful one finished only once the cache has
+stored its image (``_cached_call``), the budget reserved before a paid attempt and settled
+after —
 and one record per image (``error`` and ``refused`` for images that did not come). A
 refusal is recorded in the ledger with ``REFUSED_PREFIX`` so a rerun of the directory reuses
 it; a spent quota blocks the model; a budget stop halts every task at its next request.

@@ -39,8 +39,9 @@ Crash safety and concurrency:
   pid that holds it; the lock goes with its process, so a killed run never blocks the next;
 - runs on different directories that share a cache never generate a key twice: the cache
   claims each key while it is being generated (``vsb.cache``);
-- a fork worker whose ``vsb run`` process was killed finishes the task in hand (its calls
-  reach the ledger and the cache) and takes no other.
+- a fork worker dies with its ``vsb run`` process (``vsb.locks.die_with_parent``: the
+  kernel kills it; fork workers run only simulators and stored samples, which cost
+  nothing), so a killed run leaves no orphan behind.
 """
 
 from __future__ import annotations

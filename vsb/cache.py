@@ -277,6 +277,15 @@ class GenerationCache:
             raise
         return result, False
 
+    def peek(self, key: str) -> GenerationResult | None:
+        """The cached result for ``key``, or None (never waits, never claims)."""
+        row = self._lookup(key)
+        data = None if row is None else self._read_object(row[1])
+        if row is None or data is None:
+            return None
+        meta: dict[str, Any] = loads_json(row[2], file=self.root / INDEX_NAME)
+        return GenerationResult(png=data, metadata=meta, cost_usd=row[3])
+
     def __contains__(self, key: str) -> bool:
         row = self._lookup(key)
         return row is not None and self.object_path(row[1]).is_file()

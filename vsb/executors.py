@@ -11,10 +11,11 @@ The interface every executor implements::
 
 - ``run`` submits every task and yields one ``TaskOutput`` per task **as tasks complete**
   (any order). It may run a task anywhere, provided every adapter call reaches the state's
-  ledger (``begin`` before the call, ``finish`` after) and its image the state's cache before
-  the output is yielded. ``state.run_task(task)`` does exactly that in the calling process
-  or thread; an executor that runs tasks elsewhere (``vsb.executors_ray``) replays what its
-  workers did into ``state.cache`` and ``state.ledger`` itself.
+  ledger (``begin`` before the call is sent, ``finish`` after its image is in the state's
+  cache) as it happens, and its image the state's cache before the output is yielded.
+  ``state.run_task(task)`` does exactly that in the calling process or thread; an executor
+  that runs tasks elsewhere (``vsb.executors_ray``) has its workers write through an actor
+  on the driver's node.
 - A ``Task`` is requests of one story for one model: under one condition, every scene in
   order (a condition whose request carries the previous frame: previous_image) or one scene
   (any other condition, so that a provider's requests do not wait on story order); or, with

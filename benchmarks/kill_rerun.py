@@ -25,7 +25,9 @@ images, i.e. one call made twice though finished.
 each time, then run to the end and once more (which must send nothing). The server's image
 spells the request body's sha256, so each cache entry names its request. Per request key:
 
-    sent           requests the server received (429s and requests of killed runs included)
+    sent           requests the server received whole (429s and requests of killed runs
+                   included)
+    cut off        requests whose client died while sending them (never answered)
     distinct       distinct requests
     answered twice requests the server answered with an image more than once: each extra
                    answer must have been in flight at a kill (its client died before
@@ -46,6 +48,7 @@ PYTHONPATH to a checkout to measure another version of vsb.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -80,10 +83,8 @@ def _group_alive(pgid: int) -> bool:
 
 
 def _kill_group(proc: subprocess.Popen[Any]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     proc.wait()
     deadline = time.monotonic() + 60
     while _group_alive(proc.pid) and time.monotonic() < deadline:
@@ -175,7 +176,7 @@ def http(args: argparse.Namespace) -> None:
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
     env |= {"OPENAI_API_KEY": "sk-bench", "NO_PROXY": "*"}
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
+        root = Path(tempfile.mkdtemp(prefix="kill-rerun-")) if args.keep else Path(tmp)
         suite = _suite(root)
         log = root / "server.log"
         server = subprocess.Popen(
@@ -216,7 +217,7 @@ def http(args: argparse.Namespace) -> None:
         finally:
             server.kill()
             server.wait()
-        _report_http(root, _events(log), kills, final, again, last)
+        _report_http(root, _events(log), kills, final, again, last, args.keep)
 
 
 def _report_http(
@@ -226,6 +227,7 @@ def _report_http(
     final: subprocess.CompletedProcess[str],
     again: subprocess.CompletedProcess[str],
     last: int,
+    kept: bool,
 ) -> None:
     cache = root / "cache"
     key_body = {
@@ -257,6 +259,7 @@ def _report_http(
     figures = {
         "kills": kills,
         "sent": sum(sent.values()),
+        "cut off": sum(e["ev"] == "partial" for e in events),
         "distinct": len(sent),
         "answered twice": answered_twice,
         "paid twice": paid_twice,
@@ -270,6 +273,8 @@ def _report_http(
         print(f"{name:>15} {value}")
     print(f"{'final run':>15} exit {final.returncode}: {final.stdout.strip()}")
     print(f"{'last rerun':>15} exit {again.returncode}: {again.stdout.strip()}")
+    if kept:
+        print(f"{'kept':>15} {root}")
 
 
 def main() -> None:
@@ -286,6 +291,7 @@ def main() -> None:
     ap.add_argument("--min-step", type=int, default=3)
     ap.add_argument("--max-step", type=int, default=15)
     ap.add_argument("--conditions", default="independent,previous_text,structured_memory")
+    ap.add_argument("--keep", action="store_true", help="keep the run, cache and server log")
     args = ap.parse_args()
     (http if args.mode == "http" else sim)(args)
 

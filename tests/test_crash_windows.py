@@ -139,9 +139,7 @@ def test_reconcile_needs_the_attempt_that_stored_the_image(tmp_path: Path) -> No
         other = led.begin("k2", "m", cost_usd=0.5, attempt="a2")
         never = led.begin("k3", "m", cost_usd=0.5, attempt="a3")
         assert led.reconcile({"k1": ("a1", 0.25), "k2": ("b", None)}) == 1
-        rows = dict(
-            led._conn().execute("SELECT rowid, status || ':' || cost_usd FROM requests")
-        )
+        rows = dict(led._conn().execute("SELECT rowid, status || ':' || cost_usd FROM requests"))
     assert rows == {mine: "reconciled:0.25", other: "started:0.5", never: "started:0.5"}
 
 
@@ -179,9 +177,7 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
-def test_a_killed_run_leaves_no_worker_behind_and_no_traceback(
-    suite: Path, tmp_path: Path
-) -> None:
+def test_a_killed_run_leaves_no_worker_behind_and_no_traceback(suite: Path, tmp_path: Path) -> None:
     """Regression: after kill -9 of ``vsb release build`` (here: its ``vsb run`` stage),
     the orphaned fork workers finished their task and printed ``BrokenPipeError``
     tracebacks writing the result to their dead parent."""

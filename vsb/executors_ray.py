@@ -60,9 +60,9 @@ from pathlib import Path
 from typing import Any
 
 from vsb.adapters.base import GenerationResult, ImageModelAdapter
+from vsb.cache import GenerationCache
 from vsb.errors import InputError, VsbError
 from vsb.executors import Task, TaskOutput
-from vsb.cache import GenerationCache
 from vsb.ledger import Ledger, LedgerEntry
 from vsb.ray_session import connect, import_ray
 from vsb.runner import _run_scenes, _Shared, _write_image

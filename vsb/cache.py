@@ -8,7 +8,8 @@ condition). On a miss ``compute()`` runs and its result is stored.
 Storage (the embedded default)::
 
     CACHE/objects/<aa>/<sha256>.png   content-addressed PNG bytes (atomic temp file + rename)
-    CACHE/index.sqlite                WAL-mode index: key -> sha256, metadata JSON, cost;
+    CACHE/index.sqlite                WAL-mode index: key -> sha256, metadata JSON, cost,
+                                      origin (the ledger attempt id that generated it);
                                       in-flight claims: key -> owner pid, start token, time
 
 A key is generated once even by several processes sharing the cache (runs on different run

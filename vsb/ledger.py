@@ -6,13 +6,16 @@ hit and approximate cost. Costs come from the adapter when it reports one, other
 as NULL and reported as unknown — never as zero; a cache hit costs nothing (no call was
 made). Each ``vsb run`` is one *session*; summaries default to the latest session.
 
-Crash safety: an adapter call is recorded by the process that makes it, *before* the call
-(``begin``: a row with status ``started``, cost = the list price, committed) and completed
-after it (``finish``), and the runner stores the image in the generation cache only after
-``finish`` has committed. So a call whose image reached the cache is always in the ledger,
-whenever the run is killed; a row still ``started`` afterwards is an *interrupted* call
-(the process died during it; a paid provider may have charged it). The database is in WAL
-mode and every process and thread writes through its own connection.
+Crash safety (docs/CRASH_SAFETY.md): an adapter call is recorded by the process that makes
+it, *before* the call (``begin``: a row with status ``started``, cost = the list price, an
+attempt id, committed); the runner stores its image in the generation cache (with the
+attempt id) and only then completes the row (``finish``). So a call whose image reached the
+cache is always in the ledger, and a finished call always has its image in the cache (it is
+never made, and paid, twice), whenever the run is killed. A row still ``started`` afterwards
+is an *interrupted* call (the process died during it; a paid provider may have charged it),
+unless the cache holds its image under its attempt id: the next run marks those
+``reconciled`` (``reconcile``). The database is in WAL mode and every process and thread
+writes through its own connection.
 """
 
 from __future__ import annotations

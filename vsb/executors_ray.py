@@ -394,8 +394,10 @@ class RayExecutor:
             yield from self._ship_all(ray, remote, desk, specs, tasks, st)
         finally:
             if desk is not None:
-                ray.get(desk.close.remote())
-                ray.kill(desk)
+                try:
+                    ray.get(desk.close.remote(), timeout=60)  # its connections fold the WAL
+                finally:
+                    ray.kill(desk)
 
     def _ship_all(
         self,

@@ -20,8 +20,11 @@ from pathlib import Path
 import pytest
 
 from tests.test_paid_runs import _env, _events, images_server
+from vsb.cache import GenerationCache
+from vsb.errors import CacheError
 from vsb.generator.generate import generate_story, write_suite
 from vsb.ledger import Ledger
+from vsb.runner import RunConfig, run
 
 #: The child: ``python -c CHILD WHEN N MARKER vsb-argv…`` (WHEN: before|after the commit).
 CHILD = """
@@ -207,3 +210,24 @@ def test_a_killed_run_leaves_no_worker_behind_and_no_traceback(suite: Path, tmp_
     assert not any(_alive(p) for p in workers)
     assert gone_after < 0.25, f"the workers outlived their parent by {gone_after:.2f} s"
     assert "Traceback" not in err.read_text(), err.read_text()
+
+
+def test_a_call_whose_image_cannot_be_stored_is_finished_saying_so(
+    suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The call was made (and paid): its row is finished, with why its image is not cached."""
+
+    def full_disk(self: GenerationCache, data: bytes) -> str:
+        raise CacheError("no space left on device", file=self.root)
+
+    monkeypatch.setattr(GenerationCache, "_write_object", full_disk)
+    config = RunConfig(
+        suite_dir=suite, models=["procedural-drift-mid"], conditions=["independent"],
+        out=tmp_path / "run", cache_dir=tmp_path / "cache",
+    )  # fmt: skip
+    with pytest.raises(CacheError, match="no space"):
+        run(config)
+    with sqlite3.connect(tmp_path / "run" / "ledger.sqlite") as db:
+        rows = db.execute("SELECT status, success, error FROM requests").fetchall()
+    assert len(rows) == 1 and rows[0][:2] == ("done", 1)
+    assert rows[0][2].startswith("the image could not be stored: ") and "no space" in rows[0][2]

@@ -231,13 +231,18 @@ def _cached_call(
     def origin() -> str | None:
         return stored[-1].attempt if stored else None
 
+    error: str | None = None
     try:
         return st.cache.get(where[0], partial(_call, st, adapter, req, where, stored), origin)
+    except BaseException as err:
+        # the call was made, its image not stored (a rerun makes it again): say so
+        error = f"the image could not be stored: {str(err) or type(err).__name__}"
+        raise
     finally:
-        # After the commit; or the image could not be stored (the call was made: it is
-        # finished as made, and a rerun makes it again).
-        for u in stored:
-            st.ledger.finish(u.row, latency_s=u.latency_s, success=True, cost_usd=u.cost_usd)
+        for u in stored:  # after the cache's commit
+            st.ledger.finish(
+                u.row, latency_s=u.latency_s, success=True, cost_usd=u.cost_usd, error=error
+            )
 
 
 def _run_scenes(

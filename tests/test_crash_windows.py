@@ -231,3 +231,39 @@ def test_a_call_whose_image_cannot_be_stored_is_finished_saying_so(
         rows = db.execute("SELECT status, success, error FROM requests").fetchall()
     assert len(rows) == 1 and rows[0][:2] == ("done", 1)
     assert rows[0][2].startswith("the image could not be stored: ") and "no space" in rows[0][2]
+
+
+def test_an_index_and_a_ledger_from_before_attempt_ids_are_migrated(tmp_path: Path) -> None:
+    """Caches and ledgers written before attempt ids gain the columns (NULL: never
+    reconciled) and keep every entry."""
+    png = b"\x89PNG not decoded here"
+    cache_dir = tmp_path / "cache"
+    (cache_dir / "objects").mkdir(parents=True)
+    with sqlite3.connect(cache_dir / "index.sqlite") as db:
+        db.execute(
+            "CREATE TABLE entries (key TEXT PRIMARY KEY, sha256 TEXT NOT NULL, "
+            "metadata TEXT NOT NULL, cost_usd REAL)"
+        )
+        old = GenerationCache(cache_dir)
+        sha = old._write_object(png)
+        db.execute("INSERT INTO entries VALUES ('k', ?, '{}', 0.5)", (sha,))
+    db.close()
+    cache = GenerationCache(cache_dir)
+    assert cache.peek("k") is not None and cache.origins(["k"]) == {}
+    with sqlite3.connect(tmp_path / "ledger.sqlite") as db:
+        db.execute("CREATE TABLE sessions (session INTEGER PRIMARY KEY AUTOINCREMENT, label TEXT)")
+        db.execute(
+            "CREATE TABLE requests (session INTEGER NOT NULL, key TEXT NOT NULL, model TEXT "
+            "NOT NULL, condition TEXT, story_id TEXT, scene INTEGER, latency_s REAL NOT NULL, "
+            "success INTEGER NOT NULL, cache_hit INTEGER NOT NULL, cost_usd REAL, error TEXT, "
+            "status TEXT NOT NULL DEFAULT 'done')"
+        )
+        db.execute("INSERT INTO requests VALUES (1, 'k', 'm', NULL, NULL, NULL, 0, 0, 0, 1, "
+                   "NULL, 'started')")  # fmt: skip
+    db.close()
+    with Ledger(tmp_path / "ledger.sqlite") as led:
+        assert led.unfinished() == []  # no attempt id: stays interrupted
+        assert led.reconcile({"k": ("anything", None)}) == 0
+        (row,) = led.summary(all_sessions=True)
+    assert row.interrupted == 1
+    cache.close()

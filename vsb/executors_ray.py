@@ -18,14 +18,19 @@ needs no shared filesystem:
 2. any other task goes to a worker with its story and the cached entries the walk found
    (tasks of an adapter that batches — ``adapter.concurrency`` > 1, e.g. diffusers with
    ``--batch-size`` — go as groups of that many stories, run in threads so batches fill);
-3. the worker runs the same scene loop against that in-memory cache, and writes each call
-   as it happens through the run's *desk* (``_Desk``, an actor pinned to the driver's node
-   that owns the ledger and cache there), in the local executor's order: the ledger row
-   (``begin``, committed before the request is sent), the image into the cache, then the
-   row finished. A miss asks the desk first, so a retried task reuses what its killed try
-   stored. The worker returns the records, oracle faults, new entries and cache hits;
-4. the driver records the hits and writes the images. A task's outputs reach the driver
-   whole or not at all; its calls are in the ledger either way.
+3. the worker runs the same scene loop against that in-memory cache. For a paid model it
+   writes each call as it happens through the run's *desk* (``_Desk``, an actor pinned to
+   the driver's node that owns the ledger and cache there), in the local executor's order:
+   the ledger row (``begin``, committed before the request is sent), the image into the
+   cache, then the row finished; a miss asks the desk first, so a retried task reuses what
+   its killed try stored. For any other model (simulators, stored samples, local weights:
+   nothing billed per call, and four actor round trips an image would be most of a
+   simulator's time) the ledger rows travel with the result. The worker returns the
+   records, oracle faults, new entries and ledger events;
+4. the driver stores the entries, replays the ledger events and writes the images. A
+   task's outputs reach the driver whole or not at all; a paid model's calls are in the
+   ledger either way (a free model's calls of a task whose worker died are not: nothing
+   was paid, and the retry makes them again).
 
 Resources per task: ``adapter.ray_resources`` when it declares them (the diffusers adapter:
 ``num_gpus=1`` on CUDA), else one CPU for simulators and stored samples, none for HTTP
@@ -389,7 +394,7 @@ class RayExecutor:
         self.stats = {"cached": 0, "shipped": 0, "lost": 0}
         specs = {m: _adapter_spec(a) for m, a in st.adapters.items()}
         remote = ray.remote(work)
-        desk = _start_desk(ray, st)
+        desk = _start_desk(ray, st) if any(a.paid for a in st.adapters.values()) else None
         try:
             yield from self._ship_all(ray, remote, desk, specs, tasks, st)
         finally:
@@ -420,7 +425,7 @@ class RayExecutor:
                 model, specs[model], adapter.version,
                 [_Unit(i, st.stories[i], st.shas[i]) for (i, _m), _f in batch],
                 known, list(st.conditions), st.seed, st.pricing, st.retry, dict(st.refused),
-                desk,
+                desk if adapter.paid else None,
             )  # fmt: skip
             opts = {**ray_resources(adapter), "max_retries": self.max_retries}
             if opts.get("num_gpus"):

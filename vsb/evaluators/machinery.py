@@ -22,6 +22,7 @@ share it.
 from __future__ import annotations
 
 import multiprocessing
+import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ from vsb.evaluators.interface import (
     by_stage,
 )
 from vsb.evaluators.registry import get_evaluator
+from vsb.locks import die_with_parent
 from vsb.story.models import Story
 
 if TYPE_CHECKING:  # the judge and the embeddings are imported when they run
@@ -153,7 +155,8 @@ def _frames_stage(
             run_tasks(options.ray, run.stories, jobs, evaluate_task, add)
         elif options.workers > 1 and len(jobs) > 1:
             ctx = multiprocessing.get_context("fork")
-            with ctx.Pool(options.workers) as pool:
+            pid = os.getpid()
+            with ctx.Pool(options.workers, initializer=die_with_parent, initargs=(pid,)) as pool:
                 for (task, _), res in zip(jobs, pool.imap(_run_task, jobs), strict=True):
                     add(task, res)
         else:

@@ -43,6 +43,8 @@ from vsb.errors import AdapterError, InputError, RunError
 from vsb.evaluators.interface import (
     EvaluateOptions,
     EvaluatorOutput,
+    Frame,
+    FrameSequence,
     Kind,
     Reads,
     RunView,
@@ -800,6 +802,28 @@ class VlmJudge:
     stage: ClassVar[Stage] = "calls"
     needs: ClassVar[str] = "--judge"
     description: ClassVar[str] = "VLM question-answering judge, one call per scene (any image)"
+
+    def __init__(
+        self, transport: VlmTransport | None = None, options: JudgeOptions | None = None
+    ) -> None:
+        self.transport = transport  # for evaluate_story (library use)
+        self.options = options or JudgeOptions(cache_dir=None)
+
+    def evaluate_story(self, story: Story, frames: list[Frame]) -> EvaluatorOutput:
+        """Rows for one (model, condition, story) with the judge given at construction
+        (library use: ``VlmJudge(transport).evaluate_story(story, frames)``, uncached);
+        frames whose generation failed get none."""
+        assert self.transport is not None, "VlmJudge(transport) to judge one story"
+        images = tuple((f.scene, f.path) for f in frames)
+        first = frames[0] if frames else Frame("", "", story.id, 1, None)
+        seq = FrameSequence(first.model, first.condition, story.id, images)
+        run = RunView(Path("."), {story.id: story}, (seq,))
+        calls = self.calls(run, self.transport, self.options)
+        outcomes = execute_calls(calls, self.transport, self.options)
+        err = failed_calls_error(outcomes)
+        if err is not None:
+            raise err
+        return self.rows(outcomes, self.transport.judge_model)
 
     def check(self, options: EvaluateOptions) -> None:
         """A judge is given, and its credentials are there."""

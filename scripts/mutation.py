@@ -1,0 +1,180 @@
+"""Mutation testing of the measurement core, one module at a time (see docs/TESTING.md).
+
+For each module of ``[tool.vsb-mutation.modules]`` in pyproject.toml (module -> the test
+files that import it), this copies the working tree into ``build/mutation/<module>/``,
+narrows mutmut's ``[tool.mutmut]`` section there to that one module and those tests, runs
+``mutmut run`` and reads back every mutant's status. So a module's score counts only the
+tests that import it, and the five runs never share mutmut's state.
+
+Writes ``build/mutation/report.md`` (score table and every surviving mutant's diff) and
+``build/mutation/report.json``; exits 1 when a module scores below ``--min-score``.
+Standard library only; mutmut itself runs from ``--mutmut`` (scripts/mutation.sh installs
+it into a venv of its own).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+#: mutmut statuses that count as a caught mutant (tests failed, or ran past the timeout).
+CAUGHT = {"killed", "timeout", "caught by type check"}
+#: Statuses that count as not caught.
+ALIVE = {"survived", "no tests"}
+
+
+def _modules(pyproject: dict) -> dict[str, list[str]]:
+    try:
+        return dict(pyproject["tool"]["vsb-mutation"]["modules"])
+    except KeyError:
+        sys.exit("pyproject.toml: missing [tool.vsb-mutation.modules] (module -> test files)")
+
+
+def _tree_files() -> list[str]:
+    out = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    ).stdout.decode()
+    return [p for p in out.split("\0") if p and (ROOT / p).is_file()]
+
+
+def _narrowed_pyproject(text: str, module: str, tests: list[str]) -> str:
+    """pyproject.toml text with ``[tool.mutmut]`` replaced by one for ``module`` alone."""
+    kept: list[str] = []
+    skipping = False
+    for line in text.splitlines():
+        if re.match(r"^\s*\[", line):
+            skipping = line.strip() == "[tool.mutmut]"
+        if not skipping:
+            kept.append(line)
+    base = tomllib.loads(text)["tool"]["mutmut"]
+    section = {
+        **base,
+        "only_mutate": [module],
+        "pytest_add_cli_args_test_selection": tests,
+    }
+    lines = ["", "[tool.mutmut]"]
+    lines += [f"{k} = {json.dumps(v)}" for k, v in section.items()]
+    return "\n".join(kept) + "\n" + "\n".join(lines) + "\n"
+
+
+def _copy_tree(dest: Path, module: str, tests: list[str], fresh: bool) -> None:
+    if fresh and dest.exists():
+        shutil.rmtree(dest)
+    for rel in _tree_files():
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        src = ROOT / rel
+        if not target.exists() or target.read_bytes() != src.read_bytes():
+            shutil.copy2(src, target)
+    text = (ROOT / "pyproject.toml").read_text()
+    (dest / "pyproject.toml").write_text(_narrowed_pyproject(text, module, tests))
+
+
+def _statuses(dest: Path, mutmut: str) -> dict[str, str]:
+    """mutant name -> status, from ``mutmut results --all true``."""
+    out = subprocess.run(
+        [mutmut, "results", "--all", "true"], cwd=dest, capture_output=True, text=True
+    )
+    if out.returncode != 0:
+        sys.exit(f"mutmut results failed in {dest}:\n{out.stderr}")
+    statuses = {}
+    for line in out.stdout.splitlines():
+        name, sep, status = line.strip().rpartition(": ")
+        if sep and name:
+            statuses[name] = status.strip()
+    return statuses
+
+
+def _diff(dest: Path, mutmut: str, name: str) -> str:
+    out = subprocess.run([mutmut, "show", name], cwd=dest, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def run_module(
+    module: str, tests: list[str], mutmut: str, jobs: int, fresh: bool
+) -> dict[str, object]:
+    missing = [t for t in tests if not (ROOT / t).is_file()]
+    if missing:
+        sys.exit(f"pyproject.toml [tool.vsb-mutation.modules]: {module}: no file {missing[0]}")
+    dest = ROOT / "build" / "mutation" / Path(module).with_suffix("").as_posix().replace("/", ".")
+    _copy_tree(dest, module, tests, fresh)
+    print(f"== {module}: mutmut run in {dest.relative_to(ROOT)} ({len(tests)} test files)")
+    log = dest / "mutmut-run.log"
+    with log.open("w") as fh:
+        run = subprocess.run(
+            [mutmut, "run", "--max-children", str(jobs)], cwd=dest, stdout=fh, stderr=fh
+        )
+    if run.returncode != 0:
+        sys.exit(f"mutmut run failed for {module} (exit {run.returncode}); see {log}")
+    statuses = _statuses(dest, mutmut)
+    caught = sorted(n for n, s in statuses.items() if s in CAUGHT)
+    alive = sorted(n for n, s in statuses.items() if s in ALIVE)
+    other = sorted(n for n, s in statuses.items() if s not in CAUGHT | ALIVE)
+    if other:
+        sys.exit(f"{module}: mutants with unexpected status: {other[:5]}")
+    total = len(caught) + len(alive)
+    return {
+        "module": module,
+        "tests": tests,
+        "mutants": total,
+        "caught": len(caught),
+        "score": len(caught) / total if total else None,
+        "survivors": [{"name": n, "status": statuses[n], "diff": _diff(dest, mutmut, n)} for n in alive],
+    }
+
+
+def _report(results: list[dict[str, object]]) -> str:
+    lines = ["| module | mutants | caught | score |", "|---|---|---|---|"]
+    for r in results:
+        score = r["score"]
+        pct = "n/a" if score is None else f"{100 * float(score):.1f} %"  # type: ignore[arg-type]
+        lines.append(f"| {r['module']} | {r['mutants']} | {r['caught']} | {pct} |")
+    for r in results:
+        survivors = r["survivors"]
+        assert isinstance(survivors, list)
+        lines += ["", f"## {r['module']}: {len(survivors)} not caught", ""]
+        for s in survivors:
+            lines += [f"### {s['name']} ({s['status']})", "", "```diff", s["diff"], "```", ""]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("modules", nargs="*", help="modules to run (default: all configured)")
+    p.add_argument("--mutmut", default="mutmut", help="the mutmut executable")
+    p.add_argument("--jobs", type=int, default=2, help="mutants tested in parallel")
+    p.add_argument("--min-score", type=float, default=0.9, help="fail below this score")
+    p.add_argument("--fresh", action="store_true", help="discard mutmut's earlier results")
+    args = p.parse_args(argv)
+    config = _modules(tomllib.loads((ROOT / "pyproject.toml").read_text()))
+    chosen = args.modules or list(config)
+    unknown = [m for m in chosen if m not in config]
+    if unknown:
+        known = ", ".join(config)
+        sys.exit(f"unknown module {unknown[0]} (configured: {known})")
+    results = [run_module(m, config[m], args.mutmut, args.jobs, args.fresh) for m in chosen]
+    out = ROOT / "build" / "mutation"
+    (out / "report.json").write_text(json.dumps(results, indent=1) + "\n")
+    report = _report(results)
+    (out / "report.md").write_text(report)
+    print(report.split("\n## ")[0])
+    print(f"survivors and diffs: {(out / 'report.md').relative_to(ROOT)}")
+    low = [r["module"] for r in results if r["score"] is None or r["score"] < args.min_score]  # type: ignore[operator]
+    if low:
+        print(f"below {args.min_score:.0%}: {', '.join(map(str, low))}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

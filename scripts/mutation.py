@@ -67,9 +67,9 @@ def _narrowed_pyproject(text: str, module: str, tests: list[str]) -> str:
     return "\n".join(kept) + "\n" + "\n".join(lines) + "\n"
 
 
-def _copy_tree(dest: Path, module: str, tests: list[str], fresh: bool) -> None:
-    if fresh and dest.exists():
-        shutil.rmtree(dest)
+def _copy_tree(dest: Path, module: str, tests: list[str]) -> None:
+    # mutmut keeps results across runs and would not rerun a survivor after a test changed
+    shutil.rmtree(dest / "mutants", ignore_errors=True)
     for rel in _tree_files():
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -100,14 +100,12 @@ def _diff(dest: Path, mutmut: str, name: str) -> str:
     return out.stdout.strip()
 
 
-def run_module(
-    module: str, tests: list[str], mutmut: str, jobs: int, fresh: bool
-) -> dict[str, object]:
+def run_module(module: str, tests: list[str], mutmut: str, jobs: int) -> dict[str, object]:
     missing = [t for t in tests if not (ROOT / t).is_file()]
     if missing:
         sys.exit(f"pyproject.toml [tool.vsb-mutation.modules]: {module}: no file {missing[0]}")
     dest = ROOT / "build" / "mutation" / Path(module).with_suffix("").as_posix().replace("/", ".")
-    _copy_tree(dest, module, tests, fresh)
+    _copy_tree(dest, module, tests)
     print(f"== {module}: mutmut run in {dest.relative_to(ROOT)} ({len(tests)} test files)")
     log = dest / "mutmut-run.log"
     with log.open("w") as fh:
@@ -154,7 +152,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mutmut", default="mutmut", help="the mutmut executable")
     p.add_argument("--jobs", type=int, default=2, help="mutants tested in parallel")
     p.add_argument("--min-score", type=float, default=0.9, help="fail below this score")
-    p.add_argument("--fresh", action="store_true", help="discard mutmut's earlier results")
     args = p.parse_args(argv)
     config = _modules(tomllib.loads((ROOT / "pyproject.toml").read_text()))
     chosen = args.modules or list(config)
@@ -162,10 +159,15 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         known = ", ".join(config)
         sys.exit(f"unknown module {unknown[0]} (configured: {known})")
-    results = [run_module(m, config[m], args.mutmut, args.jobs, args.fresh) for m in chosen]
+    results = [run_module(m, config[m], args.mutmut, args.jobs) for m in chosen]
     out = ROOT / "build" / "mutation"
-    (out / "report.json").write_text(json.dumps(results, indent=1) + "\n")
-    report = _report(results)
+    # keep the last result of the modules not run this time, in the configured order
+    saved = out / "report.json"
+    earlier = json.loads(saved.read_text()) if saved.is_file() else []
+    by_module = {r["module"]: r for r in [*earlier, *results] if r["module"] in config}
+    merged = [by_module[m] for m in config if m in by_module]
+    saved.write_text(json.dumps(merged, indent=1) + "\n")
+    report = _report(merged)
     (out / "report.md").write_text(report)
     print(report.split("\n## ")[0])
     print(f"survivors and diffs: {(out / 'report.md').relative_to(ROOT)}")

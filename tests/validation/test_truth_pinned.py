@@ -86,8 +86,10 @@ MISSING_BO = [_fault("Bo", "present")]
         ("scene", "order", ["Ama", "Bo"], MISSING_BO, False),
         ("scene", "order", ["Ama", "Cy"], MISSING_BO, True),
         ("scene", "location", "park", MISSING_BO, True),
-        # a scene fact never borrows a character's fault by name
-        ("scene", "weather", "Bo", MISSING_BO, True),
+        # only the order looks at the names it holds: another scene fact never borrows a
+        # character's fault through its value
+        ("scene", "weather", "B", [_fault("B", "present")], True),
+        ("scene", "location", ["Bo"], MISSING_BO, True),
     ],
 )
 def test_a_fact_is_true_unless_a_visual_fault_breaks_it(
@@ -107,18 +109,20 @@ def test_fault_sets_keep_the_visual_faults_per_image() -> None:
 def test_agreement_counts_false_passes_and_false_fails() -> None:
     faults = [_fault("Ama", "top"), _fault("Bo", "present")]
     rows = _rows(
-        [("Ama", "top", "red", "passed"),  # false pass
+        [("Ama", "skin", "tone-1", "unsure"),  # not an answer
+         ("Ama", "same_person", True, "passed"),  # cross-frame: left out without pairs
+         ("Ama", "top", "red", "passed"),  # false pass
+         ("Bo", "pose", "standing", "passed"),  # false pass (Bo is missing)
          ("Ama", "trousers", "blue", "failed"),  # false fail
-         ("Bo", "top", "green", "failed"),  # right (Bo is missing)
+         ("Bo", "top", "green", "failed"),  # right
          ("Ama", "pose", "standing", "passed"),  # right
-         ("Ama", "skin", "tone-1", "unsure"),  # not an answer
          ("Ama", "hair", ["black", "short"], "parse_failure"),
          ("Ama", "accessory", "none", "not_applicable")]
     )  # fmt: skip
     a = oracle_agreement(rows, faults)
-    assert (a.n_answers, a.n_wrong, a.n_false_pass, a.n_false_fail) == (4, 2, 1, 1)
-    assert a.error_rate == 0.5
-    assert (a.error_rate_ci_low, a.error_rate_ci_high) == wilson_interval(2, 4)
+    assert (a.n_answers, a.n_wrong, a.n_false_pass, a.n_false_fail) == (5, 3, 2, 1)
+    assert a.error_rate == 0.6
+    assert (a.error_rate_ci_low, a.error_rate_ci_high) == wilson_interval(3, 5)
 
 
 def test_no_answers_no_rate() -> None:

@@ -22,12 +22,16 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 #: mutmut statuses that count as a caught mutant (tests failed, or ran past the timeout).
 CAUGHT = {"killed", "timeout", "caught by type check"}
 #: Statuses that count as not caught.
 ALIVE = {"survived", "no tests"}
+
+Result = dict[str, Any]
+"""One module's run: module, tests, mutants, caught, score, survivors (name, status, diff)."""
 
 
 def _modules(pyproject: dict) -> dict[str, list[str]]:
@@ -100,7 +104,7 @@ def _diff(dest: Path, mutmut: str, name: str) -> str:
     return out.stdout.strip()
 
 
-def run_module(module: str, tests: list[str], mutmut: str, jobs: int) -> dict[str, object]:
+def run_module(module: str, tests: list[str], mutmut: str, jobs: int) -> Result:
     missing = [t for t in tests if not (ROOT / t).is_file()]
     if missing:
         sys.exit(f"pyproject.toml [tool.vsb-mutation.modules]: {module}: no file {missing[0]}")
@@ -127,19 +131,20 @@ def run_module(module: str, tests: list[str], mutmut: str, jobs: int) -> dict[st
         "mutants": total,
         "caught": len(caught),
         "score": len(caught) / total if total else None,
-        "survivors": [{"name": n, "status": statuses[n], "diff": _diff(dest, mutmut, n)} for n in alive],
+        "survivors": [
+            {"name": n, "status": statuses[n], "diff": _diff(dest, mutmut, n)} for n in alive
+        ],
     }
 
 
-def _report(results: list[dict[str, object]]) -> str:
+def _report(results: list[Result]) -> str:
     lines = ["| module | mutants | caught | score |", "|---|---|---|---|"]
     for r in results:
         score = r["score"]
-        pct = "n/a" if score is None else f"{100 * float(score):.1f} %"  # type: ignore[arg-type]
+        pct = "n/a" if score is None else f"{100 * score:.1f} %"
         lines.append(f"| {r['module']} | {r['mutants']} | {r['caught']} | {pct} |")
     for r in results:
         survivors = r["survivors"]
-        assert isinstance(survivors, list)
         lines += ["", f"## {r['module']}: {len(survivors)} not caught", ""]
         for s in survivors:
             lines += [f"### {s['name']} ({s['status']})", "", "```diff", s["diff"], "```", ""]
@@ -171,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     (out / "report.md").write_text(report)
     print(report.split("\n## ")[0])
     print(f"survivors and diffs: {(out / 'report.md').relative_to(ROOT)}")
-    low = [r["module"] for r in results if r["score"] is None or r["score"] < args.min_score]  # type: ignore[operator]
+    low = [r["module"] for r in results if r["score"] is None or r["score"] < args.min_score]
     if low:
         print(f"below {args.min_score:.0%}: {', '.join(map(str, low))}", file=sys.stderr)
         return 1

@@ -351,8 +351,8 @@ def test_an_object_only_in_another_colour_is_a_colour_change_for_presence_and_ho
         assert (r.observed, r.passed, r.failure) == ({"color": color}, False,
                                                      "object_color_change")  # fmt: skip
     # its state and count are read on the recoloured object
-    assert (res["s1.vase.state"].observed, res["s1.vase.state"].failure) == ("broken",
-                                                                            "wrong_state")  # fmt: skip
+    state = res["s1.vase.state"]
+    assert (state.observed, state.failure) == ("broken", "wrong_state")
     assert res["s1.coin.count"].passed and res["s1.coin.count"].observed == 3
 
 

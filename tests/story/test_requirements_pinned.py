@@ -102,7 +102,7 @@ def test_no_coin_left_is_not_checked() -> None:
 
 
 def test_accessory_none_is_checked_only_once_one_was_worn() -> None:
-    events, states = _states(
+    _, states = _states(
         [SetPose(character="Ama", pose="sitting")],
         [ChangeAttr(character="Ama", attribute="accessory", value="scarf")],
         [ChangeAttr(character="Ama", attribute="accessory", value="none")],

@@ -12,8 +12,8 @@ import pytest
 from vsb.scores.inputs import RequirementRows
 from vsb.state import replay
 from vsb.story.models import (
-    Character,
     ChangeAttr,
+    Character,
     Event,
     Exit,
     Move,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -29,6 +30,55 @@ ROOT = Path(__file__).resolve().parent.parent
 CAUGHT = {"killed", "timeout", "caught by type check"}
 #: Statuses that count as not caught.
 ALIVE = {"survived", "no tests"}
+
+#: mutmut 3 mutates code inside functions only; these are the module- and class-level
+#: constants the figures depend on, each changed once (text before -> after) and run against
+#: the module's tests. A change the tests do not notice is a surviving mutant like any other.
+CONSTANT_MUTANTS: dict[str, list[tuple[str, str]]] = {
+    "vsb/evaluators/rules.py": [
+        ('"skin": 3.0,', '"skin": 4.0,'),
+        ('"hair_color": 3.0,', '"hair_color": 2.0,'),
+        ('"hair_style": 3.0,', '"hair_style": 4.0,'),
+        ('"top": 1.0,', '"top": 2.0,'),
+        ('"trousers": 1.0,', '"trousers": 0.0,'),
+        ('"accessory": 1.0,', '"accessory": 0.0,'),
+        ('"pose": 0.5,', '"pose": 1.0,'),
+        ("sum(WEIGHTS.values()) + 10.0", "sum(WEIGHTS.values()) - 10.0"),
+        ("ABSENT_BIAS = 6.0", "ABSENT_BIAS = 7.0"),
+        ("ABSENT_BIAS = 6.0", "ABSENT_BIAS = 5.0"),
+        ("ORDER_WEIGHT = 2.0", "ORDER_WEIGHT = 3.0"),
+        ("ORDER_WEIGHT = 2.0", "ORDER_WEIGHT = 1.0"),
+        ('_IDENTITY = ("skin", "hair_color", "hair_style")', '_IDENTITY = ("skin", "hair_color")'),
+    ],
+    "vsb/validation/matching.py": [
+        ("    knock_on: bool = False", "    knock_on: bool = True"),
+        ("    direct: bool = False", "    direct: bool = True"),
+        ('SCENE_SUBJECT = "scene"', 'SCENE_SUBJECT = "Scene"'),
+        ('{"failed", "unsure", "parse_failure"}', '{"failed", "unsure"}'),
+        ('{"failed", "unsure", "parse_failure"}', '{"failed", "parse_failure"}'),
+        ('"hair_style": "hair", "color"', '"color"'),
+        ('"story_id", "scene", "subject"', '"story_id", "subject"'),
+    ],
+    "vsb/scores/bootstrap.py": [
+        ("TIE_TOLERANCE = 1e-12", "TIE_TOLERANCE = 0.0"),
+        ("TIE_TOLERANCE = 1e-12", "TIE_TOLERANCE = 1e-6"),
+    ],
+    "vsb/validation/truth.py": [
+        ('("skin", "hair_color", "hair_style")', '("skin", "hair_color")'),
+        ('("top", "trousers", "accessory")', '("top", "trousers")'),
+        ('"same_place": ("location",)', '"same_place": ("time",)'),
+    ],
+    "vsb/story/requirements.py": [
+        ('"present": ("adherence", "character_missing")', '"present": ("adherence", "x")'),
+        ('"hair": ("identity", "identity_drift")', '"hair": ("clothing", "identity_drift")'),
+        ('"pose": ("action", "pose_mismatch")', '"pose": ("clothing", "pose_mismatch")'),
+        ('"count": ("object_persistence", "count_mismatch")', '"count": ("x", "count_mismatch")'),
+        ('"state": ("object_state", "wrong_state")', '"state": ("object_state", "x")'),
+        ('"holder": ("spatial", "wrong_holder")', '"holder": ("spatial", "x")'),
+        ('"order": ("spatial", "order_swap")', '"order": ("spatial", "x")'),
+        ('"location": ("environment", "wrong_location")', '"location": ("x", "wrong_location")'),
+    ],
+}
 
 Result = dict[str, Any]
 """One module's run: module, tests, mutants, caught, score, survivors (name, status, diff)."""
@@ -137,17 +187,52 @@ def run_module(module: str, tests: list[str], mutmut: str, jobs: int) -> Result:
     }
 
 
+def run_constants(module: str, tests: list[str], python: str) -> list[Result]:
+    """Each constant mutant of ``module`` applied to the scratch copy and run against
+    ``tests`` (pytest -x); the copy is restored after each."""
+    dest = ROOT / "build" / "mutation" / "constants"
+    _copy_tree(dest, module, tests)
+    path = dest / module
+    original = path.read_text()
+    out = []
+    for before, after in CONSTANT_MUTANTS.get(module, []):
+        if original.count(before) != 1:
+            sys.exit(f"{module}: constant mutant text not found exactly once: {before!r}")
+        path.write_text(original.replace(before, after))
+        try:
+            run = subprocess.run(
+                [python, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
+                cwd=dest,
+                capture_output=True,
+                env={**os.environ, "PYTHONPATH": str(dest)},
+            )
+        finally:
+            path.write_text(original)
+        out.append({"before": before, "after": after, "caught": run.returncode != 0})
+    return out
+
+
 def _report(results: list[Result]) -> str:
-    lines = ["| module | mutants | caught | score |", "|---|---|---|---|"]
+    lines = [
+        "| module | mutants | caught | score | constants caught |",
+        "|---|---|---|---|---|",
+    ]
     for r in results:
         score = r["score"]
         pct = "n/a" if score is None else f"{100 * score:.1f} %"
-        lines.append(f"| {r['module']} | {r['mutants']} | {r['caught']} | {pct} |")
+        const = r.get("constants", [])
+        caught = sum(c["caught"] for c in const)
+        lines.append(
+            f"| {r['module']} | {r['mutants']} | {r['caught']} | {pct} | {caught}/{len(const)} |"
+        )
     for r in results:
         survivors = r["survivors"]
         lines += ["", f"## {r['module']}: {len(survivors)} not caught", ""]
         for s in survivors:
             lines += [f"### {s['name']} ({s['status']})", "", "```diff", s["diff"], "```", ""]
+        for c in r.get("constants", []):
+            if not c["caught"]:
+                lines += [f"### constant `{c['before']}` -> `{c['after']}` (survived)", ""]
     return "\n".join(lines) + "\n"
 
 
@@ -157,6 +242,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mutmut", default="mutmut", help="the mutmut executable")
     p.add_argument("--jobs", type=int, default=2, help="mutants tested in parallel")
     p.add_argument("--min-score", type=float, default=0.9, help="fail below this score")
+    p.add_argument(
+        "--constants-only", action="store_true", help="skip mutmut; keep its last results"
+    )
+    p.add_argument(
+        "--python", default=sys.executable, help="the project's interpreter (constant mutants)"
+    )
     args = p.parse_args(argv)
     config = _modules(tomllib.loads((ROOT / "pyproject.toml").read_text()))
     chosen = args.modules or list(config)
@@ -164,11 +255,26 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         known = ", ".join(config)
         sys.exit(f"unknown module {unknown[0]} (configured: {known})")
-    results = [run_module(m, config[m], args.mutmut, args.jobs) for m in chosen]
+    mutmut = shutil.which(args.mutmut)
+    if mutmut is None:
+        sys.exit(f"no mutmut at {args.mutmut} (bash scripts/mutation.sh installs it)")
+    mutmut = str(Path(mutmut).resolve())  # the runs happen in other directories
     out = ROOT / "build" / "mutation"
-    # keep the last result of the modules not run this time, in the configured order
     saved = out / "report.json"
     earlier = json.loads(saved.read_text()) if saved.is_file() else []
+    results = []
+    for m in chosen:
+        if args.constants_only:
+            last = [r for r in earlier if r["module"] == m]
+            if not last:
+                sys.exit(f"{m}: no earlier mutmut result in {saved}")
+            result = last[-1]
+        else:
+            result = run_module(m, config[m], mutmut, args.jobs)
+        print(f"== {m}: constant mutants")
+        result["constants"] = run_constants(m, config[m], args.python)
+        results.append(result)
+    # keep the last result of the modules not run this time, in the configured order
     by_module = {r["module"]: r for r in [*earlier, *results] if r["module"] in config}
     merged = [by_module[m] for m in config if m in by_module]
     saved.write_text(json.dumps(merged, indent=1) + "\n")
@@ -177,6 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     print(report.split("\n## ")[0])
     print(f"survivors and diffs: {(out / 'report.md').relative_to(ROOT)}")
     low = [r["module"] for r in results if r["score"] is None or r["score"] < args.min_score]
+    low += [r["module"] for r in results if not all(c["caught"] for c in r["constants"])]
     if low:
         print(f"below {args.min_score:.0%}: {', '.join(map(str, low))}", file=sys.stderr)
         return 1

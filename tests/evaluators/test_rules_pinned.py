@@ -231,6 +231,20 @@ def test_position_is_no_cue_for_a_figure_with_a_known_identity() -> None:
     )  # fmt: skip
 
 
+@pytest.mark.parametrize("identity", ["skin", "hair_color", "hair_style"])
+def test_one_shared_identity_attribute_makes_a_figure_known_not_placed(identity: str) -> None:
+    # Ama and Bo differ in identity only. The left figure shares one identity attribute
+    # with Bo (6 from Bo, 9 from Ama); the right one shares none (9 from both) and stands
+    # in Bo's place. Only the unknown right figure pays for standing elsewhere than Ama's
+    # place (2), so the left figure is taken for Bo: 6 + 9 + 2 = 17 < 9 + 9 = 18.
+    w, scene = _two(skin="tone-2", hair_color="auburn", hair_style="long")
+    bo = scene.state.characters["Bo"]
+    unknown = dict(skin="tone-6", hair_color="blond", hair_style="bun")
+    p0 = _person(100, bo, **{**unknown, identity: getattr(bo, identity)})
+    p1 = _person(300, bo, **unknown)
+    assert match_people(_seen(p0, p1), scene, w) == {"Ama": 1, "Bo": 0}
+
+
 def test_position_rank_is_by_x() -> None:
     # the figures listed right to left: rank comes from x, not from the list order
     w, scene, d = _strangers(("top", "pose"))

@@ -125,3 +125,13 @@ def test_one_finite_resample_gives_shares_and_none_gives_nan() -> None:
     assert (pos[0], tie[0], neg[0]) == (0.0, 0.0, 1.0)
     assert np.isnan(pos[1]) and np.isnan(tie[1]) and np.isnan(neg[1])
     assert (pos[2], tie[2], neg[2]) == (0.5, 0.5, 0.0)
+
+
+def test_float_noise_is_a_tie_and_the_smallest_real_difference_is_not() -> None:
+    # pass rates are ratios of counts: two rates over at most 10 000 requirements differ by
+    # at least 1e-8 when they differ at all; an exact tie computed two ways differs by noise
+    noise = (0.1 + 0.2) - 0.3
+    assert noise != 0.0
+    smallest = 1 / 9_999 - 1 / 10_000
+    pos, tie, neg = signed_shares(np.array([[noise], [-noise], [smallest], [-smallest]]))
+    assert (pos, tie, neg) == (0.25, 0.5, 0.25)

@@ -150,6 +150,13 @@ def test_labels_of_presence_depend_on_the_expected_value() -> None:
     assert (r1["s1.Bo.hair"].dimension, r1["s1.Bo.hair"].taxonomy) == (
         "identity", "identity_drift",
     )  # fmt: skip
+    assert (r1["s1.Bo.pose"].dimension, r1["s1.Bo.pose"].taxonomy) == ("action", "pose_mismatch")
+    assert (r1["s1.Bo.top"].dimension, r1["s1.Bo.top"].taxonomy) == (
+        "clothing", "clothing_change",
+    )  # fmt: skip
+    assert (r1["s1.scene.time"].dimension, r1["s1.scene.time"].taxonomy) == (
+        "chronology", "time_regression",
+    )  # fmt: skip
 
 
 def test_a_state_that_differs_from_an_earlier_one_is_a_regression_check() -> None:

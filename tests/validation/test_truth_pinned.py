@@ -230,3 +230,20 @@ def test_cross_frame_answers_are_right_when_alike_exactly_as_expected() -> None:
     assert (a.n_answers, a.n_wrong, a.n_false_pass, a.n_false_fail) == (4, 2, 1, 1)
     # without the rendered pairs, cross-frame rows are left out
     assert oracle_agreement(rows, []).n_answers == 0
+
+
+@pytest.mark.parametrize(
+    ("attribute", "fact"),
+    [
+        ("skin", "same_person"), ("hair_color", "same_person"), ("hair_style", "same_person"),
+        ("top", "same_clothes"), ("trousers", "same_clothes"), ("accessory", "same_clothes"),
+    ],
+)  # fmt: skip
+def test_each_rendered_attribute_of_a_pair_fact_counts(attribute: str, fact: str) -> None:
+    # Bo rendered with one attribute off in scene 2 only: unlike scene 1 in that fact alone
+    off = {"skin": "tone-6", "hair_color": "white", "hair_style": "long", "top": "pink",
+           "trousers": "teal", "accessory": "scarf"}  # fmt: skip
+    pairs = PairTruth([_story()], [_oracle(2, "Bo", attribute, off[attribute])])
+    assert pairs.alike(_frame(2), "Bo", fact) is False
+    other = "same_clothes" if fact == "same_person" else "same_person"
+    assert pairs.alike(_frame(2), "Bo", other) is True

@@ -136,8 +136,9 @@ def _with_absent_bo(**bo: Any) -> tuple[World, Scene]:
 
 
 def test_a_seen_figure_half_resembling_an_absent_character_is_the_expected_one() -> None:
-    # Bo (absent) has Ama's looks but another skin; the figure is Ama with her skin and top
-    # drifted to Bo's (distance 4 to Ama, 1 to Bo): it is still taken for Ama
+    # Bo (absent) looks like Ama but for skin and top; the figure is Ama with her skin and
+    # top drifted to Bo's and another pose (4.5 from Ama, 0.5 from Bo): far more like Bo,
+    # but not by the bias of 6, so it is still Ama, with three failed facts
     w, scene = _with_absent_bo(skin="tone-6", top="green")
     ama, bo = scene.state.characters["Ama"], scene.state.characters["Bo"]
     p = _person(100, ama, skin=bo.skin, top=bo.top, pose="sitting")

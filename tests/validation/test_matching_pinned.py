@@ -157,6 +157,21 @@ def test_label_agreement_counts_units_whose_label_is_a_matched_fault_taxonomy() 
     assert t["all"].n_label_agree == 1
 
 
+def test_label_agreement_counts_every_agreeing_unit() -> None:
+    faults = [_fault("Ana", "top", "clothing_change"), _fault("Bo", "top", "clothing_change")]
+    units = detections(
+        _rows([("Ana", "top", "clothing_change", "failed", ""),
+               ("Bo", "top", "clothing_change", "failed", "")])
+    )  # fmt: skip
+    assert _table(faults, units)["clothing_change"].n_label_agree == 2
+
+
+def test_a_label_outside_the_taxonomy_gets_a_row_from_a_fault_alone() -> None:
+    t = _table([_fault("Ana", "top", "zz_fault_only")], [])
+    assert (t["zz_fault_only"].n_faults, t["zz_fault_only"].recall) == (1, 0.0)
+    assert t["all"].n_faults == 1
+
+
 def test_a_knock_on_unit_credits_a_fault_on_another_subject_in_the_same_image_only() -> None:
     faults = [_fault("Bo", "present", "character_missing", frame=F2)]
     units = detections(_rows([("Ana", "top", "clothing_change", "failed", "character_missing")]))
@@ -193,6 +208,13 @@ def test_frames_of_gives_each_row_its_image() -> None:
     for ch in _rows([("Bo", "top", "clothing_change", "failed", "")], F2).__dict__.items():
         getattr(rows, ch[0]).extend(ch[1])
     assert frames_of(rows) == [F1, F2]
+
+
+def test_a_ragged_table_is_an_error_not_a_shorter_one() -> None:
+    rows = _rows([("Ana", "top", "clothing_change", "failed", "")] * 2)
+    rows.scene.pop()
+    with pytest.raises(ValueError):
+        frames_of(rows)
 
 
 @settings(max_examples=80, deadline=None, derandomize=True)

@@ -13,6 +13,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
+if [ ! -x "$PY" ]; then
+  echo "scripts/mutation.sh: no $PY (run bash scripts/setup_env.sh, or set PYTHON)" >&2
+  exit 2
+fi
 VENV=build/mutation/venv
 if [ ! -x "$VENV/bin/mutmut" ]; then
   "$PY" -m venv "$VENV"

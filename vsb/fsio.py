@@ -21,6 +21,11 @@ from typing import Any
 
 from vsb.errors import InputError
 
+#: The largest image any layer decodes, in pixels (anything larger is an error, not a
+#: picture): the adapters refuse it from a provider or a samples folder, ``vsb evaluate``
+#: reads it as unreadable. Checked from the image header, before decoding.
+MAX_PIXELS = 4096 * 4096
+
 
 def canonical_json(obj: Any) -> bytes:
     """Canonical JSON bytes: sorted keys, no whitespace, UTF-8 (the basis of every hash)."""

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from vsb.errors import InputError, RunError
-from vsb.evaluators.decode import decode_render
+from vsb.evaluators.decode import decode_render, image_problem
 from vsb.evaluators.embed import (
     EMBED_EVALUATORS,
     EmbedOptions,
@@ -38,7 +38,7 @@ from vsb.evaluators.embed import (
     run_embeddings,
 )
 from vsb.evaluators.failed import LABEL as FAILED_LABEL
-from vsb.evaluators.failed import replace_failed
+from vsb.evaluators.failed import UNREADABLE, Image, replace_failed
 from vsb.evaluators.registry import (
     DEFAULT_EVALUATORS,
     EvaluatorOutput,
@@ -125,6 +125,7 @@ class EvaluationResult:
 class _Local:
     out: EvaluatorOutput = field(default_factory=EvaluatorOutput)
     not_renders: list[tuple[str, str]] = field(default_factory=list)  # (model, reason)
+    unreadable: dict[Image, str] = field(default_factory=dict)  # image -> why
 
 
 def _read_records(run_dir: Path) -> list[dict[str, Any]]:
@@ -186,13 +187,15 @@ _SHARED: tuple[dict[str, Story], tuple[str, ...]] | None = None
 
 def _frame(task: _Task, scene: int, path: str | None, data: bytes | None = None) -> Frame:
     """The frame of ``scene``: its image read from ``path`` (or given as ``data``: the bytes
-    of that file, as Ray workers get them; ``path`` then only names it)."""
+    of that file, as Ray workers get them; ``path`` then only names it). An image that
+    cannot be read is a frame without a path whose ``unreadable`` says why."""
     if path is None:
         return Frame(task.model, task.condition, task.story_id, scene, None)
     try:
         d = decode_render(path if data is None else data)
     except InputError as err:
-        raise InputError(err.message, file=path, location=err.location) from None
+        why = err.message
+        return Frame(task.model, task.condition, task.story_id, scene, None, unreadable=why)
     return Frame(
         task.model, task.condition, task.story_id, scene, d.indices if d.is_render else None,
         path=path, is_render=d.is_render, reason=d.reason, counts=d.counts,
@@ -206,7 +209,14 @@ def evaluate_task(
     ``data``: the images' bytes, in ``task.images`` order (None: read them from disk)."""
     blobs = data if data is not None else [None] * len(task.images)
     frames = [_frame(task, k, p, b) for (k, p), b in zip(task.images, blobs, strict=True)]
-    res = _Local(not_renders=[(f.model, f.reason) for f in frames if f.path and not f.is_render])
+    res = _Local(
+        not_renders=[(f.model, f.reason) for f in frames if f.path and not f.is_render],
+        unreadable={
+            (f.model, f.condition, f.story_id, f.scene): f.unreadable
+            for f in frames
+            if f.unreadable
+        },
+    )
     for name in names:
         part = get_evaluator(name).evaluate_story(story, frames)
         res.out.requirements += part.requirements
@@ -231,7 +241,7 @@ def _images(*tables: Sequence[dict[str, Any]]) -> int:
         (r["model"], r["condition"], r["story_id"], r["scene"])
         for rows in tables
         for r in rows
-        if r.get("failure") != FAILED_LABEL
+        if r.get("failure") not in (FAILED_LABEL, UNREADABLE)
     }
     return len(seen)
 
@@ -329,6 +339,31 @@ def plan_judge(
     return plan_cost(_judge_calls(sel, judge, options, names), judge, options)
 
 
+def _unreadable(sel: _Selection) -> dict[Image, str]:
+    """Image -> why it cannot be read, for every image of the selection that cannot."""
+    out: dict[Image, str] = {}
+    for t in sel.tasks:
+        for k, p in t.images:
+            why = image_problem(p) if p is not None else ""
+            if why:
+                out[(t.model, t.condition, t.story_id, k)] = why
+    return out
+
+
+def _without(sel: _Selection, unreadable: dict[Image, str]) -> _Selection:
+    """The selection with the unreadable images as frames without a picture."""
+    if not unreadable:
+        return sel
+    tasks = [
+        _Task(t.model, t.condition, t.story_id, tuple(
+            (k, None if (t.model, t.condition, t.story_id, k) in unreadable else p)
+            for k, p in t.images
+        ))
+        for t in sel.tasks
+    ]  # fmt: skip
+    return _Selection(sel.root, sel.stories, tasks, sel.cells)
+
+
 def _run_local(
     sel: _Selection,
     names: tuple[str, ...],
@@ -347,6 +382,7 @@ def _run_local(
         acc.out.requirements += res.out.requirements
         acc.out.signals += res.out.signals
         acc.not_renders += res.not_renders
+        acc.unreadable.update(res.unreadable)
         done += len(task.images)
         if progress:
             progress(done, total)
@@ -480,6 +516,17 @@ def _warnings(
     return out
 
 
+def _unreadable_warnings(unreadable: dict[Image, str], images: Counter[str]) -> list[str]:
+    by_model: dict[str, list[str]] = {}
+    for (model, *_), why in sorted(unreadable.items()):
+        by_model.setdefault(model, []).append(why)
+    return [
+        f"{model}: {len(whys)} of {images[model]} images cannot be read ({whys[0]}); "
+        "their checks are unreadable (they fail, like a failed generation)"
+        for model, whys in by_model.items()
+    ]
+
+
 def evaluate_run(
     run_dir: str | Path,
     *,
@@ -547,6 +594,12 @@ def _evaluate_run(
     if local_names:
         local = _run_local(sel, local_names, workers, progress, ray)
     req_rows, sig_rows = local.out.requirements, local.out.signals
+    # Issue #23: an image that cannot be read is no picture for any evaluator; the local
+    # pass found those it decoded, else they are looked for here (judge, embeddings only).
+    unreadable = local.unreadable if local_names else _unreadable(sel)
+    failed = [(t.model, t.condition, t.story_id, k) for t in sel.tasks for k, p in t.images
+              if p is None]  # fmt: skip
+    sel = _without(sel, unreadable)
     summary: JudgeSummary | None = None
     transcript: list[dict[str, Any]] = []
     if judge is not None:
@@ -576,12 +629,11 @@ def _evaluate_run(
         )
         sig_rows = sig_rows + esig
     # Issue #11: an image that failed to generate fails every requirement of its scene,
-    # once per verdict evaluator (vsb/evaluators/failed.py).
-    failed = [(t.model, t.condition, t.story_id, k) for t in sel.tasks for k, p in t.images
-              if p is None]  # fmt: skip
-    if failed:
+    # once per verdict evaluator, and so does one that cannot be read (with verdict
+    # unreadable; vsb/evaluators/failed.py).
+    if failed or unreadable:
         jm = judge.judge_model if judge is not None else ""
-        req_rows = replace_failed(req_rows, failed, sel.stories, names, jm)
+        req_rows = replace_failed(req_rows, failed, sel.stories, names, jm, unreadable)
     out_dir = sel.root / "evaluations"
     all_req = _merge(_existing(out_dir / "requirements.jsonl"), req_rows, names, sel.cells)
     all_sig = _merge(_existing(out_dir / "signals.jsonl"), sig_rows, names, sel.cells)
@@ -595,7 +647,9 @@ def _evaluate_run(
             out_dir / TRANSCRIPT_FILE, _jsonl(_merge(old, transcript, names, sel.cells))
         )
     images = Counter(t.model for t in sel.tasks for _, p in t.images if p is not None)
+    images.update(m for m, _, _, _ in unreadable)
     warnings = _warnings(local.not_renders, images, local_names) if local_names else []
+    warnings += _unreadable_warnings(unreadable, images)
     result = EvaluationResult(
         out_dir=out_dir,
         images=sum(images.values()),

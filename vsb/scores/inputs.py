@@ -95,7 +95,9 @@ class SignalRows:
 
 
 #: Verdicts of a requirement row (docs/CONTRACTS.md); ``passed`` is true iff verdict == "passed".
-VERDICTS: tuple[str, ...] = ("passed", "failed", "unsure", "not_applicable", "parse_failure")
+VERDICTS: tuple[str, ...] = (
+    "passed", "failed", "unsure", "not_applicable", "parse_failure", "unreadable",
+)  # fmt: skip
 #: The evaluator of rows written before the evaluator axis existed.
 DEFAULT_EVALUATOR = "rules"
 NOT_APPLICABLE = "not_applicable"

@@ -256,3 +256,24 @@ def iter_jsonl(
             if not isinstance(obj, dict):
                 raise InputError("expected a JSON object", file=path, location=f"line {n}")
             yield n, obj
+
+
+class UniqueKeys:
+    """Refuses a second row with the same key in one file: ``add(key, line)`` raises
+    ``InputError`` naming the key (``fields`` name its parts), the file and both lines."""
+
+    def __init__(self, path: str | Path, fields: tuple[str, ...], what: str = "row") -> None:
+        self.path, self.fields, self.what = path, fields, what
+        self.first: dict[tuple[Any, ...], int] = {}
+
+    def add(self, key: tuple[Any, ...], line: int) -> None:
+        """Record ``key`` at ``line``; ``InputError`` if an earlier line had it."""
+        first = self.first.setdefault(key, line)
+        if first != line:
+            shown = ", ".join(f"{f} {v!r}" for f, v in zip(self.fields, key, strict=True))
+            raise InputError(
+                f"duplicate {self.what} ({shown}): the same key as line {first}; each key "
+                "must appear once",
+                file=self.path,
+                location=f"line {line}",
+            )

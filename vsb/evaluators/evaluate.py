@@ -66,7 +66,7 @@ from vsb.evaluators.vlm_judge import (
     transcript_row,
 )
 from vsb.evaluators.vlm_transports import VlmTransport
-from vsb.fsio import atomic_write_json, atomic_write_text, iter_jsonl
+from vsb.fsio import UniqueKeys, atomic_write_json, atomic_write_text, iter_jsonl
 from vsb.story.io import load_suite
 from vsb.story.models import Story
 
@@ -472,8 +472,17 @@ def _run_judge(
     return outcomes, reqs, sigs
 
 
-def _existing(path: Path) -> list[dict[str, Any]]:
-    return [row for _, row in iter_jsonl(path)] if path.is_file() else []
+def _existing(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line, row) of an earlier evaluation's file ([] when there is none)."""
+    return list(iter_jsonl(path)) if path.is_file() else []
+
+
+#: The fields that identify a requirement row / a signal row of an evaluation (each key
+#: appears once in its file; ``vsb.scores.inputs`` refuses a file where one repeats).
+REQUIREMENT_KEY = (
+    "model", "condition", "story_id", "scene", "req_id", "evaluator", "judge_model",
+)  # fmt: skip
+SIGNAL_KEY = ("model", "condition", "story_id", "scene", "signal", "evaluator")
 
 
 def _row_evaluator(row: dict[str, Any]) -> str:
@@ -485,17 +494,33 @@ def _row_evaluator(row: dict[str, Any]) -> str:
 
 
 def _merge(
-    old: list[dict[str, Any]],
+    old: list[tuple[int, dict[str, Any]]],
     new: list[dict[str, Any]],
     names: tuple[str, ...],
     cells: set[tuple[str, str]],
+    path: Path,
+    key: tuple[str, ...] | None = None,
 ) -> list[dict[str, Any]]:
-    """Old rows not replaced by this evaluation, then the new rows."""
+    """Old rows (read from ``path``) not replaced by this evaluation, then the new rows;
+    with ``key``, an ``InputError`` names the first old row that is kept and repeats the key
+    of an earlier one (issue #23: a duplicate verdict is never carried forward)."""
     kept = [
-        r for r in old
+        (n, r) for n, r in old
         if not (_row_evaluator(r) in names and (r.get("model"), r.get("condition")) in cells)
     ]  # fmt: skip
-    return kept + new
+    if key is not None:
+        unique = UniqueKeys(path, key, "row")
+        for n, r in kept:
+            unique.add(tuple(_key_value(r, f) for f in key), n)
+    return [r for _, r in kept] + new
+
+
+def _key_value(row: dict[str, Any], name: str) -> Any:
+    if name == "evaluator":
+        return _row_evaluator(row)
+    if name == "judge_model":
+        return str(row.get("judge_model") or "")
+    return row.get(name)
 
 
 def _warnings(
@@ -635,17 +660,16 @@ def _evaluate_run(
         jm = judge.judge_model if judge is not None else ""
         req_rows = replace_failed(req_rows, failed, sel.stories, names, jm, unreadable)
     out_dir = sel.root / "evaluations"
-    all_req = _merge(_existing(out_dir / "requirements.jsonl"), req_rows, names, sel.cells)
-    all_sig = _merge(_existing(out_dir / "signals.jsonl"), sig_rows, names, sel.cells)
+    req_file, sig_file = out_dir / "requirements.jsonl", out_dir / "signals.jsonl"
+    all_req = _merge(_existing(req_file), req_rows, names, sel.cells, req_file, REQUIREMENT_KEY)
+    all_sig = _merge(_existing(sig_file), sig_rows, names, sel.cells, sig_file, SIGNAL_KEY)
     atomic_write_text(out_dir / "requirements.jsonl", _jsonl(all_req))
     atomic_write_text(out_dir / "requirements.csv", _csv(all_req, REQUIREMENT_COLUMNS))
     atomic_write_text(out_dir / "signals.jsonl", _jsonl(all_sig))
     atomic_write_text(out_dir / "signals.csv", _csv(all_sig, SIGNAL_COLUMNS))
     if judge is not None:
-        old = _existing(out_dir / TRANSCRIPT_FILE)
-        atomic_write_text(
-            out_dir / TRANSCRIPT_FILE, _jsonl(_merge(old, transcript, names, sel.cells))
-        )
+        path = out_dir / TRANSCRIPT_FILE
+        atomic_write_text(path, _jsonl(_merge(_existing(path), transcript, names, sel.cells, path)))
     images = Counter(t.model for t in sel.tasks for _, p in t.images if p is not None)
     images.update(m for m, _, _, _ in unreadable)
     warnings = _warnings(local.not_renders, images, local_names) if local_names else []

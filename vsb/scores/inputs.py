@@ -1,7 +1,10 @@
 """Reading a run's evaluation tables (``RUN/evaluations/*.jsonl``) into column lists.
 
 Only the columns scoring and validation need are kept; every row is checked for them and a
-bad row raises ``InputError`` naming the file and line.
+bad row raises ``InputError`` naming the file and line. So does a second row with the key of
+an earlier one (issue #23: a verdict counted twice, or under another condition, would move
+every score): a requirement row's key is (model, condition, story, scene, requirement,
+evaluator, judge model), a signal row's (model, condition, story, scene, signal, evaluator).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from vsb.errors import InputError, RunError
-from vsb.fsio import iter_jsonl, load_json
+from vsb.fsio import UniqueKeys, iter_jsonl, load_json
 from vsb.story.models import DIMENSIONS
 
 REQUIREMENTS_FILE = "evaluations/requirements.jsonl"
@@ -132,7 +135,33 @@ def _signal_evaluator(signal: str) -> str:
 
 
 _REQ_KEYS = ("model", "condition", "story_id", "scene", "dimension", "source", "passed")
+#: The fields that identify a requirement row / a signal row (each key appears once).
+REQUIREMENT_KEY = (
+    "model", "condition", "story_id", "scene", "req_id", "evaluator", "judge_model",
+)  # fmt: skip
+SIGNAL_KEY = ("model", "condition", "story_id", "scene", "signal", "evaluator")
 _SIG_KEYS = ("model", "condition", "story_id", "scene", "signal", "value")
+
+
+def requirement_key(row: dict[str, Any]) -> tuple[Any, ...]:
+    """The key of a requirement row (``REQUIREMENT_KEY``; rows without a ``req_id`` are
+    told apart by subject, attribute and dimension)."""
+    req = row.get("req_id")
+    if req is None:
+        req = f"{row.get('subject')}.{row.get('attribute')}.{row.get('dimension')}"
+    return (
+        row["model"], row["condition"], row["story_id"], row["scene"], req,
+        str(row.get("evaluator") or DEFAULT_EVALUATOR), str(row.get("judge_model") or ""),
+    )  # fmt: skip
+
+
+def signal_key(row: dict[str, Any]) -> tuple[Any, ...]:
+    """The key of a signal row (``SIGNAL_KEY``)."""
+    signal = str(row["signal"])
+    return (
+        row["model"], row["condition"], row["story_id"], row["scene"], signal,
+        str(row.get("evaluator") or _signal_evaluator(signal)),
+    )  # fmt: skip
 
 
 def require_run_dir(run_dir: str | Path) -> Path:
@@ -157,8 +186,10 @@ def load_requirements(run_dir: str | Path) -> RequirementRows:
         raise RunError("run has no evaluations (run `vsb evaluate` first)", file=path)
     rows = RequirementRows()
     dims = set(DIMENSIONS)
+    unique = UniqueKeys(path, REQUIREMENT_KEY, "requirement row")
     for n, obj in iter_jsonl(path):
         _check_keys(obj, _REQ_KEYS, path, n)
+        unique.add(requirement_key(obj), n)
         if obj["dimension"] not in dims:
             raise InputError(
                 f"unknown dimension {obj['dimension']!r}", file=path, location=f"line {n}"
@@ -192,8 +223,10 @@ def load_signals(run_dir: str | Path) -> SignalRows:
     rows = SignalRows()
     if not path.is_file():
         return rows
+    unique = UniqueKeys(path, SIGNAL_KEY, "signal row")
     for n, obj in iter_jsonl(path):
         _check_keys(obj, _SIG_KEYS, path, n)
+        unique.add(signal_key(obj), n)
         value = obj["value"]
         if value is None:
             continue

@@ -1,4 +1,5 @@
-"""Atomic file writes, canonical JSON hashing and the one JSON reader, shared by every layer.
+"""Atomic file writes, canonical JSON hashing, the one JSON reader and the one CSV writer,
+shared by every layer.
 
 Every JSON document vsb reads from disk goes through ``load_json`` / ``loads_json`` /
 ``iter_jsonl``: a size cap and a nesting-depth scan run before parsing, and every way the text
@@ -9,12 +10,15 @@ each caller decides whether absence is an error.
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
+import itertools
 import json
 import os
 import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
@@ -277,3 +281,50 @@ class UniqueKeys:
                 file=self.path,
                 location=f"line {line}",
             )
+
+
+#: First characters that make a spreadsheet read a cell as a formula (OWASP, CSV injection).
+FORMULA_START = frozenset("=+-@\t\r")
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def csv_cell(value: Any) -> Any:
+    """``value`` safe for a CSV cell: text that starts with ``= + - @``, a tab or a carriage
+    return gets a leading single quote (OWASP's rule), so no spreadsheet runs it as a
+    formula. Numbers (ints, floats) are written as they are, and so is text that is exactly
+    a plain number (``-0.5``, ``+0.084``: no formula can hide in it); everything else is
+    unchanged. JSON files are never escaped: only CSV cells go through here."""
+    if (
+        isinstance(value, str)
+        and value
+        and value[0] in FORMULA_START
+        and not _NUMBER.fullmatch(value)
+    ):
+        return "'" + value
+    return value
+
+
+def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """CSV text: ``\\n`` line ends, None as an empty cell (pandas reads it as NaN), every text
+    cell through ``csv_cell``, a cell holding a carriage return quoted (the ``csv`` module
+    quotes only the line terminator's characters). Every CSV vsb writes is made here."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    side = io.StringIO()
+    crlf = csv.writer(side, lineterminator="\r\n")  # quotes a cell holding \r (or \n)
+    starts = FORMULA_START
+    for row in itertools.chain([header], rows):
+        cells = [
+            "" if x is None
+            else csv_cell(x) if isinstance(x, str) and x and x[0] in starts
+            else x
+            for x in row
+        ]  # fmt: skip
+        if any("\r" in x for x in cells if isinstance(x, str)):
+            side.seek(0)
+            side.truncate()
+            crlf.writerow(cells)
+            buf.write(side.getvalue()[:-2] + "\n")
+        else:
+            w.writerow(cells)
+    return buf.getvalue()

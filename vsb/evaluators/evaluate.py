@@ -16,9 +16,7 @@ Progress goes to ``progress(done, total)`` and ``judge_progress(done, total)``.
 
 from __future__ import annotations
 
-import csv
 import difflib
-import io
 import json
 import multiprocessing
 from collections import Counter
@@ -66,7 +64,7 @@ from vsb.evaluators.vlm_judge import (
     transcript_row,
 )
 from vsb.evaluators.vlm_transports import VlmTransport
-from vsb.fsio import UniqueKeys, atomic_write_json, atomic_write_text, iter_jsonl
+from vsb.fsio import UniqueKeys, atomic_write_json, atomic_write_text, csv_text, iter_jsonl
 from vsb.story.io import load_suite
 from vsb.story.models import Story
 
@@ -247,11 +245,7 @@ def _images(*tables: Sequence[dict[str, Any]]) -> int:
 
 
 def _csv(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n", extrasaction="ignore")
-    w.writeheader()
-    w.writerows(rows)
-    return buf.getvalue()
+    return csv_text(columns, ([r.get(c, "") for c in columns] for r in rows))
 
 
 def resolve_evaluators(

@@ -64,3 +64,28 @@ def test_numbers_and_plain_text_are_written_as_they_are(value: object) -> None:
 
 def test_json_keeps_the_exact_text() -> None:
     assert json.loads(json.dumps({"m": PAYLOADS[0]}))["m"] == PAYLOADS[0]
+
+
+_CELLS = ["=1", "a,b", 'q"uote', "x\ny", "\r=1", "-1.5", "-x", "+", "@", "\t", "plain",
+          "", None, -2.5, 3, True, ',"=x', "a\r\nb"]  # fmt: skip
+
+
+def test_every_row_reads_back_as_its_escaped_cells() -> None:
+    """Both ways through the writer (fast text, and the careful one a formula triggers) give
+    CSV that reads back cell for cell, with no formula cell left."""
+    import itertools
+
+    from vsb.fsio import csv_cell, csv_text
+
+    rows = [list(p) for p in itertools.product(_CELLS, repeat=2)]
+    for some in (rows, [r for r in rows if not any(isinstance(x, str) and x[:1] != "" and x[0] in
+                                                   FORMULA_START for x in r)]):  # fmt: skip
+        text = csv_text(["a", "b"], some)
+        back = list(csv.reader(io.StringIO(text, newline="")))
+        assert back[0] == ["a", "b"]
+        want = [["" if x is None else str(csv_cell(x)) for x in r] for r in some]
+        assert back[1:] == want
+        assert not [c for r in back for c in r if c != "" and c[0] in FORMULA_START and
+                    not _NUMBER.fullmatch(c)]  # fmt: skip
+    dicts = [{"a": r[0], "b": r[1], "extra": 1} for r in rows]
+    assert csv_text(["a", "b"], dicts) == csv_text(["a", "b"], rows)

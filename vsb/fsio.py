@@ -18,7 +18,7 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
@@ -304,22 +304,47 @@ def csv_cell(value: Any) -> Any:
     return value
 
 
-def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+#: Where a cell that starts a formula could begin in CSV text (after a line break or a comma,
+#: maybe inside quotes): text without a match has no such cell (false alarms only cost time).
+_CELL_START = re.compile(r'[,\n]"?[=+\-@\t\r]')
+
+
+def csv_text(
+    header: Sequence[str],
+    rows: Iterable[Sequence[Any]] | Iterable[Mapping[str, Any]],
+) -> str:
     """CSV text: ``\\n`` line ends, None as an empty cell (pandas reads it as NaN), every text
     cell through ``csv_cell``, a cell holding a carriage return quoted (the ``csv`` module
-    quotes only the line terminator's characters). Every CSV vsb writes is made here."""
+    quotes only the line terminator's characters). ``rows`` are sequences in ``header``
+    order, or mappings keyed by ``header`` (missing keys empty, others ignored). Every CSV
+    vsb writes is made here."""
+    rows = list(rows)
+    text = _write(header, rows, escape=False)
+    if "\r" in text or _CELL_START.search("\n" + text):  # a cell may need care: the slow way
+        text = _write(header, rows, escape=True)
+    return text
+
+
+def _write(header: Sequence[str], rows: list[Any], *, escape: bool) -> str:
     buf = io.StringIO()
+    dicts = bool(rows) and isinstance(rows[0], Mapping)
+    if not escape:
+        if dicts:
+            d = csv.DictWriter(buf, list(header), lineterminator="\n", extrasaction="ignore")
+            d.writeheader()
+            d.writerows(rows)
+        else:
+            w = csv.writer(buf, lineterminator="\n")
+            w.writerow(header)
+            w.writerows(rows)
+        return buf.getvalue()
+    if dicts:
+        rows = [[r.get(c, "") for c in header] for r in rows]
     w = csv.writer(buf, lineterminator="\n")
     side = io.StringIO()
     crlf = csv.writer(side, lineterminator="\r\n")  # quotes a cell holding \r (or \n)
-    starts = FORMULA_START
     for row in itertools.chain([header], rows):
-        cells = [
-            "" if x is None
-            else csv_cell(x) if isinstance(x, str) and x and x[0] in starts
-            else x
-            for x in row
-        ]  # fmt: skip
+        cells = ["" if x is None else csv_cell(x) for x in row]
         if any("\r" in x for x in cells if isinstance(x, str)):
             side.seek(0)
             side.truncate()

@@ -245,7 +245,7 @@ def _images(*tables: Sequence[dict[str, Any]]) -> int:
 
 
 def _csv(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
-    return csv_text(columns, ([r.get(c, "") for c in columns] for r in rows))
+    return csv_text(columns, rows)
 
 
 def resolve_evaluators(

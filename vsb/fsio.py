@@ -318,10 +318,10 @@ def csv_text(
     quotes only the line terminator's characters). ``rows`` are sequences in ``header``
     order, or mappings keyed by ``header`` (missing keys empty, others ignored). Every CSV
     vsb writes is made here."""
-    rows = list(rows)
-    text = _write(header, rows, escape=False)
+    table: list[Any] = list(rows)
+    text = _write(header, table, escape=False)
     if "\r" in text or _CELL_START.search("\n" + text):  # a cell may need care: the slow way
-        text = _write(header, rows, escape=True)
+        text = _write(header, table, escape=True)
     return text
 
 

@@ -143,18 +143,6 @@ SIGNAL_KEY = ("model", "condition", "story_id", "scene", "signal", "evaluator")
 _SIG_KEYS = ("model", "condition", "story_id", "scene", "signal", "value")
 
 
-def requirement_key(row: dict[str, Any]) -> tuple[Any, ...]:
-    """The key of a requirement row (``REQUIREMENT_KEY``; rows without a ``req_id`` are
-    told apart by subject, attribute and dimension)."""
-    req = row.get("req_id")
-    if req is None:
-        req = f"{row.get('subject')}.{row.get('attribute')}.{row.get('dimension')}"
-    return (
-        row["model"], row["condition"], row["story_id"], row["scene"], req,
-        str(row.get("evaluator") or DEFAULT_EVALUATOR), str(row.get("judge_model") or ""),
-    )  # fmt: skip
-
-
 def signal_key(row: dict[str, Any]) -> tuple[Any, ...]:
     """The key of a signal row (``SIGNAL_KEY``)."""
     signal = str(row["signal"])
@@ -186,10 +174,12 @@ def load_requirements(run_dir: str | Path) -> RequirementRows:
         raise RunError("run has no evaluations (run `vsb evaluate` first)", file=path)
     rows = RequirementRows()
     dims = set(DIMENSIONS)
-    unique = UniqueKeys(path, REQUIREMENT_KEY, "requirement row")
+    req_ids: list[Any] = []
+    lines: list[int] = []
     for n, obj in iter_jsonl(path):
         _check_keys(obj, _REQ_KEYS, path, n)
-        unique.add(requirement_key(obj), n)
+        req_ids.append(obj.get("req_id"))
+        lines.append(n)
         if obj["dimension"] not in dims:
             raise InputError(
                 f"unknown dimension {obj['dimension']!r}", file=path, location=f"line {n}"
@@ -214,7 +204,25 @@ def load_requirements(run_dir: str | Path) -> RequirementRows:
         rows.append(obj)
     if not len(rows):
         raise RunError("run has no evaluations (requirements.jsonl is empty)", file=path)
+    _refuse_duplicates(rows, req_ids, lines, path)
     return rows
+
+
+def _refuse_duplicates(
+    rows: RequirementRows, req_ids: list[Any], lines: list[int], path: Path
+) -> None:
+    """``InputError`` at the first row whose key (``REQUIREMENT_KEY``) an earlier row has.
+    Checked on the loaded columns at C speed; only a file with a duplicate is walked."""
+    cols = (rows.model, rows.condition, rows.story_id, rows.scene, req_ids, rows.evaluator,
+            rows.judge_model)  # fmt: skip
+    if len(set(map(hash, zip(*cols, strict=True)))) == len(rows):
+        return  # (equal hashes of unequal keys only send the check the slow way)
+    unique = UniqueKeys(path, REQUIREMENT_KEY, "requirement row")
+    for i, key in enumerate(zip(*cols, strict=True)):
+        if key[4] is None:  # no req_id (older rows): told apart by what it checks
+            key = (*key[:4], f"{rows.subject[i]}.{rows.attribute[i]}.{rows.dimension[i]}",
+                   *key[5:])  # fmt: skip
+        unique.add(key, lines[i])
 
 
 def load_signals(run_dir: str | Path) -> SignalRows:
@@ -224,9 +232,12 @@ def load_signals(run_dir: str | Path) -> SignalRows:
     if not path.is_file():
         return rows
     unique = UniqueKeys(path, SIGNAL_KEY, "signal row")
+    first = unique.first
     for n, obj in iter_jsonl(path):
         _check_keys(obj, _SIG_KEYS, path, n)
-        unique.add(signal_key(obj), n)
+        key = signal_key(obj)
+        if first.setdefault(key, n) != n:
+            unique.add(key, n)  # raises, naming both lines
         value = obj["value"]
         if value is None:
             continue

@@ -129,3 +129,10 @@ def test_image_problem_checks_the_header_before_decoding(tmp_path: Path) -> None
     assert image_problem(big) == "the image is 5000×5000 pixels, over the 4096×4096 cap"
     (tmp_path / "t.png").write_text("x")
     assert image_problem(tmp_path / "t.png") == "not an image file (no known image format)"
+    from vsb.errors import InputError
+    from vsb.evaluators.decode import decode_render, open_rgb
+
+    for read in (open_rgb, decode_render):  # every decoder of evaluate has the same cap
+        with pytest.raises(InputError, match="over the 4096×4096 cap") as err:
+            read(big)
+        assert err.value.file == str(big)

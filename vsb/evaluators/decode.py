@@ -198,6 +198,16 @@ def image_problem(path: str | Path) -> str:
     return ""
 
 
+def open_rgb(path: str | Path) -> Image.Image:
+    """The image at ``path`` decoded as RGB under the pixel cap; ``InputError`` (naming the
+    file and why) if it cannot be read."""
+    try:
+        with _open(path) as im:
+            return im.convert("RGB")
+    except _UNREADABLE as err:
+        raise InputError(_why(err), file=path) from None
+
+
 def _small(w: int, h: int) -> str:
     return f"{w}×{h} is too small to read" if min(w, h) < MIN_SIDE else ""
 

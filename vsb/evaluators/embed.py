@@ -37,6 +37,7 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from vsb.errors import InputError
+from vsb.evaluators.decode import open_rgb
 from vsb.evaluators.embed_cache import EmbeddingCache, vector_key
 from vsb.evaluators.embed_models import (
     DEFAULT_MODELS,
@@ -156,11 +157,9 @@ def _hash_images(sequences: Sequence[Sequence_]) -> dict[str, str]:
 
 
 def _open_rgb(path: str) -> Image.Image:
-    try:
-        with Image.open(path) as im:
-            return im.convert("RGB")
-    except (OSError, ValueError, Image.DecompressionBombError) as err:
-        raise InputError(f"cannot decode image: {err}", file=path) from None
+    """The image at ``path`` as RGB (``vsb evaluate`` hands the embedding phase no
+    unreadable image; ``InputError`` if one still comes, under the same pixel cap)."""
+    return open_rgb(path)
 
 
 def _prefetched(

@@ -106,9 +106,16 @@ def test_a_judge_pass_alone_finds_unreadable_images(run: tuple[Path, list[Story]
     local pass the images are checked before any call is planned."""
     from vsb.evaluators.vlm_transports import build_transport
 
+    from vsb.evaluators.evaluate import plan_judge
+    from vsb.evaluators.vlm_judge import JudgeOptions
+
     root, stories = run
+    before = plan_judge(root, build_transport("mock"), JudgeOptions(), evaluators=["vlm"])
     spoilt = _spoil(root, stories)
     judge = build_transport("mock")
+    # the dry run counts only calls for images that can be read (one per scene here)
+    after = plan_judge(root, judge, JudgeOptions(), evaluators=["vlm"])
+    assert after.calls == before.calls - len(spoilt)
     evaluate_run(root, evaluators=["vlm", "vlm_xframe"], judge=judge)
     rows = _rows(root)
     bad = [r for r in rows if _where(r) in spoilt]

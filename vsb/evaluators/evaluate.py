@@ -330,6 +330,7 @@ def plan_judge(
     """The dry run of a judge pass: calls not yet cached and their estimated cost."""
     names = [n for n in resolve_evaluators(evaluators, judge) if n in JUDGES]
     sel = _prepare(run_dir, models, conditions)
+    sel = _without(sel, _unreadable(sel))  # an unreadable image is never sent
     return plan_cost(_judge_calls(sel, judge, options, names), judge, options)
 
 

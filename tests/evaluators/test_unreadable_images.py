@@ -104,10 +104,9 @@ def test_cli_evaluate_exits_zero_and_says_which_images(
 def test_a_judge_pass_alone_finds_unreadable_images(run: tuple[Path, list[Story]]) -> None:
     """The judge (and the embedding evaluators) never see an unreadable image: without a
     local pass the images are checked before any call is planned."""
-    from vsb.evaluators.vlm_transports import build_transport
-
     from vsb.evaluators.evaluate import plan_judge
     from vsb.evaluators.vlm_judge import JudgeOptions
+    from vsb.evaluators.vlm_transports import build_transport
 
     root, stories = run
     before = plan_judge(root, build_transport("mock"), JudgeOptions(), evaluators=["vlm"])

@@ -4,7 +4,8 @@
 #   bash scripts/setup_env.sh          what the main job needs: vsb and its runtime dependencies
 #                                      (no browser, no torch, no test tools)
 #   bash scripts/setup_env.sh --test   also what the tests need: the dev and embed extras, the CPU
-#                                      build of torch 2.13.0 and Debian's chromium (browser tests)
+#                                      build of torch 2.13.0, Debian's chromium and axe-core 4
+#                                      (npm, into .venv/axe; the accessibility tests inject it)
 #   add --pip                          install with pip only
 #
 # Installs go through uv when it is on PATH, or bootstrapped into .venv with pip (one wheel; it
@@ -69,4 +70,15 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v a
   echo "installing Debian's chromium for the browser tests..."
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
     || echo "warning: could not install chromium; browser tests will be skipped" >&2
+fi
+# axe-core, the accessibility engine the browser tests inject into each page: a test
+# dependency like the Python ones, installed with npm into .venv/axe (never committed, never
+# loaded by the site).
+if [ ! -f .venv/axe/node_modules/axe-core/axe.min.js ]; then
+  if command -v npm >/dev/null 2>&1; then
+    npm install --silent --no-audit --no-fund --prefix .venv/axe axe-core@4 >/dev/null \
+      || echo "warning: could not install axe-core; accessibility tests will be skipped" >&2
+  else
+    echo "warning: npm is absent; accessibility tests will be skipped" >&2
+  fi
 fi

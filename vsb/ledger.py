@@ -37,10 +37,15 @@ _SCHEMA = (
         session INTEGER NOT NULL, key TEXT NOT NULL, model TEXT NOT NULL,
         condition TEXT, story_id TEXT, scene INTEGER, latency_s REAL NOT NULL,
         success INTEGER NOT NULL, cache_hit INTEGER NOT NULL, cost_usd REAL, error TEXT,
-        status TEXT NOT NULL DEFAULT 'done')""",
+        status TEXT NOT NULL DEFAULT 'done', input_tokens INTEGER, output_tokens INTEGER)""",
 )
 #: Ledgers written before attempts were recorded lack the status column (every row is done).
 _MIGRATE = "ALTER TABLE requests ADD COLUMN status TEXT NOT NULL DEFAULT 'done'"
+#: Ledgers written before token counts were recorded lack their columns (NULL: not reported).
+_MIGRATE_TOKENS = (
+    "ALTER TABLE requests ADD COLUMN input_tokens INTEGER",
+    "ALTER TABLE requests ADD COLUMN output_tokens INTEGER",
+)
 _COLUMNS = (
     "session, key, model, condition, story_id, scene, latency_s, success, cache_hit, "
     "cost_usd, error, status"
@@ -118,6 +123,9 @@ class ModelSummary:
     unknown_cost: int
     #: calls begun but never finished (the process died during the call)
     interrupted: int = 0
+    #: input and output tokens the service reported (None: no call reported any)
+    input_tokens: int | None = None
+    output_tokens: int | None = None
 
 
 def request_cost(
@@ -150,6 +158,9 @@ class Ledger:
             cols = {row[1] for row in db.execute("PRAGMA table_info(requests)")}
             if "status" not in cols:
                 db.execute(_MIGRATE)
+            if "input_tokens" not in cols:
+                for stmt in _MIGRATE_TOKENS:
+                    db.execute(stmt)
         self.session: int | None = None
 
     def _conn(self) -> sqlite3.Connection:
@@ -235,15 +246,19 @@ class Ledger:
         success: bool,
         cost_usd: float | None,
         error: str | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
     ) -> None:
-        """Complete a call recorded by ``begin`` (committed before it returns)."""
+        """Complete a call recorded by ``begin`` (committed before it returns); token counts
+        as the service reported them (a judge's), None when it did not."""
         db = self._conn()
         with db:
             db.execute(
                 "UPDATE requests SET latency_s = ?, success = ?, cost_usd = ?, error = ?, "
-                "status = ? WHERE rowid = ?",
-                (latency_s, int(success), cost_usd, error, DONE, row_id),
-            )
+                "status = ?, input_tokens = ?, output_tokens = ? WHERE rowid = ?",
+                (latency_s, int(success), cost_usd, error, DONE, input_tokens, output_tokens,
+                 row_id),
+            )  # fmt: skip
 
     def latest_session(self) -> int | None:
         row = self._conn().execute("SELECT MAX(session) FROM sessions").fetchone()
@@ -281,14 +296,28 @@ class Ledger:
                        AVG(CASE WHEN cache_hit = 0 AND status = 'done' THEN latency_s END),
                        SUM(latency_s), SUM(cost_usd),
                        SUM(CASE WHEN cost_usd IS NULL THEN 1 ELSE 0 END),
-                       SUM(CASE WHEN status = 'started' THEN 1 ELSE 0 END)
+                       SUM(CASE WHEN status = 'started' THEN 1 ELSE 0 END),
+                       SUM(input_tokens), SUM(output_tokens)
                 FROM requests {where} GROUP BY model ORDER BY model""",
                 args,
             )
             .fetchall()
         )
         out = []
-        for m, n, hits, calls, fails, mean_lat, tot_lat, cost, unknown, interrupted in rows:
+        for (
+            m,
+            n,
+            hits,
+            calls,
+            fails,
+            mean_lat,
+            tot_lat,
+            cost,
+            unknown,
+            interrupted,
+            t_in,
+            t_out,
+        ) in rows:
             out.append(
                 ModelSummary(
                     model=m,
@@ -301,6 +330,8 @@ class Ledger:
                     cost_usd=None if unknown else float(cost or 0.0),
                     unknown_cost=int(unknown),
                     interrupted=int(interrupted),
+                    input_tokens=None if t_in is None else int(t_in),
+                    output_tokens=None if t_out is None else int(t_out),
                 )
             )
         return out

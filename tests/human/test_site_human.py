@@ -13,6 +13,8 @@ import pytest
 from site_synth import HOSTILE, HOSTILE_MODEL
 
 from vsb.cli.main import main
+from vsb.human.blinding import make_blinding, release_blinding
+from vsb.human.models import CONTROL_BAD, CONTROL_GOOD, RatingFile
 from vsb.human.session import evaluate_payload, story_pool
 from vsb.human.write import RELEASE_REPORT
 from vsb.site.build import build_site
@@ -72,12 +74,28 @@ def test_evaluate_page_embeds_the_session_as_escaped_json(
     (embedded,) = _EMBED.findall(text)
     assert "</" not in embedded and "<" not in embedded  # |tojson escapes markup
     payload = json.loads(embedded)
-    assert HOSTILE_MODEL in payload["models"]
-    assert payload["condition"] == "structured_memory"
+    assert payload["version"] == "2.0" and payload["n_groups"] == 3
+    # blinded: no model, no condition, no control pair named (vsb.human.blinding)
+    assert not {"models", "control", "condition"} & set(payload)
+    assert HOSTILE_MODEL not in json.dumps(payload, ensure_ascii=False)
+    blinding = release_blinding(human_release)
     for story in payload["stories"]:
-        for strip in story["images"].values():
-            assert len(strip) == len(story["texts"])
-            assert all((site_with_human / p).is_file() for p in strip)
+        for strip in story["strips"]:
+            assert strip["target"] in blinding.strips
+            assert len(strip["images"]) == len(story["texts"])
+            assert all(re.fullmatch(r"rate/[0-9a-f]{32}\.png", p) for p in strip["images"])
+            assert all((site_with_human / p).is_file() for p in strip["images"])
+            # each opaque picture is a copy of the release's picture of that strip
+            release_paths = blinding.strips[strip["target"]].images
+            assert [(human_release / p).read_bytes() for p in release_paths] == [
+                (site_with_human / p).read_bytes() for p in strip["images"]
+            ]
+    controls = 0
+    for deck in payload["decks"]:
+        assert len(deck) == 8
+        models = [{blinding.strips[t].model for t in pair} for pair in deck]
+        controls += sum(m == {CONTROL_GOOD, CONTROL_BAD} for m in models)
+    assert controls == 4 * len(payload["decks"])
     assert (site_with_human / "static" / "evaluate.js").is_file()
     assert "cdn" not in text.lower() and "http://" not in text and "https://" not in text
 
@@ -91,7 +109,38 @@ def test_an_incomplete_strip_is_not_offered(human_release: Path) -> None:
     data.images[key] = None  # a failed image
     after = {s.story_id: s for s in story_pool(data)}
     assert HOSTILE_MODEL not in after[story.story_id].images
-    mapping = {p: p for s in pool for strip in s.images.values() for p in strip}
-    payload = evaluate_payload(data, mapping)
-    first = next(s for s in payload["stories"] if s["id"] == story.story_id)
-    assert HOSTILE_MODEL not in first["images"]
+    blinding = make_blinding(b"k" * 32, "structured_memory", list(after.values()))
+    payload = evaluate_payload(data, blinding, list(after.values()))
+    first = payload["stories"][[s.story_id for s in after.values()].index(story.story_id)]
+    hostile = blinding.target(story.story_id, HOSTILE_MODEL)
+    assert hostile not in {t["target"] for t in first["strips"]}
+    assert all(hostile not in pair for deck in payload["decks"] for pair in deck)
+
+
+def test_a_release_without_its_sealed_oracle_offers_no_session(
+    human_release: Path, tmp_path: Path
+) -> None:
+    release = tmp_path / "release"
+    shutil.copytree(human_release, release)
+    shutil.rmtree(release / "oracle")
+    build_site(release, tmp_path / "site")
+    text = (tmp_path / "site" / "evaluate.html").read_text()
+    assert "no sealed oracle" in text and not _EMBED.findall(text)
+
+
+def test_judge_page_says_not_enough_overlap_with_one_rater(
+    human_release: Path, simulated: list[RatingFile], tmp_path: Path
+) -> None:
+    release = tmp_path / "release"
+    shutil.copytree(human_release, release)
+    careful = next(f for f in simulated if f.truth is not None and not f.truth.careless)
+    one = tmp_path / "one.json"
+    one.write_text(careful.model_dump_json())
+    args = ["human", "import", str(one), "--resamples", "20", "--release", str(release)]
+    assert main([*args, "--out", str(release / "human")]) == 0
+    build_site(release, tmp_path / "site")
+    text = (tmp_path / "site" / "judge.html").read_text()
+    alpha = text[text.index('id="human-alpha"') : text.index('id="human-icc"')]
+    icc = text[text.index('id="human-icc"') :]
+    icc = icc[: icc.index("</table>")]
+    assert alpha.count("not enough overlap") == 7 and icc.count("not enough overlap") == 7

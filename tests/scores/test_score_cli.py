@@ -244,3 +244,23 @@ def test_compare_refuses_what_an_evaluator_did_not_judge(
         ["compare", str(run2), "--a", "stored:foo", "--b", "x", "--evaluator", "rules"], capsys
     )
     assert line.startswith("error: rules did not apply to any model of this run")
+
+
+def test_score_table_cuts_no_model_name_or_interval(
+    make_run: Callable[..., Path], capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Long provider names and every interval print whole: in a pipe at full length, and on
+    a narrow terminal folded onto a second line, never ending in "…"."""
+    long = "openai-compatible:black-forest-labs/FLUX.1-schnell-long-name"
+    p = {(long, "structured_memory"): 0.1, ("procedural-drift-mid", "structured_memory"): 0.3}
+    run = make_run(simulated_rows(np.random.default_rng(5), p, n_stories=6), name="long")
+    assert main(["score", str(run), "--resamples", "50"]) == 0
+    out = capsys.readouterr().out
+    assert long in out and "procedural-drift-mid" in out and "…" not in out
+    assert out.count("[0.") >= 4  # global and coherence intervals of both models, whole
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("FORCE_COLOR", "1")  # rich then treats the output as a terminal
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")
+    assert main(["score", str(run), "--resamples", "50"]) == 0
+    narrow = capsys.readouterr().out
+    assert "…" not in narrow

@@ -98,7 +98,7 @@ def test_page_shows_the_releases_effects(release: Path, page: str) -> None:
             assert repr(e.diff) in shown or str(e.diff) in shown, e
     assert 'href="analysis.html" class="here"' in page
     assert "<h3>alpha</h3>" in page
-    assert page.count('<figure class="plot"><svg') == 2
+    assert len(re.findall(r'<figure class="plot" tabindex="0" aria-label="[^"]+"><svg', page)) == 2
     assert "no identity" in page and "no objects" in page
     assert "Not run here: structured_memory-no_clothing, structured_memory-no_environment" in page
 

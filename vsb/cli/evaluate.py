@@ -1,7 +1,15 @@
-"""``vsb evaluate``: judge a run directory (a thin wrapper over ``evaluate_run``)."""
+"""``vsb evaluate``: judge a run directory (a thin wrapper over ``evaluate_run``).
+
+Exit status: 0 when the evaluation was written; 1 on bad input or a judge that cannot be
+reached (one line, no traceback); 3 when ``--budget`` stopped the judge (as ``vsb run``:
+the answers received are cached, nothing is written); 4 when more than
+``--max-parse-failures`` of the judge's answers could not be parsed (the evaluation is
+written, the unparsable answers are not cached, so a rerun asks them again).
+"""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import click
@@ -18,6 +26,28 @@ def _names(value: str | None) -> list[str] | None:
 
 def _usd(x: float | None) -> str:
     return "unknown" if x is None else f"{x:.4f} USD"
+
+
+#: Exit status of a judge pass that --budget stopped (the same as ``vsb run``'s).
+INCOMPLETE = 3
+#: Exit status of a judge pass whose answers could mostly not be parsed.
+UNPARSABLE = 4
+#: Seconds between progress lines when stderr is not a terminal.
+PROGRESS_EVERY_S = 30.0
+
+
+class _Lines:
+    """Progress as a line on stderr every ``PROGRESS_EVERY_S`` (stderr not a terminal)."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.t0 = self.last = time.monotonic()
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - self.last >= PROGRESS_EVERY_S and done < total:
+            self.last = now
+            click.echo(f"{self.what}: {done} of {total} calls, {now - self.t0:.0f} s", err=True)
 
 
 @click.command("evaluate")
@@ -71,6 +101,15 @@ def _usd(x: float | None) -> str:
     help="Stop before a judge call that could take spending past this (cached calls are free).",
 )
 @click.option(
+    "--max-parse-failures",
+    default=0.1,
+    show_default=True,
+    type=click.FloatRange(min=0, max=1),
+    metavar="FRACTION",
+    help="Exit with status 4 when more than this share of the judge's answers cannot be "
+    "parsed (a broken judge or prompt format); they count as parse_failure, never a pass.",
+)
+@click.option(
     "--dry-run",
     is_flag=True,
     help="Print the judge calls not yet cached and their estimated cost; call nothing.",
@@ -88,7 +127,8 @@ def _usd(x: float | None) -> str:
     default=None,
     metavar="NAME_OR_DIR",
     help="clip evaluator: a hub name in the local Hugging Face cache or a model directory "
-    "[default: openai/clip-vit-base-patch32].",
+    "[default: openai/clip-vit-base-patch32]; openai/clip-vit-large-patch14 (ViT-L/14, "
+    "VinaBench's model) makes clip_image_rr comparable with its CLIP-T-MRR.",
 )
 @click.option(
     "--dino-model",
@@ -141,6 +181,7 @@ def evaluate(
     judge_batch: int,
     judge_concurrency: int,
     budget: float | None,
+    max_parse_failures: float,
     dry_run: bool,
     cache_dir: Path,
     clip_model: str | None,
@@ -167,7 +208,7 @@ def evaluate(
     from vsb.evaluators.evaluate import evaluate_run, plan_judge
     from vsb.evaluators.judge_store import JudgePricing
     from vsb.evaluators.vlm_judge import JudgeOptions
-    from vsb.evaluators.vlm_transports import build_transport
+    from vsb.evaluators.vlm_transports import build_transport, default_client
     from vsb.release.manifest import refuse_frozen
 
     if not dry_run:
@@ -176,7 +217,11 @@ def evaluate(
             "evaluations/",
             "work on a copy (cp -r RELEASE DIR, then vsb release freeze DIR to publish it)",
         )
-    transport = build_transport(judge, base_url=base_url) if judge else None
+    transport = None
+    if judge:
+        http = default_client()
+        click.get_current_context().call_on_close(http.close)  # no socket left open
+        transport = build_transport(judge, base_url=base_url, client=http)
     if base_url and not judge:
         raise click.UsageError("--base-url is only used with --judge")
     options = JudgeOptions(
@@ -206,13 +251,16 @@ def evaluate(
             run_dir, transport, options, models=model_list, conditions=cond_list,
             evaluators=_names(evaluators),
         )  # fmt: skip
+        dupes = f", {plan.duplicates} duplicates (sent once)" if plan.duplicates else ""
         click.echo(
-            f"{transport.judge_model}: {plan.calls} calls, {plan.cached} cached, "
+            f"{transport.judge_model}: {plan.calls} calls, {plan.cached} cached{dupes}, "
             f"{plan.to_make} to make, estimated cost {_usd(plan.estimated_usd)}"
         )
         for (m, c), n in sorted(plan.per_cell.items()):
             click.echo(f"  {m} / {c}: {n} calls")
         return
+    from vsb.calls import BudgetExceeded
+
     console = Console(stderr=True)
     columns = (
         TextColumn("{task.description}"),
@@ -232,27 +280,39 @@ def evaluate(
         def progress(done: int, total: int) -> None:
             bar.update(local, completed=done, total=total, refresh=True)
 
+        lines = _Lines(f"judge {transport.judge_model}" if transport else "judge")
+
         def judge_progress(done: int, total: int) -> None:
             bar.update(judged, completed=done, total=total, refresh=True)
+            if quiet:
+                lines(done, total)
 
         def embed_progress(done: int, total: int) -> None:
             bar.update(embedded, completed=done, total=total, visible=True, refresh=True)
 
-        result = evaluate_run(
-            run_dir,
-            progress=progress,
-            workers=workers,
-            evaluators=_names(evaluators),
-            models=model_list,
-            conditions=cond_list,
-            judge=transport,
-            judge_options=options,
-            judge_progress=judge_progress,
-            embed_options=embed_options,
-            embed_progress=embed_progress,
-            executor=executor,
-            ray_address=ray_address,
-        )
+        try:
+            result = evaluate_run(
+                run_dir,
+                progress=progress,
+                workers=workers,
+                evaluators=_names(evaluators),
+                models=model_list,
+                conditions=cond_list,
+                judge=transport,
+                judge_options=options,
+                judge_progress=judge_progress,
+                embed_options=embed_options,
+                embed_progress=embed_progress,
+                executor=executor,
+                ray_address=ray_address,
+            )
+        except BudgetExceeded as err:
+            stopped: BudgetExceeded | None = err
+        else:
+            stopped = None
+    if stopped is not None:
+        click.echo(f"error: {stopped}", err=True)
+        raise SystemExit(INCOMPLETE)
     for line in result.warnings:
         click.echo(f"warning: {line}", err=True)
     judged_rows = result.requirements - result.not_applicable
@@ -265,12 +325,38 @@ def evaluate(
     if result.judge is not None:
         j = result.judge
         verdicts = ", ".join(f"{k} {v}" for k, v in sorted(j.verdicts.items()))
+        at = f" at {j.endpoint}" if j.endpoint else ""
         click.echo(
-            f"judge {j.judge_model}: {j.calls} calls, {j.cache_hits} cached, "
+            f"judge {j.judge_model}{at}: {j.calls} calls, {j.cache_hits} cached, "
             f"cost {_usd(j.cost_usd)}; verdicts: {verdicts}"
         )
+        bad = j.verdicts.get("parse_failure", 0)
+        if bad:
+            judged_n = sum(v for k, v in j.verdicts.items() if k != "not_applicable")
+            click.echo(
+                f"warning: {bad} of {judged_n} judge answers ({j.parse_failure_share:.1%}) "
+                "could not be parsed: they count as parse_failure (not passed) and were not "
+                "cached, so a rerun asks them again",
+                err=True,
+            )
+        if j.parse_failure_share > max_parse_failures:
+            click.echo(
+                f"error: more than --max-parse-failures {max_parse_failures:g} of the judge's "
+                f"answers are unparsable: check that {j.judge_model} answers in the asked "
+                f"format (`vsb evaluate` writes its replies to {result.out_dir}/"
+                "judge_calls.jsonl); exit status 4",
+                err=True,
+            )
+            raise SystemExit(UNPARSABLE)
     for e in result.embed:
-        texts = f"; {e.texts} texts, {e.texts_computed} embedded" if e.evaluator == "clip" else ""
+        texts = ""
+        if e.evaluator == "clip":
+            refs = (
+                f"{e.references} {embed_options.reference_model} reference images"
+                if e.references
+                else f"no clip_image_rr: no {embed_options.reference_model} images in the run"
+            )
+            texts = f"; {e.texts} texts, {e.texts_computed} embedded; {refs}"
         click.echo(
             f"{e.evaluator} {e.model}: {e.images} images, {e.computed} embedded, "
             f"{e.cached} cached{texts}"

@@ -28,6 +28,9 @@ def _f(x: float | None, digits: int = 3) -> str:
     return "—" if x is None else f"{x:.{digits}f}"
 
 
+NO_OVERLAP = "not enough overlap"
+
+
 def _ci(lo: float | None, hi: float | None, digits: int = 3) -> str:
     return "—" if lo is None or hi is None else f"[{lo:.{digits}f}, {hi:.{digits}f}]"
 
@@ -48,22 +51,32 @@ def print_report(report: HumanReport, console: Console) -> None:
     if report.synthetic:
         console.print(Text(report.notice, style="bold red"))
     kept = report.n_raters_kept
-    console.print(Text(f"{len(report.raters)} rater(s), {kept} kept; releases: "
-                       f"{', '.join(report.releases)}"))  # fmt: skip
-    raters = _table("raters", "rater", "items", "controls", "median s", "retest |Δ|", "kept")
+    n_raters = len({r.rater_id for r in report.raters})
+    console.print(Text(f"{n_raters} rater(s) in {len(report.raters)} session(s), {kept} rater(s) "
+                       f"kept; releases: {', '.join(report.releases)}"))  # fmt: skip
+    raters = _table("sessions (each judged apart)", "rater", "session", "items", "controls",
+                    "median s", "retest |Δ|", "kept")  # fmt: skip
     for r in report.raters:
         ctrl = f"{r.n_control_correct}/{r.n_control}" if r.n_control else "—"
         why = "yes" if not r.excluded else "no: " + "; ".join(r.reasons)
-        _row(raters, r.rater_id, r.n_items, ctrl, _f(r.median_time_s, 1),
+        _row(raters, r.rater_id, r.session_id[:8], r.n_items, ctrl, _f(r.median_time_s, 1),
              _f(r.repeat_abs_diff, 2), why)  # fmt: skip
     console.print(raters)
+    if kept == 0:
+        console.print(Text("no rater remains: every session was excluded (reasons above)"))
     rel = _table("Krippendorff's alpha", "dimension", "nominal", "ordinal", "interval", "units")
     for a in report.alpha:
+        if a.n_units == 0:
+            _row(rel, a.dimension, NO_OVERLAP, "", "", 0)
+            continue
         _row(rel, a.dimension, _f(a.nominal), _f(a.ordinal), _f(a.interval), a.n_units)
     console.print(rel)
     icc = _table("ICC on the largest complete block", "dimension", "ICC(2,1)", "ICC(2,k)", "k",
                  "targets")  # fmt: skip
     for i in report.icc:
+        if i.n_targets == 0:
+            _row(icc, i.dimension, NO_OVERLAP, "", i.k, 0)
+            continue
         _row(icc, i.dimension, _f(i.icc2_1), _f(i.icc2_k), i.k, i.n_targets)
     console.print(icc)
     means = _table("mean overall rating (95% CI, story bootstrap)", "model", "condition", "mean",
@@ -120,7 +133,7 @@ def import_(
     from vsb.human.write import write_report
 
     try:
-        loaded = load_rating_files(files)
+        loaded = load_rating_files(files, release)
         report = build_report(loaded, release_dir=release, seed=seed, n_resamples=resamples)
     except RatingImportError as err:
         for line in err.problems:
@@ -129,6 +142,11 @@ def import_(
     write_report(out, report, loaded)
     print_report(report, _console())
     click.echo(f"wrote {out}")
+    if report.n_raters_kept == 0:
+        raise InputError(
+            f"no rater remains: all {len(report.raters)} session(s) were excluded "
+            f"(reasons in {out / 'raters.csv'})"
+        )
 
 
 @human.command("report")

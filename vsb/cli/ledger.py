@@ -1,9 +1,15 @@
-"""``vsb ledger``: per-model calls, cache hits, failures, latency and cost of a run.
+"""``vsb ledger``: per-model calls, cache hits, failures, latency, tokens and cost of a run.
 
-*interrupted* counts calls begun but never finished (the run was killed during them)."""
+*interrupted* counts calls begun but never finished (the run was killed during them);
+*tokens in / out* are what a judge's service reported (``—``: none reported); *price* is the
+list price from ``config/pricing.json`` (per image for generation models, per million input /
+output tokens for judges), shown even when every call failed (failed calls cost 0: an error
+answer is not billed). Off a terminal the table is never cut: it takes ``COLUMNS`` when set,
+else the width it needs."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -11,9 +17,39 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+#: Width of the table off a terminal without ``COLUMNS``: wide enough never to cut a cell.
+_UNBOUNDED = 1000
+
 
 def _cost(value: float | None, unknown: int) -> str:
     return f"unknown ({unknown} unpriced)" if value is None else f"${value:.4f}"
+
+
+def _tokens(value: int | None) -> str:
+    return "—" if value is None else f"{value:,}"
+
+
+def _console() -> Console:
+    """A console that honours ``COLUMNS``, and off a terminal never cuts the table."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return Console(width=int(columns))
+    probe = Console()
+    return probe if probe.is_terminal else Console(width=_UNBOUNDED)
+
+
+def _price(model: str) -> str:
+    """The list price of a ledger model (``judge:NAME`` rows are judges), or ``unknown``."""
+    from vsb.evaluators.judge_store import JudgePricing
+    from vsb.ledger import Pricing
+
+    if model.startswith("judge:"):
+        jp = JudgePricing.load().price(model.removeprefix("judge:"))
+        if jp is None:
+            return "unknown"
+        return f"${jp.usd_per_mtok_input:g} / ${jp.usd_per_mtok_output:g} per Mtok"
+    p = Pricing.load().price(model)
+    return "unknown" if p is None else f"${p:g}/image"
 
 
 @click.command("ledger")
@@ -26,7 +62,7 @@ def ledger(run_dir: Path | None, all_sessions: bool) -> None:
     path = (run_dir or Path(".")) / LEDGER_NAME
     with Ledger.open_existing(path) as led:
         rows = led.summary(all_sessions=all_sessions)
-    console = Console() if Console().is_terminal else Console(width=120)
+    console = _console()
     table = Table(title=f"ledger: {path}", box=box.SIMPLE_HEAD)
     for i, col in enumerate(
         (
@@ -37,6 +73,9 @@ def ledger(run_dir: Path | None, all_sessions: bool) -> None:
             "failures",
             "interrupted",
             "mean latency",
+            "tokens in",
+            "tokens out",
+            "price",
             "cost",
         )
     ):
@@ -45,6 +84,7 @@ def ledger(run_dir: Path | None, all_sessions: bool) -> None:
         lat = "—" if r.mean_latency_s is None else f"{r.mean_latency_s * 1000:.1f} ms"
         table.add_row(
             r.model, str(r.requests), str(r.hits), str(r.calls), str(r.failures),
-            str(r.interrupted), lat, _cost(r.cost_usd, r.unknown_cost),
+            str(r.interrupted), lat, _tokens(r.input_tokens), _tokens(r.output_tokens),
+            _price(r.model), _cost(r.cost_usd, r.unknown_cost),
         )  # fmt: skip
     console.print(table)

@@ -12,8 +12,8 @@ _DIR = click.Path(file_okay=False, path_type=Path)
 
 @click.group("release")
 def release() -> None:
-    """Freeze a release directory into MANIFEST.json, verify or sign it, or build the whole
-    release."""
+    """Freeze a release directory into MANIFEST.json, verify, sign or export it, or build the
+    whole release."""
 
 
 class _RichProgress:
@@ -158,8 +158,12 @@ What a pass proves:
 - with --key PUB.pem: also that MANIFEST.json.sig is an Ed25519 signature of
   this MANIFEST.json by the holder of the private key matching PUB.pem (as
   trustworthy as the way you got PUB.pem).
-Never covered: the contents of the sealed oracle/ (not hashed), and whether
-the numbers are right, only that they are the ones that were published.
+- with --oracle DIR: also that the oracle folder DIR (published later, or the
+  release's own oracle/) is the one whose commitment (oracle_sha256) the
+  manifest holds.
+Never covered without --oracle: the contents of the sealed oracle/ (not
+hashed); never covered at all: whether the numbers are right, only that they
+are the ones that were published.
 """
 
 
@@ -175,7 +179,12 @@ the numbers are right, only that they are the ones that were published.
 @click.option("--key", "key", metavar="PUB.pem", default=None,
               type=click.Path(dir_okay=False, path_type=Path),
               help="Also check MANIFEST.json.sig against this Ed25519 public key.")  # fmt: skip
-def verify(release_dir: Path, expect_root: str | None, key: Path | None) -> None:
+@click.option("--oracle", "oracle", metavar="DIR", default=None,
+              type=click.Path(file_okay=False, path_type=Path),
+              help="Also check that the oracle folder DIR is the one sealed with it.")  # fmt: skip
+def verify(
+    release_dir: Path, expect_root: str | None, key: Path | None, oracle: Path | None
+) -> None:
     from vsb.errors import ReleaseError
     from vsb.release.manifest import load_manifest, parse_root_hash
     from vsb.release.manifest import verify as do_verify
@@ -190,6 +199,10 @@ def verify(release_dir: Path, expect_root: str | None, key: Path | None) -> None
     problems = do_verify(release_dir, expect_root=expect_root)
     if public is not None:
         problems += signature_problems(release_dir, public)
+    if oracle is not None:
+        from vsb.release.manifest import verify_oracle
+
+        problems += verify_oracle(release_dir, oracle)
     if len(problems) == 1:
         raise ReleaseError(f"verification failed: {problems[0]}", file=release_dir)
     for p in problems:
@@ -208,6 +221,8 @@ def verify(release_dir: Path, expect_root: str | None, key: Path | None) -> None
         from vsb.release.signing import fingerprint
 
         click.echo(f"signed by the key {fingerprint(public)}")
+    if oracle is not None:
+        click.echo(f"oracle {oracle} is the one sealed with the release ({manifest.oracle_sha256})")
 
 
 @release.command("sign")
@@ -225,6 +240,30 @@ def sign(release_dir: Path, key: Path) -> None:
     manifest = load_manifest(release_dir)
     click.echo(f"signed {manifest.release} (root hash {manifest.root_hash}) -> {path}")
     click.echo(f"public key fingerprint {key_id}")
+
+
+@release.command("export")
+@click.argument("release_dir", type=_DIR)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["hf"]),
+    default="hf",
+    show_default=True,
+    help="hf: a Hugging Face dataset folder (Parquet tables, dataset card, images).",
+)
+@click.option("--out", "out_dir", required=True, type=_DIR,
+              help="The dataset folder to write (new or empty).")  # fmt: skip
+def export(release_dir: Path, fmt: str, out_dir: Path) -> None:
+    """Verify RELEASE_DIR, then write it to OUT as a dataset for readers without vsb: one
+    Parquet file per table (stories, scenes, requirements, images, verdicts, signals,
+    scores), the images by relative path, and a dataset card naming the root hash."""
+    from vsb.release.export import export_release
+
+    result = export_release(release_dir, out_dir, fmt)
+    rows = ", ".join(f"{name} {n:,}" for name, n in result.rows.items())
+    how = "hard-linked" if result.linked else "copied"
+    click.echo(f"exported {rows} rows; {result.images:,} images {how} -> {result.out}")
 
 
 @release.command("keygen")

@@ -31,15 +31,18 @@ _CAPTION = (
 
 
 def _console() -> Console:
-    """A console; 120 columns when the output is not a terminal (pipes, files, tests)."""
+    """A console; when the output is not a terminal (pipes, files, tests) one wide enough
+    that no table is cut (tables take their natural width, never the console's)."""
     console = Console()
-    return console if console.is_terminal else Console(width=120)
+    return console if console.is_terminal else Console(width=400)
 
 
 def _table(title: str, columns: tuple[str, ...]) -> Table:
+    """A table whose cells are never cut short: on a terminal too narrow for it a long
+    model name or interval folds onto a second line instead of ending in "…"."""
     table = Table(title=title, box=box.SIMPLE_HEAD)
     for i, col in enumerate(columns):
-        table.add_column(col, justify="left" if i == 0 else "right", no_wrap=True)
+        table.add_column(col, justify="left" if i == 0 else "right", overflow="fold")
     return table
 
 
@@ -78,19 +81,18 @@ def _leaderboard(report: ScoresReport, evaluator: str, cond: str) -> Table | Non
     title = cond + (" (primary)" if cond == report.primary_condition else "")
     if len(report.evaluators) > 1 or evaluator != "rules":
         title += f" — evaluator {evaluator}"
-    columns = ("model", "# (95% range)", "global", "95% CI", "adherence", "coherence", "95% CI")
-    table = _table(title, (*columns, "cond. coherence"))
+    columns = ("model", "# (95% range)", "global [95% CI]", "adherence",
+               "coherence [95% CI]", "cond. coherence")  # fmt: skip
+    table = _table(title, columns)
     table.caption = _CAPTION
     for r in rows:
         g, a, c, k = r.global_score, r.adherence, r.coherence, r.conditional_coherence
         table.add_row(
             r.model,
             _rank(r.rank, r.rank_low, r.rank_high),
-            _pct(g.score if g else None),
-            _ci(g.ci_low, g.ci_high) if g else "—",
+            f"{_pct(g.score)} {_ci(g.ci_low, g.ci_high)}" if g else "—",
             _pct(a.score if a else None),
-            _pct(c.score if c else None),
-            _ci(c.ci_low, c.ci_high) if c else "—",
+            f"{_pct(c.score)} {_ci(c.ci_low, c.ci_high)}" if c else "—",
             _pct(k.score if k else None),
         )
     return table

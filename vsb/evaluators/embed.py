@@ -3,15 +3,27 @@
 Signals (one row per frame, higher = more coherent; docs/CONTRACTS.md):
 
 - ``clip`` / ``clip_text``: cosine similarity between a frame's image and its scene's text;
-- ``clip`` / ``clip_rr``: reciprocal rank of the scene's own text among candidate texts ranked
-  by CLIP similarity to the image (VinaBench's ranking idea, made story-aware). The
-  candidates are the own text, every other scene of the same story (hard negatives: same
-  characters, other events) and scenes of other stories of the suite, drawn without
-  replacement up to ``pool_size`` candidates in all. The draw depends only on the suite,
-  the seed and (story, scene), never on which models were evaluated, so every model is
-  ranked against the same texts. A negative whose text equals the own text is dropped;
+- ``clip`` / ``clip_rr``: *text-side* reciprocal rank (vsb's own measure, not VinaBench's):
+  the scene's own text ranked among candidate texts by CLIP similarity to the generated
+  image. The candidates are the own text, every other scene of the same story (hard
+  negatives: same characters, other events) and scenes of other stories of the suite, drawn
+  without replacement up to ``pool_size`` candidates in all. The draw depends only on the
+  suite, the seed and (story, scene), never on which models were evaluated, so every model
+  is ranked against the same texts. A negative whose text equals the own text is dropped;
   a negative as similar as the own text ranks above it (ties are not in the frame's favour).
-  The mean of ``clip_rr`` is the MRR (``vsb.scores.signals``).
+  Its mean is a text-retrieval MRR (``vsb.scores.signals``).
+- ``clip`` / ``clip_image_rr``: *image-side* reciprocal rank, the ranking of VinaBench's
+  CLIP-T-MRR (``evaluation/clip_text_rank.py`` in its repository): the generated image
+  ranked among reference images by CLIP similarity to the scene's text. The reference images
+  are the run's renders by ``reference_model`` (default ``procedural-oracle``, the perfect
+  simulator: the suite's oracle renders of every scene, every condition, distinct by
+  content); the candidates for one frame are the ``reference_pool`` (100) references nearest
+  the scene's text, whichever story they render (the scene's own oracle render is usually
+  among them). Ties go to the generated image; the value is 1 / (1 + number of candidates
+  strictly more similar to the text). A run without the reference model has no
+  ``clip_image_rr`` rows (``EmbedSummary.references`` is 0). Comparable with VinaBench's
+  figure only with its model, CLIP ViT-L/14 (``--clip-model openai/clip-vit-large-patch14``);
+  the default ``openai/clip-vit-base-patch32`` gives another scale.
 - ``dino`` / ``dino_prev``: cosine similarity of DINOv2 CLS embeddings of a frame and the
   frame before it (from scene 2 on); ``dino`` / ``dino_first``: of a frame and scene 1 (drift
   over the story). A frame without an image (generation failed) has no rows.
@@ -54,7 +66,7 @@ from vsb.story.models import Story
 #: The embedding evaluators (``vsb evaluate`` runs them in their own phase).
 EMBED_EVALUATORS: tuple[Kind, ...] = ("clip", "dino")
 SIGNALS: dict[str, tuple[str, ...]] = {
-    "clip": ("clip_text", "clip_rr"),
+    "clip": ("clip_text", "clip_rr", "clip_image_rr"),
     "dino": ("dino_prev", "dino_first"),
 }
 ProgressFn = Callable[[int, int], None]
@@ -74,6 +86,8 @@ class EmbedOptions:
     cache_dir: Path = Path(".vsb-cache")
     pool_size: int = 100  # candidate texts per CLIP ranking, the own text included
     seed: int = 0  # of the draw of other stories' scenes as negatives
+    reference_model: str = "procedural-oracle"  # whose renders are clip_image_rr's references
+    reference_pool: int = 100  # references nearest the text that a generated image meets
 
     def model(self, kind: Kind) -> str:
         """The model name or directory of an evaluator."""
@@ -91,6 +105,7 @@ class EmbedSummary:
     cached: int  # image embeddings read from the cache
     texts: int = 0  # distinct scene texts (CLIP)
     texts_computed: int = 0
+    references: int = 0  # distinct reference images of clip_image_rr (CLIP)
 
 
 class Sequence_(Protocol):
@@ -128,6 +143,8 @@ def check_embeddings(names: Sequence[str], options: EmbedOptions) -> dict[str, W
         raise InputError("--batch-size must be at least 1")
     if options.pool_size < 2:
         raise InputError("the CLIP ranking needs at least 2 candidate texts")
+    if options.reference_pool < 1:
+        raise InputError("the CLIP image ranking needs at least 1 reference image")
     return found
 
 
@@ -277,6 +294,17 @@ def reciprocal_rank(image: Vectors, candidates: Vectors) -> float:
     return 1.0 / (1 + int(np.count_nonzero(sims[1:] >= sims[0])))
 
 
+def image_reciprocal_rank(text: Vectors, image: Vectors, references: Vectors, pool: int) -> float:
+    """VinaBench's image-side reciprocal rank: ``image`` among the ``pool`` rows of
+    ``references`` nearest ``text`` (unit vectors), by similarity to ``text``; a reference
+    as similar as ``image`` ranks below it (ties go to the generated image)."""
+    sims = references.astype(np.float64) @ text.astype(np.float64)
+    if sims.size > pool:
+        sims = np.partition(sims, sims.size - pool)[sims.size - pool :]
+    own = float(np.dot(image.astype(np.float64), text.astype(np.float64)))
+    return 1.0 / (1 + int(np.count_nonzero(sims > own)))
+
+
 def _cos(a: Vectors, b: Vectors) -> float:
     return float(np.dot(a.astype(np.float64), b.astype(np.float64)))
 
@@ -287,8 +315,11 @@ def _clip_rows(
     shas: dict[str, str],
     emb: _Embedder,
     options: EmbedOptions,
+    ref_shas: dict[str, str],
 ) -> list[dict[str, Any]]:
-    image_vecs = emb.images(shas)
+    image_vecs = emb.images({**shas, **ref_shas})
+    refs = sorted(set(ref_shas.values()))
+    ref_mat = np.stack([image_vecs[r] for r in refs]) if refs else None
     frames = [(seq, k, p) for seq in sequences for k, p in seq.images if p is not None]
     n, seed = options.pool_size, options.seed
     pools = {
@@ -301,6 +332,9 @@ def _clip_rows(
         cand = np.stack([text_vecs[t] for t in pools[(seq.story_id, k)]])
         rows.append(_row(seq, k, "clip_text", _cos(img, cand[0]), "clip"))
         rows.append(_row(seq, k, "clip_rr", reciprocal_rank(img, cand), "clip"))
+        if ref_mat is not None:
+            rr = image_reciprocal_rank(cand[0], img, ref_mat, options.reference_pool)
+            rows.append(_row(seq, k, "clip_image_rr", rr, "clip"))
     return rows
 
 
@@ -329,16 +363,20 @@ def run_embeddings(
     options: EmbedOptions,
     progress: ProgressFn | None = None,
     load: EncoderLoader | None = None,
+    references: Sequence[Sequence_] = (),
 ) -> tuple[list[dict[str, Any]], list[EmbedSummary]]:
     """Signal rows of the embedding evaluators ``names`` over ``sequences`` (``stories``: the
     whole suite, the source of the CLIP negatives), and what each evaluator computed.
+    ``references``: the reference model's frames (clip_image_rr's reference images; none:
+    no clip_image_rr rows).
 
     ``load(weights, device, dir_ident)`` gives the encoder (default ``load_encoder``: the
     model in this process; ``vsb.evaluators.evaluate_ray`` gives one on a Ray worker). The
     cache stays here: only images and texts it lacks reach the encoder."""
     weights = check_embeddings(names, options)
     shas = _hash_images(sequences)
-    total = len(set(shas.values())) * len(names)
+    ref_shas = _hash_images(references) if "clip" in names else {}
+    total = len(set(shas.values())) * len(names) + len(set(ref_shas.values()) - set(shas.values()))
     done = 0
 
     def advance(n: int) -> None:
@@ -354,7 +392,7 @@ def run_embeddings(
             encoder = (load or load_encoder)(weights[name], options.device, cache.dir_digest)
             emb = _Embedder(encoder, cache, options.batch_size, advance)
             if name == "clip":
-                rows += _clip_rows(stories, sequences, shas, emb, options)
+                rows += _clip_rows(stories, sequences, shas, emb, options, ref_shas)
             else:
                 rows += _dino_rows(sequences, shas, emb)
             summaries.append(
@@ -363,6 +401,7 @@ def run_embeddings(
                     computed=emb.computed, cached=emb.cached,
                     texts=emb.texts_seen,
                     texts_computed=emb.texts_computed,
+                    references=len(set(ref_shas.values())) if name == "clip" else 0,
                 )
             )  # fmt: skip
     return rows, summaries
@@ -382,12 +421,16 @@ class _EmbedEvaluator:
         for f in frames:
             groups.setdefault((f.model, f.condition), []).append((f.scene, f.path))
         seqs = [StorySequence(m, c, story.id, tuple(sorted(v))) for (m, c), v in groups.items()]
-        rows, _ = run_embeddings({story.id: story}, seqs, (self.name,), self.options)
+        refs = [s for s in seqs if s.model == self.options.reference_model]
+        rows, _ = run_embeddings(
+            {story.id: story}, seqs, (self.name,), self.options, references=refs
+        )
         return EvaluatorOutput(signals=rows)
 
 
 class ClipEvaluator(_EmbedEvaluator):
-    """CLIP text–image similarity and reciprocal rank among negative texts."""
+    """CLIP text–image similarity, the text-side reciprocal rank (``clip_rr``) and
+    VinaBench's image-side one (``clip_image_rr``)."""
 
     name = "clip"
 

@@ -63,7 +63,7 @@ from vsb.evaluators.vlm_judge import (
     rows_from_outcomes,
     transcript_row,
 )
-from vsb.evaluators.vlm_transports import VlmTransport
+from vsb.evaluators.vlm_transports import VlmTransport, endpoint_of
 from vsb.fsio import UniqueKeys, atomic_write_json, atomic_write_text, csv_text, iter_jsonl
 from vsb.story.io import load_suite
 from vsb.story.models import Story
@@ -101,6 +101,14 @@ class JudgeSummary:
     cache_hits: int
     cost_usd: float | None
     verdicts: dict[str, int]
+    #: the judge's normalised base URL (None: no server, e.g. mock or replay)
+    endpoint: str | None = None
+
+    @property
+    def parse_failure_share(self) -> float:
+        """Share of the judged questions whose answer could not be parsed (0 if none)."""
+        n = sum(v for k, v in self.verdicts.items() if k != "not_applicable")
+        return self.verdicts.get("parse_failure", 0) / n if n else 0.0
 
 
 @dataclass(frozen=True)
@@ -294,6 +302,13 @@ def _prepare(
     return _Selection(root, stories, tasks, {(t.model, t.condition) for t in tasks})
 
 
+def _reference_tasks(sel: _Selection, model: str) -> list[_Task]:
+    """The reference model's frames in the run, whatever models were selected (the
+    reference images of clip_image_rr)."""
+    records = [r for r in _read_records(sel.root) if r["model"] == model]
+    return _tasks(sel.root, records, sel.stories)
+
+
 def _judge_calls(
     sel: _Selection,
     judge: VlmTransport,
@@ -308,13 +323,13 @@ def _judge_calls(
             for k, p in t.images
             if p is not None
         ]
-        calls += plan_calls(frames, judge.judge_model, options.batch)
+        calls += plan_calls(frames, judge.judge_model, options.batch, endpoint_of(judge))
     if PAIRS in names:
         seqs = [
             (t.model, t.condition, t.story_id, list(t.images), sel.stories[t.story_id].scenes)
             for t in sel.tasks
         ]
-        calls += plan_pair_calls(seqs, judge.judge_model)
+        calls += plan_pair_calls(seqs, judge.judge_model, endpoint_of(judge))
     return calls
 
 
@@ -416,9 +431,12 @@ class _LedgerRecorder:
         return int(row)
 
     def finish(self, row: int, out: CallOutcome) -> None:
+        reply = out.reply
         self.ledger.finish(
-            row, latency_s=out.latency_s, success=out.reply is not None,
+            row, latency_s=out.latency_s, success=reply is not None,
             cost_usd=out.cost_usd, error=out.error,
+            input_tokens=None if reply is None else reply.input_tokens,
+            output_tokens=None if reply is None else reply.output_tokens,
         )  # fmt: skip
 
     def hit(self, out: CallOutcome) -> None:
@@ -447,7 +465,9 @@ def _run_judge(
     calls = _judge_calls(sel, judge, options, names)
     done = 0
     with Ledger(ledger_path) as ledger:
-        ledger.start_session(f"evaluate {JUDGE} {judge.judge_model}")
+        where = endpoint_of(judge)
+        label = f"evaluate {JUDGE} {judge.judge_model}" + (f" at {where}" if where else "")
+        ledger.start_session(label)
 
         recorder = _LedgerRecorder(ledger, judge.judge_model)
 
@@ -628,7 +648,7 @@ def _evaluate_run(
         judged = [n for n in names if n in JUDGES]
         outcomes, jreq, jsig = _run_judge(sel, judge, opts, judge_progress, ledger, judged)
         req_rows, sig_rows = req_rows + jreq, sig_rows + jsig
-        transcript = [transcript_row(o, judge.judge_model) for o in outcomes]
+        transcript = [transcript_row(o, judge.judge_model, endpoint_of(judge)) for o in outcomes]
         costs = [o.cost_usd for o in outcomes]
         summary = JudgeSummary(
             judge_model=judge.judge_model,
@@ -636,6 +656,7 @@ def _evaluate_run(
             cache_hits=sum(o.cache_hit for o in outcomes),
             cost_usd=None if any(c is None for c in costs) else sum(c or 0.0 for c in costs),
             verdicts=dict(Counter(str(r["verdict"]) for r in jreq)),
+            endpoint=endpoint_of(judge),
         )
     embed_summary: list[EmbedSummary] = []
     if embed_names:
@@ -644,8 +665,9 @@ def _evaluate_run(
             from vsb.evaluators.evaluate_ray import remote_loader
 
             load = remote_loader(ray)
+        refs = _reference_tasks(sel, eopts.reference_model) if "clip" in embed_names else []
         esig, embed_summary = run_embeddings(
-            sel.stories, sel.tasks, embed_names, eopts, embed_progress, load
+            sel.stories, sel.tasks, embed_names, eopts, embed_progress, load, refs
         )
         sig_rows = sig_rows + esig
     # Issue #11: an image that failed to generate fails every requirement of its scene,
@@ -692,6 +714,7 @@ def _evaluate_run(
                 "models": sorted({m for m, _ in sel.cells}),
                 "conditions": sorted({c for _, c in sel.cells}),
                 "judge_model": summary.judge_model if summary else None,
+                **({"judge_endpoint": summary.endpoint} if summary and summary.endpoint else {}),
                 "warnings": warnings,
                 "images": result.images,
             },

@@ -2,8 +2,11 @@
 
 ``JudgeCache`` (``CACHE/judge.sqlite``, WAL mode, beside the generation cache's index) maps a
 call key to the reply: ``get(key, compute) -> (reply, hit)``, like the generation cache.
-The key (``call_key``) is sha256 over the canonical JSON of the judge model, the system
-prompt, the user prompt (the questions) and the image's sha256, so a rerun pays nothing.
+The key (``call_key``) is sha256 over the canonical JSON of the judge model, its endpoint (the
+normalised base URL of an HTTP judge: the same model name served elsewhere is another judge),
+the system prompt, the user prompt (the questions) and the image's sha256, so a rerun pays
+nothing. Only answers that parse are stored (``vlm_judge`` decides; an unparsable reply is
+asked again on the next run).
 
 ``JudgePricing`` reads the ``judges`` section of ``config/pricing.json``: USD per million
 input and output tokens and the tokens an image costs, per judge model. A judge that is
@@ -29,9 +32,14 @@ _SCHEMA = """CREATE TABLE IF NOT EXISTS answers (
     input_tokens INTEGER, output_tokens INTEGER)"""
 
 
-def call_key(judge_model: str, system: str, prompt: str, image_sha256: str) -> str:
-    """The cache key of one judge call."""
+def call_key(
+    judge_model: str, system: str, prompt: str, image_sha256: str, endpoint: str | None = None
+) -> str:
+    """The cache key of one judge call (``endpoint``: the transport's normalised base URL;
+    None for a judge without a server, whose keys then leave it out)."""
     doc = {"judge_model": judge_model, "system": system, "prompt": prompt, "image": image_sha256}
+    if endpoint is not None:
+        doc["endpoint"] = endpoint
     return sha256_hex(canonical_json(doc))
 
 

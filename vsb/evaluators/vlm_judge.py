@@ -13,7 +13,10 @@ Verdicts: the expected answer -> ``passed``; the other one -> ``failed``; UNSURE
 The judge reads the image's original bytes (the run's file), never a re-encoding. Calls use
 the same machinery as generation: the answer cache (judge_store.py), one ledger row per call
 with its cost (token prices from ``config/pricing.json``), concurrency, retries with backoff
-(vsb.calls), a budget checked before each call, and a dry run (``plan_cost``).
+(vsb.calls), a budget checked before each call, and a dry run (``plan_cost``). The cache
+key covers the judge's endpoint (its normalised base URL), and only replies whose every answer
+parses are cached. ``UNREACHABLE_AFTER`` connection failures in a row (no server answered)
+stop the pass with ``JudgeUnreachable``; error answers of a live server are retried.
 """
 
 from __future__ import annotations
@@ -29,13 +32,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from vsb.calls import Budget, BudgetExceeded, RetryPolicy, call_with_retries, jitter_rng
+from vsb.calls import (
+    Budget,
+    BudgetExceeded,
+    RetryPolicy,
+    call_with_retries,
+    jitter_rng,
+)
 from vsb.errors import AdapterError, RunError
 from vsb.evaluators.judge_store import JudgeCache, JudgePricing, call_key
 from vsb.evaluators.registry import EvaluatorOutput, Frame
 from vsb.evaluators.rules import RequirementResult, Verdict
 from vsb.evaluators.vlm_questions import Question, pair_questions, question_for
-from vsb.evaluators.vlm_transports import JudgeReply, JudgeRequest, VlmTransport
+from vsb.evaluators.vlm_transports import (
+    JudgeReply,
+    JudgeRequest,
+    Unreachable,
+    VlmTransport,
+    endpoint_of,
+)
 from vsb.story.models import Requirement, Scene, Story
 
 Answer = Literal["YES", "NO", "UNSURE"]
@@ -65,10 +80,15 @@ SYSTEM_PROMPT_SINGLE = (
     "Answer with exactly one word: YES, NO or UNSURE. " + _RULES
 )
 
+#: Connection failures in a row that make the judge's endpoint count as down.
+UNREACHABLE_AFTER = 5
+
 _WORD = re.compile(
     r"^(?:(?:the\s+)?(?:final\s+)?(?:answer|verdict)(?:\s+is)?\s*[:\-]?\s*|[^:\n]{0,40}:\s*)?"
     r"(yes|no|unsure)[\s.!]*$"
 )
+#: A line that starts with an answer word (``Yes, the cup is…``): an answer, parsable or not.
+_LEAD = re.compile(r"^(?:\d{1,4}\s*[:.)\-]\s*)?(yes|no|unsure)\b")
 _NUMBERED = re.compile(r"^\s*(?:q(?:uestion)?\s*)?(\d{1,4})\s*[:.)\-]\s*(.*)$")
 _STRIP = str.maketrans("", "", "*_`\"'[]()<>#")
 _STRIP_BATCH = str.maketrans("", "", "*_`\"'[]<>#")
@@ -82,16 +102,26 @@ def _word(text: str) -> Answer | None:
 
 
 def parse_answer(text: str) -> Answer | None:
-    """YES, NO or UNSURE from a one-question reply: the whole reply (or its last line) must be
-    the word, optionally after a short label ("Answer:"); case, markdown and final punctuation
-    are ignored. Anything else is None (a parse failure)."""
+    """YES, NO or UNSURE from a one-question reply: the reply must answer the question once.
+    Its last line is the word, optionally after a short label ("Answer:", or the number 1);
+    lines before it may explain, but none may answer too (``2: NO``, ``Yes, …``). Case,
+    markdown and final punctuation are ignored. Anything else is None (a parse failure):
+    a reply with several answers, or a numbered answer to another question, answers
+    nothing."""
     cleaned = text.translate(_STRIP).strip().lower()
     lines = [ln.strip() for ln in cleaned.splitlines() if ln.strip()]
-    for candidate in (cleaned, lines[-1] if lines else ""):
-        answer = _word(candidate)
-        if answer is not None:
-            return answer
-    return None
+    if not lines:
+        return None
+    answers = [_word(ln) for ln in lines]
+    mentions = sum(
+        a is not None or bool(_LEAD.match(ln)) for ln, a in zip(lines, answers, strict=True)
+    )
+    if answers[-1] is None or mentions != 1:
+        return None
+    numbered = _NUMBERED.match(lines[-1])
+    if numbered and int(numbered.group(1)) != 1:
+        return None  # labelled as the answer to a question that was not asked
+    return answers[-1]
 
 
 def parse_batch(text: str, n: int) -> list[Answer | None]:
@@ -130,6 +160,9 @@ class JudgeOptions:
     cache_dir: Path | None = Path(".vsb-cache")
     pricing: JudgePricing | None = None
     sleep: Callable[[float], None] = time.sleep
+    #: Connection failures in a row (no server accepted a connection, no answer came in
+    #: between) after which the pass stops with ``JudgeUnreachable``.
+    unreachable_after: int = UNREACHABLE_AFTER
 
 
 @dataclass(frozen=True)
@@ -203,9 +236,11 @@ def plan_calls(
     frames: Iterable[tuple[str, str, str, int, str, Scene]],
     judge_model: str,
     batch: int = 0,
+    endpoint: str | None = None,
 ) -> list[JudgeCall]:
     """The calls for ``(model, condition, story_id, scene, image_path, scene)`` frames: one
-    per scene (with the object probes) unless ``batch`` caps the questions per call."""
+    per scene (with the object probes) unless ``batch`` caps the questions per call;
+    ``endpoint`` (the transport's) is part of every key."""
     calls = []
     for model, condition, story_id, k, path, scene in frames:
         reqs = list(scene.requirements)
@@ -221,7 +256,7 @@ def plan_calls(
             single = batch == 1
             system = SYSTEM_PROMPT_SINGLE if single else SYSTEM_PROMPT
             prompt = qs[0].text if single else scene_prompt(qs)
-            key = call_key(judge_model, system, prompt, sha)
+            key = call_key(judge_model, system, prompt, sha, endpoint)
             calls.append(
                 JudgeCall(
                     model,
@@ -244,6 +279,7 @@ def plan_calls(
 def plan_pair_calls(
     sequences: Iterable[tuple[str, str, str, list[tuple[int, str | None]], list[Scene]]],
     judge_model: str,
+    endpoint: str | None = None,
 ) -> list[JudgeCall]:
     """One cross-frame call per pair of consecutive frames that both exist:
     ``(model, condition, story_id, [(scene, image_path)], scenes)`` sequences."""
@@ -272,7 +308,7 @@ def plan_pair_calls(
                     qs,
                     SYSTEM_PROMPT_PAIRS,
                     prompt,
-                    call_key(judge_model, SYSTEM_PROMPT_PAIRS, prompt, sha),
+                    call_key(judge_model, SYSTEM_PROMPT_PAIRS, prompt, sha, endpoint),
                     prev_image_path=a,
                     evaluator=PAIRS_EVALUATOR,
                 )
@@ -304,13 +340,24 @@ def _actual_cost(
 
 @dataclass(frozen=True)
 class CostPlan:
-    """What a judge pass would cost: calls in all, already cached, and the estimate."""
+    """What a judge pass would cost: calls in all, already cached, repeats of another call
+    of the same pass (the same image and questions in two cells: sent once), to make, and
+    the estimate. ``calls == cached + duplicates + to_make``."""
 
     calls: int
     cached: int
     to_make: int
     estimated_usd: float | None
     per_cell: dict[tuple[str, str], int]
+    duplicates: int = 0
+
+
+def _cached(cache: JudgeCache | None, call: JudgeCall) -> JudgeReply | None:
+    """The cached reply of a call, if one parses (an unparsable one is asked again)."""
+    if cache is None:
+        return None
+    hit = cache.lookup(call.key)
+    return hit if hit is not None and unparsed(call, hit) == 0 else None
 
 
 def plan_cost(
@@ -319,7 +366,7 @@ def plan_cost(
     """The dry run: which calls are not cached yet and what they would cost."""
     cache = JudgeCache(options.cache_dir) if options.cache_dir and transport.paid else None
     unique = list({c.key: c for c in calls}.values())
-    todo = [c for c in unique if cache is None or cache.lookup(c.key) is None]
+    todo = [c for c in unique if _cached(cache, c) is None]
     costs = [estimate_cost(c, options.pricing, transport.judge_model) for c in todo]
     total = None if any(c is None for c in costs) else sum(c or 0.0 for c in costs)
     if not transport.paid:
@@ -327,7 +374,8 @@ def plan_cost(
     per_cell: dict[tuple[str, str], int] = {}
     for c in todo:
         per_cell[(c.model, c.condition)] = per_cell.get((c.model, c.condition), 0) + 1
-    return CostPlan(len(calls), len(calls) - len(todo), len(todo), total, per_cell)
+    dupes = len(calls) - len(unique)
+    return CostPlan(len(calls), len(unique) - len(todo), len(todo), total, per_cell, dupes)
 
 
 def _request(call: JudgeCall) -> JudgeRequest:
@@ -355,6 +403,45 @@ class CallRecorder(Protocol):
     def finish(self, row: int, out: CallOutcome) -> None: ...
 
 
+class JudgeUnreachable(AdapterError):
+    """No server answered at the judge's endpoint: several connections in a row failed."""
+
+
+class _Breaker:
+    """Counts connection failures in a row across the calls of a pass (any answer from the
+    server resets it); at ``limit`` the endpoint counts as down."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(1, limit)
+        self.in_a_row = 0
+        self.tripped: Unreachable | None = None
+        self._lock = threading.Lock()
+
+    def guard(self, ask: Callable[[], JudgeReply]) -> Callable[[], JudgeReply]:
+        def guarded() -> JudgeReply:
+            if self.tripped is not None:
+                raise JudgeUnreachable(self.tripped.message)
+            try:
+                reply = ask()
+            except Unreachable as err:
+                with self._lock:
+                    self.in_a_row += 1
+                    if self.in_a_row >= self.limit and self.tripped is None:
+                        self.tripped = err
+                if self.tripped is not None:
+                    raise JudgeUnreachable(err.message) from None
+                raise
+            except AdapterError:  # the server answered (429, 5xx…): it is there
+                with self._lock:
+                    self.in_a_row = 0
+                raise
+            with self._lock:
+                self.in_a_row = 0
+            return reply
+
+        return guarded
+
+
 def execute_calls(
     calls: Sequence[JudgeCall],
     transport: VlmTransport,
@@ -365,21 +452,26 @@ def execute_calls(
 ) -> list[CallOutcome]:
     """Make every call (cached ones cost nothing), ``options.concurrency`` at a time.
     ``recorder`` records each call made, before and after it; ``on_done`` runs in the calling
-    thread as each call finishes (progress, rows for cache hits). A budget stop lets running
-    calls finish, then raises ``BudgetExceeded``."""
+    thread as each call finishes (progress, rows for cache hits). Only replies that parse are
+    cached (a cached reply that does not parse is asked again). A budget stop lets running
+    calls finish, then raises ``BudgetExceeded`` counting what they spent; connection
+    failures in a row (``options.unreachable_after``, no answer in between) stop the pass
+    the same way with ``JudgeUnreachable`` naming the endpoint."""
     cache = JudgeCache(options.cache_dir) if options.cache_dir and transport.paid else None
     budget = Budget(options.budget_usd if transport.paid else None)
+    breaker = _Breaker(options.unreachable_after)
     stop = threading.Event()
     stopped: list[BudgetExceeded] = []
     judge = transport.judge_model
+    price = options.pricing.price(judge) if options.pricing else None
 
     def one(call: JudgeCall) -> CallOutcome:
         out = CallOutcome(call)
-        if cache is not None and (hit := cache.lookup(call.key)) is not None:
+        if (hit := _cached(cache, call)) is not None:
             out.reply, out.cache_hit, out.cost_usd = hit, True, 0.0
             return out
         if stop.is_set():
-            out.error = "not made: the budget was reached"
+            out.error = "not made: the pass was stopped"
             return out
         estimate = estimate_cost(call, options.pricing, judge)
         try:
@@ -393,18 +485,25 @@ def execute_calls(
         t0 = time.perf_counter()
         try:
             reply, out.attempts = call_with_retries(
-                lambda: transport.ask(_request(call)), options.retry, sleep=options.sleep,
+                breaker.guard(lambda: transport.ask(_request(call))), options.retry,
+                sleep=options.sleep,
                 rng=jitter_rng(call.key),  # seeded jitter: calls do not retry in lockstep
             )  # fmt: skip
         except AdapterError as err:
-            budget.settle(held, 0.0)
+            if isinstance(err, JudgeUnreachable):
+                stop.set()
+            # An error answer or a request never accepted is not billed: a known price
+            # makes it cost 0; one that may have been billed (a timeout) its estimate.
+            billed = bool(getattr(err.__cause__, "billed", False))
+            out.cost_usd = estimate if billed else (0.0 if price is not None else None)
+            budget.settle(held, out.cost_usd)
             out.error, out.latency_s = err.message, time.perf_counter() - t0
         else:
             out.latency_s = time.perf_counter() - t0
             out.reply = reply
             out.cost_usd = _actual_cost(reply, call, options.pricing, judge)
             budget.settle(held, out.cost_usd)
-            if cache is not None:
+            if cache is not None and unparsed(call, reply) == 0:
                 cache.put(call.key, judge, reply)
         if recorder is not None and row is not None:
             recorder.finish(row, out)
@@ -432,14 +531,32 @@ def execute_calls(
         outcomes.append(out)
         if on_done is not None:
             on_done(out)
+    n_made = sum(o.reply is not None and not o.cache_hit for o in outcomes)
+    missing = sum(o.reply is None for o in outcomes)
+    if breaker.tripped is not None:
+        raise JudgeUnreachable(
+            f"no judge server answered at {breaker.tripped.endpoint} "
+            f"({breaker.in_a_row} connections in a row failed: {_cause(breaker.tripped)}); "
+            f"is it running, and is --base-url right? {n_made} answers received are cached"
+        )
     if stopped:
-        n_made = sum(o.reply is not None and not o.cache_hit for o in outcomes)
-        missing = sum(o.reply is None for o in outcomes)
+        # Counted once the calls in flight at the stop have finished and settled.
+        first_stop = stopped[0].message
+        head = (
+            first_stop
+            if budget.limit is None or "unknown price" in first_stop
+            else f"stopped before a call that could exceed --budget {budget.limit:g} USD"
+        )
         raise BudgetExceeded(
-            f"{stopped[0].message}; {n_made} calls made and cached, {missing} not made "
-            "(rerun with a larger --budget: cached calls cost nothing)"
+            f"{head}; spent {budget.spent:.4f} USD on {n_made} calls made and cached, "
+            f"{missing} not made (rerun with a larger --budget: cached calls cost nothing)"
         )
     return outcomes
+
+
+def _cause(err: Unreachable) -> str:
+    """The transport's reason, without the URL already named (``…failed: REASON``)."""
+    return err.message.rsplit(" failed: ", 1)[-1]
 
 
 def _knock_on(req: Requirement, missing: set[str], seen_any: dict[str, bool]) -> str:
@@ -458,15 +575,24 @@ def _knock_on(req: Requirement, missing: set[str], seen_any: dict[str, bool]) ->
     return req.taxonomy
 
 
+def call_answers(call: JudgeCall, reply: JudgeReply) -> list[Answer | None]:
+    """The parsed answer to each question of a call (None: a parse failure)."""
+    if len(call.questions) == 1 and call.system == SYSTEM_PROMPT_SINGLE:
+        return [parse_answer(reply.text)]
+    return parse_batch(reply.text, len(call.questions))
+
+
+def unparsed(call: JudgeCall, reply: JudgeReply) -> int:
+    """How many of a call's questions the reply leaves without a parsable answer."""
+    return sum(a is None for a in call_answers(call, reply))
+
+
 def outcome_results(out: CallOutcome, judge_model: str) -> list[RequirementResult]:
     """One result per requirement of a finished call (a failed call gives none)."""
     if out.reply is None:
         return []
     call = out.call
-    if len(call.questions) == 1 and call.system == SYSTEM_PROMPT_SINGLE:
-        answers: list[Answer | None] = [parse_answer(out.reply.text)]
-    else:
-        answers = parse_batch(out.reply.text, len(call.questions))
+    answers = call_answers(call, out.reply)
     n = len(call.requirements)
     seen_any = {kind: a == "YES" for kind, a in zip(call.probes, answers[n:], strict=True)}
     verdicts = [verdict_of(a, q.expect) for a, q in zip(answers, call.questions, strict=False)]
@@ -522,14 +648,18 @@ def rows_from_outcomes(
     return req_rows, sig_rows
 
 
-def transcript_row(out: CallOutcome, judge_model: str) -> dict[str, Any]:
+def transcript_row(
+    out: CallOutcome, judge_model: str, endpoint: str | None = None
+) -> dict[str, Any]:
     """One line of ``judge_calls.jsonl``: what was asked and what came back (replayable;
     the same whether the answer came from the cache, so a release hashes the same; cache
-    hits, latency and cost are in the ledger)."""
+    hits, latency and cost are in the ledger). ``endpoint``: the judge's normalised base
+    URL, written when it has one."""
     c, reply = out.call, out.reply
     return {
         "evaluator": c.evaluator,
         "judge_model": judge_model,
+        **({"endpoint": endpoint} if endpoint is not None else {}),
         "model": c.model,
         "condition": c.condition,
         "story_id": c.story_id,
@@ -573,7 +703,8 @@ class VlmJudge:
             if f.path is not None
         ]
         judge = self.transport.judge_model
-        calls = plan_calls(todo, judge, self.options.batch)
+        endpoint = endpoint_of(self.transport)
+        calls = plan_calls(todo, judge, self.options.batch, endpoint)
         outcomes = execute_calls(calls, self.transport, self.options)
         err = failed_calls_error(outcomes)
         if err is not None:

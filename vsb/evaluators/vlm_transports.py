@@ -7,7 +7,8 @@ it) and ``ask(JudgeRequest) -> JudgeReply``:
   with the image as a data URI; OpenAI, vLLM, Ollama, LM Studio, OpenRouter… The key comes
   from ``OPENAI_API_KEY`` and may be absent for a loopback base URL (a local server).
 - ``AnthropicVlm`` (``anthropic:MODEL``): ``POST {base_url}/v1/messages`` with a base64 image
-  block; key from ``ANTHROPIC_API_KEY``.
+  block; key from ``ANTHROPIC_API_KEY``. The base URL may end in ``/v1`` or not (both
+  ``http://HOST:PORT`` and ``http://HOST:PORT/v1`` reach ``/v1/messages``).
 - ``ReplayVlm`` (``replay:DIR``): answers recorded in ``judge_calls.jsonl`` files
   (``vsb evaluate`` writes one beside its evaluations), looked up by image and prompt.
 - ``MockVlm`` (``mock[:ERROR_RATE]``): answers every question with its expected answer,
@@ -16,7 +17,13 @@ it) and ``ask(JudgeRequest) -> JudgeReply``:
 
 HTTP transports take an injected ``httpx.Client`` (never following redirects), read the key
 at call time, and never put it in an error: 408/409/429/5xx and dropped connections raise
-``RetryableError`` (with the server's Retry-After), other failures ``AdapterError``.
+``RetryableError`` (with the server's Retry-After), a connection no server accepted (refused,
+unresolvable host, connect timeout) ``Unreachable`` (a ``RetryableError`` the judge counts to
+fail fast on a dead endpoint), other failures ``AdapterError``.
+
+Each HTTP transport has an ``endpoint``: its normalised base URL (``normalise_endpoint``),
+part of every cache key, so the same model name served elsewhere is asked again. Transports
+without a server (mock, replay) have ``endpoint`` None.
 """
 
 from __future__ import annotations
@@ -75,6 +82,34 @@ class JudgeReply:
     output_tokens: int | None = None
 
 
+class Unreachable(RetryableError):
+    """No server accepted the connection (refused, unknown host, connect timeout): unlike an
+    error answer, nothing is listening at the endpoint (``endpoint``: its base URL)."""
+
+    def __init__(self, message: str, *, endpoint: str) -> None:
+        super().__init__(message)
+        self.endpoint = endpoint
+
+
+def normalise_endpoint(url: str) -> str:
+    """A base URL in one spelling: lower-case scheme and host, default port dropped, no
+    credentials, no trailing slash (``HTTP://Host:80/v1/`` -> ``http://host/v1``)."""
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    default = {"http": 80, "https": 443}.get(scheme)
+    netloc = host if port is None or port == default else f"{host}:{port}"
+    path = parts.path.rstrip("/")
+    query = f"?{parts.query}" if parts.query else ""
+    return f"{scheme}://{netloc}{path}{query}"
+
+
 class VlmTransport(Protocol):
     """Asks a vision-language model about one image."""
 
@@ -85,6 +120,13 @@ class VlmTransport(Protocol):
     def ask(self, request: JudgeRequest) -> JudgeReply:
         """The model's raw reply."""
         ...
+
+
+def endpoint_of(transport: object) -> str | None:
+    """A transport's normalised base URL (its optional ``endpoint`` attribute; None: it has
+    no server, e.g. mock or replay)."""
+    value = getattr(transport, "endpoint", None)
+    return value if isinstance(value, str) else None
 
 
 def default_client() -> httpx.Client:
@@ -116,11 +158,20 @@ def _post(
     headers: dict[str, str],
     body: dict[str, Any],
     secret: str | None,
+    endpoint: str | None = None,
 ) -> Any:
     try:
         resp = client.post(url, headers=headers, json=body)
+    except (httpx.ConnectError, httpx.ConnectTimeout) as err:
+        raise Unreachable(
+            redact(f"VLM request to {url} failed: {err}", secret), endpoint=endpoint or url
+        ) from None
     except httpx.TransportError as err:
-        raise RetryableError(redact(f"VLM request to {url} failed: {err}", secret)) from None
+        # sent, then the answer was lost: the server may have done (and billed) the work
+        billed = isinstance(err, (httpx.ReadTimeout, httpx.ReadError, httpx.RemoteProtocolError))
+        raise RetryableError(
+            redact(f"VLM request to {url} failed: {err}", secret), billed=billed
+        ) from None
     except httpx.HTTPError as err:
         raise AdapterError(redact(f"VLM request to {url} failed: {err}", secret)) from None
     if resp.status_code >= 300:
@@ -162,6 +213,7 @@ class OpenAICompatibleVlm:
         self.base_url = base_url.rstrip("/")
         self.api_key_env = api_key_env
         self.judge_model = f"openai-compatible:{model}"
+        self.endpoint: str | None = normalise_endpoint(self.base_url)
         self.key_optional = is_loopback(self.base_url)
 
     def check_credentials(self) -> None:
@@ -190,7 +242,7 @@ class OpenAICompatibleVlm:
         }
         url = f"{self.base_url}/chat/completions"
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        data = _post(self.client, url, headers, body, key)
+        data = _post(self.client, url, headers, body, key, self.endpoint or self.base_url)
         try:
             content = data["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
@@ -222,10 +274,14 @@ class AnthropicVlm:
     ) -> None:
         self.client = client
         self.model = model
-        self.base_url = base_url.rstrip("/")
+        base = base_url.rstrip("/")
+        # Accept the base URL with or without the API version (as the OpenAI transport takes
+        # ``…/v1``): the request goes to ``{root}/v1/messages`` either way.
+        self.base_url = base[: -len("/v1")] if base.endswith("/v1") else base
         self.api_key_env = api_key_env
         self.version = version
         self.judge_model = f"anthropic:{model}"
+        self.endpoint: str | None = normalise_endpoint(self.base_url)
 
     def check_credentials(self) -> None:
         """``CredentialMissing`` now rather than at the first call."""
@@ -261,7 +317,7 @@ class AnthropicVlm:
         }
         url = f"{self.base_url}/v1/messages"
         headers = {"x-api-key": key, "anthropic-version": self.version}
-        data = _post(self.client, url, headers, body, key)
+        data = _post(self.client, url, headers, body, key, self.endpoint or self.base_url)
         blocks = data.get("content") if isinstance(data, dict) else None
         if not isinstance(blocks, list):
             raise AdapterError(f"VLM response from {url} has no content blocks")
@@ -286,6 +342,7 @@ class ReplayVlm:
     """Replays answers from ``judge_calls.jsonl`` files in a directory."""
 
     paid = False
+    endpoint: str | None = None
 
     def __init__(self, directory: str | Path) -> None:
         self.dir = Path(directory)
@@ -327,6 +384,7 @@ class MockVlm:
     """Expected answers flipped with probability ``error_rate`` (seeded per call)."""
 
     paid = False
+    endpoint: str | None = None
 
     def __init__(self, error_rate: float = 0.0) -> None:
         if not 0.0 <= error_rate <= 1.0:

@@ -2,7 +2,10 @@
 
 A file must be a regular file no larger than ``MAX_RATING_BYTES`` (checked before reading
 it whole), UTF-8 JSON nested at most ``MAX_RATING_DEPTH`` deep with no repeated key in any
-object, and a valid ``RatingFile``. Every problem of every file is one line
+object, and a valid ``RatingFile`` — or a valid ``BlindRatingFile`` (what the blinded page
+exports), which needs the release to resolve its target ids into models (``Resolver``):
+its root hash must be the release's, every target a strip of the release's rated condition,
+and each letter one model. Every problem of every file is one line
 (``FILE: LOCATION: MESSAGE``); ``RatingImportError`` carries them all.
 """
 
@@ -11,12 +14,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from vsb.errors import InputError
 from vsb.fsio import loads_json, read_limited, sha256_hex
-from vsb.human.models import LikertItem, RatingFile
+from vsb.human.models import (
+    BLIND_FORMAT_VERSION,
+    CONTROL_BAD,
+    CONTROL_GOOD,
+    BlindLikertItem,
+    BlindRatingFile,
+    LikertItem,
+    RatingFile,
+)
+
+if TYPE_CHECKING:
+    from vsb.human.blinding import Blinding
 
 MAX_RATING_BYTES = 8 * 1024 * 1024
 """Largest rating file read (a long session is a few hundred kilobytes)."""
@@ -61,8 +76,92 @@ def _validation_lines(path: Path, err: ValidationError) -> list[str]:
     return lines
 
 
-def load_rating_file(path: str | Path) -> LoadedFile:
-    """One rating file, validated; ``RatingImportError`` listing its problems."""
+class Resolver:
+    """Resolves blinded (2.0) rating files against the release their page was built from."""
+
+    def __init__(self, release_dir: str | Path, root_hash: str) -> None:
+        self.release = Path(release_dir)
+        self.root_hash = root_hash
+        self._blinding: Blinding | None = None
+
+    @property
+    def blinding(self) -> Blinding:
+        if self._blinding is None:
+            from vsb.human.blinding import release_blinding
+
+            self._blinding = release_blinding(self.release)
+        return self._blinding
+
+    def resolve(self, path: Path, blind: BlindRatingFile) -> RatingFile:
+        """The file with models in place of target ids; ``RatingImportError`` if it is not
+        of this release."""
+        if blind.root_hash != self.root_hash:
+            raise RatingImportError(root_hash_problems_of(path, blind.root_hash, self.root_hash,
+                                                          self.release))  # fmt: skip
+        strips = self.blinding.strips
+        problems: list[str] = []
+        letters: dict[str, str] = {}
+        items: list[dict[str, Any]] = []
+        for i, it in enumerate(blind.items):
+            targets = (
+                [("target", it.target, it.letter)]
+                if isinstance(it, BlindLikertItem)
+                else [
+                    ("target_a", it.target_a, it.letter_a),
+                    ("target_b", it.target_b, it.letter_b),
+                ]
+            )
+            unknown = [(f, t) for f, t, _ in targets if t not in strips]
+            if unknown:
+                f, t = unknown[0]
+                problems.append(str(InputError(
+                    f"target {t!r} is not a rated strip of the release {self.release}",
+                    file=path, location=f"/items/{i}/{f}")))  # fmt: skip
+                continue
+            found = [strips[t] for _, t, _ in targets]
+            if len({s.story_id for s in found}) != 1:
+                problems.append(str(InputError("the two targets are of different stories",
+                                               file=path, location=f"/items/{i}")))  # fmt: skip
+                continue
+            for (_, _, letter), s in zip(targets, found, strict=True):
+                if letters.setdefault(letter, s.model) != s.model:
+                    problems.append(str(InputError(
+                        f"letter {letter} stands for two models in this session",
+                        file=path, location=f"/items/{i}")))  # fmt: skip
+            base = {
+                "item_id": it.item_id,
+                "story_id": found[0].story_id,
+                "condition": found[0].condition,
+                "time_s": it.time_s,
+                "order": it.order,
+            }
+            if isinstance(it, BlindLikertItem):
+                items.append({**base, "kind": "likert", "model": found[0].model,
+                              "letter": it.letter, "ratings": it.ratings.model_dump(),
+                              "repeat_of": it.repeat_of})  # fmt: skip
+            else:
+                pair = {found[0].model, found[1].model}
+                kind = "control" if pair == {CONTROL_GOOD, CONTROL_BAD} else "pairwise"
+                items.append({**base, "kind": kind, "model_a": found[0].model,
+                              "model_b": found[1].model, "letter_a": it.letter_a,
+                              "letter_b": it.letter_b, "choice": it.choice})  # fmt: skip
+        if problems:
+            raise RatingImportError(problems[:MAX_PROBLEMS_PER_FILE])
+        doc = {
+            **blind.model_dump(exclude={"items", "version"}),
+            "version": "1.0",
+            "letters": letters,
+            "items": items,
+        }
+        try:
+            return RatingFile.model_validate(doc)
+        except ValidationError as err:
+            raise RatingImportError(_validation_lines(path, err)) from None
+
+
+def load_rating_file(path: str | Path, resolver: Resolver | None = None) -> LoadedFile:
+    """One rating file, validated (a blinded one resolved through ``resolver``);
+    ``RatingImportError`` listing its problems."""
     p = Path(path)
     if not p.exists():
         raise RatingImportError([str(InputError("file not found", file=p))])
@@ -82,6 +181,17 @@ def load_rating_file(path: str | Path) -> LoadedFile:
         raise RatingImportError([str(err)]) from None
     if not isinstance(obj, dict):
         raise RatingImportError([str(InputError("expected a JSON object", file=p))])
+    if obj.get("version") == BLIND_FORMAT_VERSION:
+        try:
+            blind = BlindRatingFile.model_validate(obj)
+        except ValidationError as err:
+            raise RatingImportError(_validation_lines(p, err)) from None
+        if resolver is None:
+            raise RatingImportError([str(InputError(
+                "a blinded rating file (version 2.0, what the evaluate page exports) names "
+                "opaque targets: import it with --release R, the release its page was built "
+                "from", file=p))])  # fmt: skip
+        return LoadedFile(p, sha256_hex(data), resolver.resolve(p, blind))
     try:
         rating = RatingFile.model_validate(obj)
     except ValidationError as err:
@@ -108,17 +218,45 @@ def release_problems(
     return problems
 
 
-def load_rating_files(paths: Sequence[str | Path]) -> list[LoadedFile]:
-    """Every file validated; ``RatingImportError`` with the problems of all bad files.
-    The same session (rater and session id) twice is a problem too."""
+def root_hash_problems_of(path: Path, found: str, root_hash: str, release: Path) -> list[str]:
+    """The line for a file whose root hash ``found`` is not ``release``'s ``root_hash``."""
+    return [
+        str(InputError(f"root_hash {found} is not the root hash {root_hash} of the release "
+                       f"{release}: these ratings are of another release", file=path,
+                       location="/root_hash"))
+    ]  # fmt: skip
+
+
+def root_hash_problems(files: Sequence[LoadedFile], root_hash: str, release: Path) -> list[str]:
+    """One line per file made from another release than ``release`` (root hash ``root_hash``),
+    naming both hashes."""
+    return [
+        line
+        for f in files
+        if f.rating.root_hash != root_hash
+        for line in root_hash_problems_of(f.path, f.rating.root_hash, root_hash, release)
+    ]
+
+
+def load_rating_files(
+    paths: Sequence[str | Path], release_dir: str | Path | None = None
+) -> list[LoadedFile]:
+    """Every file validated (blinded ones resolved against ``release_dir``);
+    ``RatingImportError`` with the problems of all bad files. The same session (rater and
+    session id) twice is a problem too."""
     if not paths:
         raise RatingImportError(["no rating files given"])
+    resolver = None
+    if release_dir is not None:
+        from vsb.release.manifest import load_manifest
+
+        resolver = Resolver(release_dir, load_manifest(release_dir).root_hash)
     problems: list[str] = []
     loaded: list[LoadedFile] = []
     seen: dict[tuple[str, str], Path] = {}
     for path in paths:
         try:
-            f = load_rating_file(path)
+            f = load_rating_file(path, resolver)
         except RatingImportError as err:
             problems += err.problems
             continue

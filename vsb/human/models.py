@@ -1,6 +1,11 @@
 """Typed models of a rating file: what the ``/evaluate`` page exports (and ``vsb human
 simulate`` writes). ``vsb/schema/rating.schema.json`` is generated from ``RatingFile``.
 
+Two versions. ``2.0`` (``BlindRatingFile``) is what the ``/evaluate`` page exports: items
+name opaque *target ids* (:mod:`vsb.human.blinding`), never a model, and a comparison does
+not say whether it was a control; ``vsb human import --release R`` resolves it into ``1.0``.
+``1.0`` (``RatingFile``, written by ``vsb human simulate``) names the models:
+
 A file is one rater's session: who rated (``rater_id``), which release the images came from,
 the blinding letters of that session, and one entry per answered item. Item kinds:
 
@@ -21,6 +26,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 RATING_FORMAT_VERSION = "1.0"
+#: What the blinded /evaluate page exports: opaque target ids instead of model names.
+BLIND_FORMAT_VERSION = "2.0"
 RATING_FORMAT = "vsb-ratings"
 #: The control pair: the perfect simulator is the known answer against the amnesiac.
 CONTROL_GOOD = "procedural-oracle"
@@ -204,3 +211,69 @@ class RatingFile(BaseModel):
         if self.synthetic != (self.truth is not None):
             raise ValueError("'truth' is present exactly when 'synthetic' is true")
         return self
+
+
+Target = Annotated[
+    str, Field(pattern=r"^t[0-9a-f]{20}$", description="Opaque id of one model's strip.")
+]
+
+
+class _BlindItem(BaseModel):
+    model_config = _STRICT
+    item_id: ItemId
+    time_s: Seconds
+    order: int = Field(ge=0, le=10_000, description="Position in the session (0-based).")
+
+
+class BlindLikertItem(_BlindItem):
+    """One strip rated on the six dimensions."""
+
+    kind: Literal["likert"] = Field(description="Item kind.")
+    target: Target
+    letter: Letter
+    ratings: Ratings
+    repeat_of: ItemId | None = Field(
+        default=None, description="The item this one repeats (test-retest), or null."
+    )
+
+
+class BlindPairItem(_BlindItem):
+    """Two strips of one story: which tells it better (a control or not: the page
+    cannot tell; the import decides from the release)."""
+
+    kind: Literal["pair"] = Field(description="Item kind.")
+    target_a: Target = Field(description="Strip shown on the left.")
+    target_b: Target = Field(description="Strip shown on the right.")
+    letter_a: Letter
+    letter_b: Letter
+    choice: Literal["a", "b", "tie"] = Field(description="Which side tells the story better.")
+
+
+BlindItem = Annotated[BlindLikertItem | BlindPairItem, Field(discriminator="kind")]
+
+
+class BlindRatingFile(BaseModel):
+    """One rater's session as the blinded ``/evaluate`` page exports it."""
+
+    model_config = _STRICT
+    version: Literal["2.0"] = Field(description="Rating file format version.")
+    format: Literal["vsb-ratings"] = Field(description="Marks a vsb rating file.")
+    synthetic: bool = Field(description="True for files not made by a person.")
+    note: str = Field(default="", max_length=500, description="Free text.")
+    rater_id: str = Field(
+        description=f"Who rated: {RATER_ID_RULE}.",
+        json_schema_extra={"pattern": f"^{_RATER_ID.pattern}$"},
+    )
+    session_id: str = Field(pattern=r"^[0-9a-f]{8,64}$", description="Random id of the session.")
+    release: Name = Field(description="Release the images came from.")
+    root_hash: str = Field(pattern=r"^[0-9a-f]{64}$", description="That release's root hash.")
+    started_at: str = Field(max_length=40, description="ISO 8601 time the session started.")
+    finished_at: str = Field(max_length=40, description="ISO 8601 time of the export.")
+    items: list[BlindItem] = Field(max_length=5000, description="Answered items, session order.")
+
+    @field_validator("rater_id")
+    @classmethod
+    def _rater_id(cls, v: str) -> str:
+        if not _RATER_ID.fullmatch(v):
+            raise ValueError(f"rater_id must be {RATER_ID_RULE}")
+        return v

@@ -1,10 +1,13 @@
 """From validated rating files to ``HumanReport``: rater exclusions, then every statistic
 over the raters kept.
 
-A rater (all their sessions together) is excluded when their control accuracy is below
-``MIN_CONTROL_ACCURACY`` (only if they saw a control) or their median time per item is
-under ``MIN_MEDIAN_TIME_S``. Repeated likert items measure test-retest agreement and are
-left out of everything else; a target a rater rated in two sessions counts once (first).
+Exclusion is decided per session (one rating file): a session is excluded when its control
+accuracy is below ``MIN_CONTROL_ACCURACY`` (only if it had a control) or its median time
+per item is under ``MIN_MEDIAN_TIME_S``, so one careless session of a rater does not exclude
+the rater's other sessions. The statistics then count a *rater* (``rater_id``) once, over
+their kept sessions: a target a rater rated in two kept sessions counts once (first), and
+alpha/ICC never pair a rater with themself. Repeated likert items measure test-retest
+agreement and are left out of everything else.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vsb.human.load import LoadedFile, RatingImportError, release_problems
+from vsb.human.load import LoadedFile, RatingImportError, release_problems, root_hash_problems
 from vsb.human.mixed import Observation, fit_mixed
 from vsb.human.models import DIMENSION_KEYS, ControlItem, LikertItem, PairwiseItem
 from vsb.human.preference import Comparison, preference_stats
@@ -41,6 +44,7 @@ from vsb.human.stats import (
     icc2,
     krippendorff_alpha,
 )
+from vsb.release.manifest import load_manifest
 from vsb.validation.humans import human_agreement, load_scores
 
 MIN_CONTROL_ACCURACY = 0.75
@@ -54,7 +58,7 @@ LIKERT_SCALE = (1.0, 2.0, 3.0, 4.0, 5.0)
 
 @dataclass
 class _Rater:
-    sessions: set[str] = field(default_factory=set)
+    file: str = ""
     likert: list[LikertItem] = field(default_factory=list)
     pairwise: list[PairwiseItem] = field(default_factory=list)
     control: list[ControlItem] = field(default_factory=list)
@@ -67,11 +71,11 @@ def _vector(it: LikertItem) -> np.ndarray:
     return np.concatenate([[v.mean()], v])  # overall first, as ALL_DIMENSIONS
 
 
-def _collect(files: Sequence[LoadedFile]) -> dict[str, _Rater]:
-    raters: dict[str, _Rater] = defaultdict(_Rater)
+def _collect(files: Sequence[LoadedFile]) -> dict[tuple[str, str], _Rater]:
+    """(rater_id, session_id) -> that session's items (the unit of exclusion)."""
+    raters: dict[tuple[str, str], _Rater] = {}
     for f in files:
-        r = raters[f.rating.rater_id]
-        r.sessions.add(f.rating.session_id)
+        r = raters[(f.rating.rater_id, f.rating.session_id)] = _Rater(file=f.path.name)
         likert = {it.item_id: it for it in f.rating.items if isinstance(it, LikertItem)}
         for it in f.rating.items:
             r.times.append(it.time_s)
@@ -87,9 +91,21 @@ def _collect(files: Sequence[LoadedFile]) -> dict[str, _Rater]:
     return dict(sorted(raters.items()))
 
 
-def _summaries(raters: dict[str, _Rater]) -> list[RaterSummary]:
+def _merge(sessions: list[_Rater]) -> _Rater:
+    """A rater's kept sessions as one rater (in session_id order: the first rating wins)."""
+    out = _Rater(file=";".join(s.file for s in sessions))
+    for s in sessions:
+        out.likert += s.likert
+        out.pairwise += s.pairwise
+        out.control += s.control
+        out.times += s.times
+        out.repeat_diffs += s.repeat_diffs
+    return out
+
+
+def _summaries(raters: dict[tuple[str, str], _Rater]) -> list[RaterSummary]:
     out = []
-    for rid, r in raters.items():
+    for (rid, sid), r in raters.items():
         correct = sum(c.correct for c in r.control)
         acc = correct / len(r.control) if r.control else None
         med = float(np.median(r.times)) if r.times else None
@@ -103,7 +119,7 @@ def _summaries(raters: dict[str, _Rater]) -> list[RaterSummary]:
             reasons.append(f"median item time {med:.1f} s is under {MIN_MEDIAN_TIME_S:g} s")
         out.append(
             RaterSummary(
-                rater_id=rid, n_sessions=len(r.sessions), n_items=len(r.times),
+                rater_id=rid, session_id=sid, file=r.file, n_items=len(r.times),
                 n_likert=len(r.likert), n_pairwise=len(r.pairwise), n_control=len(r.control),
                 n_control_correct=correct, control_accuracy=acc, median_time_s=med,
                 repeat_abs_diff=float(np.mean(r.repeat_diffs)) if r.repeat_diffs else None,
@@ -131,7 +147,8 @@ def _alpha(targets: dict[Target, dict[str, np.ndarray]], raters: list[str]) -> l
             cube[ri[rid], j, :] = v[1:]
     rows = []
     for k, dim in enumerate(("all", *DIMENSION_KEYS)):
-        data = cube.reshape(len(raters), -1) if k == 0 else cube[:, :, k - 1]
+        flat = cube.reshape(len(raters), len(targets) * len(DIMENSION_KEYS))
+        data = flat if k == 0 else cube[:, :, k - 1]
         n_units = int(((~np.isnan(data)).sum(axis=0) >= 2).sum()) if data.size else 0
         nominal, ordinal, interval = (
             krippendorff_alpha(data, lv, LIKERT_SCALE) if data.size else None for lv in LEVELS
@@ -252,12 +269,18 @@ def build_report(
     scores = load_scores(release_dir) if release_dir is not None else None
     if scores is not None and release_dir is not None:
         stories = {s.story_id for s in scores.stories}
-        problems = release_problems(files, set(scores.models), stories, Path(release_dir))
+        root = load_manifest(release_dir).root_hash
+        problems = root_hash_problems(files, root, Path(release_dir))
+        problems += release_problems(files, set(scores.models), stories, Path(release_dir))
         if problems:
             raise RatingImportError(problems)
-    raters = _collect(files)
-    summaries = _summaries(raters)
-    kept = {s.rater_id: raters[s.rater_id] for s in summaries if not s.excluded}
+    sessions = _collect(files)
+    summaries = _summaries(sessions)
+    by_rater: dict[str, list[_Rater]] = defaultdict(list)
+    for s in summaries:
+        if not s.excluded:
+            by_rater[s.rater_id].append(sessions[(s.rater_id, s.session_id)])
+    kept = {rid: _merge(by_rater[rid]) for rid in sorted(by_rater)}
     targets = _targets(kept)
     units = _unit_means(targets)
     counts: dict[tuple[str, str], int] = defaultdict(int)

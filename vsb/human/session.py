@@ -1,6 +1,7 @@
 """What a blinded session draws from: the release's stories in the rated condition, with
 each model's complete image strip. The ``/evaluate`` page embeds ``evaluate_payload`` as
-JSON; ``vsb human simulate`` draws from the same ``story_pool``.
+JSON, under the opaque names of :mod:`vsb.human.blinding`; ``vsb human simulate`` draws
+from the same ``story_pool``.
 
 Only (story, model) pairs whose every scene has an image are offered; control items need
 both control models (``CONTROL_GOOD``, ``CONTROL_BAD``) complete on a story.
@@ -12,15 +13,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from vsb.human.models import (
+    BLIND_FORMAT_VERSION,
     CONTROL_BAD,
     CONTROL_GOOD,
     RATED_DIMENSIONS,
     RATER_ID_RULE,
     RATING_FORMAT,
-    RATING_FORMAT_VERSION,
 )
 
 if TYPE_CHECKING:
+    from vsb.human.blinding import Blinding
     from vsb.site.data import SiteData
 
 
@@ -72,39 +74,36 @@ def has_controls(pool: list[PoolStory]) -> bool:
 
 
 def evaluate_payload(
-    data: SiteData, image_paths: dict[str, str], config: SessionConfig | None = None
+    data: SiteData, blinding: Blinding, pool: list[PoolStory], config: SessionConfig | None = None
 ) -> dict[str, Any]:
-    """The JSON the ``/evaluate`` page embeds. ``image_paths`` maps release-relative image
-    paths to their place in the site (what the site copied); a strip with an image the site
-    did not copy is left out."""
+    """The JSON the ``/evaluate`` page embeds: no model name, no control answer (see
+    :mod:`vsb.human.blinding`). ``pool`` holds the strips the site copied (under
+    ``blinding.image_name``)."""
     cfg = config or SessionConfig()
-    cond = rated_condition(data)
     stories = []
-    for s in story_pool(data, cond):
-        strips = {
-            m: [image_paths[p] for p in paths]
-            for m, paths in s.images.items()
-            if all(p in image_paths for p in paths)
-        }
-        if strips:
-            stories.append({"id": s.story_id, "texts": list(s.texts), "images": strips})
-    models = [m for m in data.models if any(m in s["images"] for s in stories)]
+    for s in pool:
+        strips = sorted(
+            (
+                {
+                    "target": blinding.target(s.story_id, m),
+                    "group": blinding.groups[m],
+                    "images": [blinding.image_name(p) for p in paths],
+                }
+                for m, paths in s.images.items()
+            ),
+            key=lambda x: str(x["target"]),
+        )
+        stories.append({"texts": list(s.texts), "strips": strips})
     return {
-        "version": RATING_FORMAT_VERSION,
+        "version": BLIND_FORMAT_VERSION,
         "format": RATING_FORMAT,
         "release": data.manifest.release,
         "root_hash": data.manifest.root_hash,
-        "condition": cond,
-        "models": models,
-        "control": {"good": CONTROL_GOOD, "bad": CONTROL_BAD},
         "dimensions": [{"key": k, "label": lab, "help": h} for k, lab, h in RATED_DIMENSIONS],
-        "config": {
-            "n_likert": cfg.n_likert,
-            "n_pairwise": cfg.n_pairwise,
-            "n_control": cfg.n_control,
-            "n_repeat": cfg.n_repeat,
-        },
+        "config": {"n_likert": cfg.n_likert, "n_repeat": cfg.n_repeat},
         "rater_id_pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
         "rater_id_rule": RATER_ID_RULE,
+        "n_groups": len(blinding.groups),
         "stories": stories,
+        "decks": blinding.decks(pool, cfg.n_pairwise, cfg.n_control),
     }

@@ -330,7 +330,7 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
 
     def site() -> bool:
         assert result.manifest is not None
-        fp = sha256_hex(canonical_json([result.manifest.root_hash, source_hash("site")]))
+        fp = sha256_hex(canonical_json([result.manifest.root_hash, source_hash("site", "human")]))
         if ledger.fresh("site", fp, site_dir):
             return False
         ledger.forget("site")

@@ -9,7 +9,14 @@ name, root hash, how to verify; written by :func:`freeze`) and ``MANIFEST.json.s
 detached Ed25519 signature, :mod:`vsb.release.signing`). The root hash is the sha256 of the
 canonical JSON of the whole manifest except ``root_hash`` itself: the file list
 (``{"path", "sha256", "size"}`` objects as written), the release name, the vsb version and
-the exclusions — so editing any field of the manifest breaks it.
+the exclusions and the oracle commitment — so editing any field of the manifest breaks it.
+
+The oracle commitment (``oracle_sha256``, format 1.2) is the SHA-256 of the canonical JSON
+of ``[[path, sha256], ...]`` over every file of ``oracle/`` (paths relative to that folder,
+sorted): the oracle's contents stay out of the file list, but the root hash commits to them,
+so an oracle published later can be checked against the release
+(:func:`verify_oracle`, ``vsb release verify RELEASE --oracle DIR``). A manifest without a
+commitment (format 1.1) hashes exactly as before.
 
 What :func:`verify` proves is internal consistency only: whoever changes a file can
 recompute the manifest and its root hash. ``expect_root`` adds "this is the release whose
@@ -55,11 +62,19 @@ README_NAME = "README.md"
 SIGNATURE_NAME = "MANIFEST.json.sig"
 UNHASHED = (MANIFEST_NAME, README_NAME, SIGNATURE_NAME)
 """Top-level files that are never hashed (made from the manifest or after it)."""
-MANIFEST_FORMAT_VERSION = "1.1"
+MANIFEST_FORMAT_VERSION = "1.2"
 ORACLE_DIR = "oracle"
 ORACLE_PATTERN = "oracle/**"
 README_MARKER = "<!-- written by vsb release freeze from MANIFEST.json; not hashed -->"
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+COVERAGE = (
+    "The root hash covers every file of the release except the sealed oracle/ folder; the "
+    "oracle commitment (oracle_sha256 in MANIFEST.json, itself covered by the root hash) is a "
+    "SHA-256 over the oracle's file paths and contents, so vsb release verify RELEASE --oracle "
+    "DIR shows whether an oracle published later is the one sealed with this release."
+)
+"""The one sentence on what the hashes cover: the same in the project README, every release
+README and the site's methodology page (a test holds them equal)."""
 
 
 class FileEntry(BaseModel):
@@ -87,6 +102,12 @@ class Manifest(BaseModel):
         description="Paths left out of the hash: the top-level sealed oracle folder only.",
     )
     excluded: list[str] = Field(description="Paths present but not hashed (sealed oracle).")
+    oracle_sha256: str | None = Field(
+        default=None,
+        description="Commitment to the sealed oracle: sha256 over the canonical JSON of "
+        "[[path relative to oracle/, sha256], ...] sorted by path; None when the release has "
+        "no oracle (and in format 1.1).",
+    )
 
 
 def is_excluded(rel: str) -> bool:
@@ -113,8 +134,50 @@ def _walk(root: Path) -> tuple[list[str], list[str]]:
 
 
 def root_hash(manifest: Manifest) -> str:
-    """The root hash: sha256 over the canonical JSON of the manifest without ``root_hash``."""
-    return sha256_hex(canonical_json(manifest.model_dump(mode="json", exclude={"root_hash"})))
+    """The root hash: sha256 over the canonical JSON of the manifest without ``root_hash``
+    (and without ``oracle_sha256`` when there is none, so format 1.1 hashes as it did)."""
+    leave_out = {"root_hash"} | ({"oracle_sha256"} if manifest.oracle_sha256 is None else set())
+    return sha256_hex(canonical_json(manifest.model_dump(mode="json", exclude=leave_out)))
+
+
+def oracle_commitment(oracle_dir: str | Path) -> str | None:
+    """The commitment to an oracle folder: sha256 over the canonical JSON of
+    ``[[relative path, sha256 of its bytes], ...]`` sorted by path; None when the folder is
+    absent or holds no file. Links and special files are refused."""
+    root = Path(oracle_dir)
+    if not root.is_dir():
+        return None
+    pairs: list[list[str]] = []
+    for p in sorted(root.rglob("*")):
+        if p.is_dir() and not p.is_symlink():
+            continue
+        if p.is_symlink() or not p.is_file():
+            raise ReleaseError("links and special files are not allowed in an oracle", file=p)
+        pairs.append([p.relative_to(root).as_posix(), sha256_file(p)])
+    pairs.sort()
+    return sha256_hex(canonical_json(pairs)) if pairs else None
+
+
+def verify_oracle(release_dir: str | Path, oracle_dir: str | Path) -> list[str]:
+    """Problems found checking ``oracle_dir`` against the release's oracle commitment (one
+    line each; empty when it is the oracle sealed with the release). The manifest must hold
+    together first: a commitment is only as good as the root hash covering it."""
+    manifest = load_manifest(release_dir)
+    if root_hash(manifest) != manifest.root_hash:
+        return ["the manifest does not hash to its root hash; its oracle commitment is void"]
+    if manifest.oracle_sha256 is None:
+        return [
+            f"{MANIFEST_NAME} holds no oracle commitment (made before format 1.2, or no oracle)"
+        ]
+    if not Path(oracle_dir).is_dir():
+        return [f"oracle folder not found: {oracle_dir}"]
+    actual = oracle_commitment(oracle_dir)
+    if actual != manifest.oracle_sha256:
+        return [
+            f"not the sealed oracle: {oracle_dir} hashes to {actual or 'nothing (no files)'}, "
+            f"the release committed to {manifest.oracle_sha256}"
+        ]
+    return []
 
 
 def parse_root_hash(text: str) -> str:
@@ -143,6 +206,10 @@ This directory is a frozen release of the Visual Story Benchmark, made by vsb \
 oracle (the top-level `oracle/` folder, {len(manifest.excluded)} file(s)) is present but \
 not hashed; this README and `MANIFEST.json.sig` are not hashed either.
 
+{COVERAGE}
+
+Oracle commitment (SHA-256): `{manifest.oracle_sha256 or "none (this release has no oracle)"}`
+
 ## How to verify
 
 Compare the root hash with one you got from a source you trust (the announcement, the \
@@ -168,8 +235,10 @@ recomputes the manifest passes it.
 - `--expect-root HASH`: also that this is the release whose root hash you were given.
 - `--key PUBLIC.pem`: also that the holder of the private key matching `PUBLIC.pem` signed \
 this manifest (as trustworthy as the way you got `PUBLIC.pem`).
-- None of them covers the sealed oracle's contents, and none proves that the numbers are \
-right — only that they are the ones that were published.
+- `--oracle DIR`: also that the oracle folder `DIR` (published later, or this release's own \
+`oracle/`) is the one this release committed to.
+- None of the others covers the sealed oracle's contents, and none proves that the numbers \
+are right — only that they are the ones that were published.
 """
 
 
@@ -213,8 +282,9 @@ def freeze(
     hashed, excluded = _walk(root)
     files = _entries(root, hashed, known or {})
     draft = Manifest(
-        release=release, vsb_version=__version__, root_hash="", files=files, excluded=excluded
-    )
+        release=release, vsb_version=__version__, root_hash="", files=files, excluded=excluded,
+        oracle_sha256=oracle_commitment(root / ORACLE_DIR),
+    )  # fmt: skip
     manifest = draft.model_copy(update={"root_hash": root_hash(draft)})
     path = root / MANIFEST_NAME
     old = path.read_bytes() if path.is_file() else None

@@ -93,15 +93,20 @@ def evaluate(
         pricing=JudgePricing.load(),
     )
     shutil.rmtree(release_dir / "evaluations", ignore_errors=True)
-    evaluate_run(
-        release_dir,
-        workers=workers,
-        progress=lambda done, total: progress.advance("evaluate", done, total),
-        evaluators=config.evaluators,
-        judge=judge,
-        judge_options=options,
-        ledger_path=root / "run" / "ledger.sqlite",
-    )
+    try:
+        evaluate_run(
+            release_dir,
+            workers=workers,
+            progress=lambda done, total: progress.advance("evaluate", done, total),
+            evaluators=config.evaluators,
+            judge=judge,
+            judge_options=options,
+            ledger_path=root / "run" / "ledger.sqlite",
+        )
+    finally:
+        client = getattr(judge, "client", None)
+        if client is not None:
+            client.close()  # an HTTP judge's keep-alive connections
     return _files_under(release_dir, "evaluations")
 
 

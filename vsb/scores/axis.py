@@ -29,6 +29,9 @@ UNREADABLE = "unreadable"
 JUDGE_EVALUATOR = "vlm"
 #: Reason given when not_applicable rows do not say why.
 DEFAULT_REASON = "every check was not_applicable"
+#: Share of an evaluator's judged checks (not_applicable left out) above which its verdicts
+#: are mostly unparsable answers: it is refused rather than ranked (everyone at 0).
+MOSTLY_UNPARSABLE = 0.5
 
 
 def evaluator_labels(rows: RequirementRows) -> list[str]:
@@ -155,6 +158,23 @@ def not_applicable_models(
             )
         )
     return out
+
+
+def unparsable_refusal(rows: RequirementRows, evaluator: str, run_dir: str = "RUN") -> str | None:
+    """One line refusing an evaluator most of whose judged checks are ``parse_failure`` (its
+    judge's answers could not be read: a ranking would only rank the garbage), else None."""
+    judged = [v for v in rows.verdict if v != NOT_APPLICABLE]
+    bad = sum(v == "parse_failure" for v in judged)
+    if not judged or bad / len(judged) <= MOSTLY_UNPARSABLE:
+        return None
+    base = evaluator.split(":", 1)[0]
+    return (
+        f"{evaluator} not scored: {bad} of {len(judged)} of its verdicts "
+        f"({bad / len(judged):.0%}) are parse_failure (the judge's answers could not be read, "
+        f"see {run_dir}/evaluations/judge_calls.jsonl); rerun `vsb evaluate {run_dir} "
+        f"--evaluator {base} --judge …` (unparsable answers are asked again) or score other "
+        "evaluators with --evaluator"
+    )
 
 
 def _index(order: Sequence[str], x: str) -> int:

@@ -16,7 +16,13 @@ import numpy as np
 
 from vsb.errors import InputError, UnknownNameError
 from vsb.scores.aggregate import Cell
-from vsb.scores.axis import advice, not_applicable_models, refusal, select_evaluators
+from vsb.scores.axis import (
+    advice,
+    not_applicable_models,
+    refusal,
+    select_evaluators,
+    unparsable_refusal,
+)
 from vsb.scores.bootstrap import resample_counts
 from vsb.scores.cells import compare_cells
 from vsb.scores.compute import DEFAULT_RESAMPLES, ScoringInput, load_scoring_input
@@ -126,6 +132,9 @@ def compare_run(
     label = choose_evaluator(inp, evaluator)
     table = inp.table(label)
     rows = inp.evaluator_rows(label)
+    garbage = unparsable_refusal(rows, label, str(inp.root))
+    if garbage is not None:
+        raise InputError(garbage)
     nas = {n.model: n for n in not_applicable_models(rows, label, inp.model_order, inp.applied())}
     for side in (a, b):
         model = next((m for m in nas if side == m or side.startswith((m + ":", m + "@"))), None)

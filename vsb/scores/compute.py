@@ -22,6 +22,7 @@ from vsb.scores.axis import (
     ordered_evaluators,
     refusal,
     select_evaluators,
+    unparsable_refusal,
     verdict_counts,
 )
 from vsb.scores.cells import Part, Settings, all_pairs, compare_cells, score_one
@@ -211,7 +212,10 @@ def score_input(
     A model every check of which an evaluator marked not_applicable is left out of that
     evaluator's scores and listed in ``not_applicable``. An explicitly selected evaluator
     that applied to no model raises ``InputError``; with the default selection such an
-    evaluator is only listed, and ``RunError`` is raised when none applied at all.
+    evaluator is only listed, and ``RunError`` is raised when none applied at all. An
+    evaluator most of whose judged verdicts are ``parse_failure`` raises ``InputError``
+    (``axis.MOSTLY_UNPARSABLE``): its judge's answers could not be read, and ranking every
+    model at 0 would be a result.
     """
     cfg = Settings(seed, n_resamples, confidence, n_draws, alpha)
     cfg.check()
@@ -225,6 +229,9 @@ def score_input(
     not_applicable: list[NotApplicable] = []
     for e in chosen:
         sub = inp.evaluator_rows(e)
+        garbage = unparsable_refusal(sub, e, str(inp.root))
+        if garbage is not None:
+            raise InputError(garbage)
         nas = not_applicable_models(sub, e, inp.model_order, applied)
         not_applicable += nas
         if len(nas) == len(set(sub.model)):

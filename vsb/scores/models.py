@@ -293,5 +293,6 @@ class ScoresReport(BaseModel):
     signals: list[SignalScore] = Field(
         default_factory=list,
         description="Mean of each continuous signal per (model, condition) with its story "
-        "bootstrap CI (clip_rr: MRR); see vsb.scores.signals.",
+        "bootstrap CI (clip_rr: text-side MRR; clip_image_rr: image-side MRR as VinaBench "
+        "ranks); see vsb.scores.signals.",
     )

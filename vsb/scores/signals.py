@@ -2,8 +2,10 @@
 
 A signal's value for one story run (story × model × condition) is the mean over its frames;
 the score is the macro-average over stories with a story-clustered percentile bootstrap CI
-(``vsb.scores.bootstrap``), like every other score. The mean of ``clip_rr`` (the reciprocal
-rank of a frame's own scene text among negatives) is the mean reciprocal rank, MRR.
+(``vsb.scores.bootstrap``), like every other score. Two means are mean reciprocal ranks:
+``clip_rr`` (text side, vsb's own: a frame's scene text among negative texts) and
+``clip_image_rr`` (image side, VinaBench's CLIP-T-MRR ranking: the generated image among the
+reference renders nearest the text); see ``vsb.evaluators.embed``.
 
 Randomness: one generator per (evaluator, signal), ``numpy.random.default_rng([seed, 2,
 key])`` with ``key`` from the sha256 of the names, so a signal's interval does not depend
@@ -24,8 +26,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from vsb.scores.bootstrap import percentile_interval, resample_counts, weighted_means
 from vsb.scores.inputs import SignalRows
 
-#: The signal whose mean is the mean reciprocal rank.
+#: The signal whose mean is the text-side mean reciprocal rank (vsb's own).
 MRR_SIGNAL = "clip_rr"
+#: The signal whose mean is the image-side mean reciprocal rank (VinaBench's ranking).
+IMAGE_MRR_SIGNAL = "clip_image_rr"
 
 
 class SignalScore(BaseModel):
@@ -33,7 +37,10 @@ class SignalScore(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     evaluator: str = Field(description="Evaluator that produced the signal (clip, dino…).")
-    signal: str = Field(description="Signal name; the mean of clip_rr is the MRR.")
+    signal: str = Field(
+        description="Signal name; the means of clip_rr (text side) and clip_image_rr (image "
+        "side, VinaBench's ranking) are MRRs."
+    )
     model: str
     condition: str
     score: float = Field(description="Macro-average over stories of the per-story frame mean.")

@@ -11,7 +11,8 @@ Pages (relative to the site root)::
     analysis.html                   memory gain, placebo, field ablations, prompt sensitivity
     stability.html                  rank stability under Dirichlet weight perturbation
     judge.html                      judge validation against the sealed oracle (and humans)
-    evaluate.html                   the blinded human-evaluation session (works from disk)
+    evaluate.html                   the blinded human-evaluation session (works from disk; its
+                                    pictures copied under opaque names in rate/, no model name)
     stories/index.html              story browser
     stories/<id>/<condition>.html   scene texts, image strips, pass/fail marks
     methodology.html                the methodology text
@@ -35,7 +36,8 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from vsb import __version__
 from vsb.errors import ReleaseError
 from vsb.fsio import sha256_hex
-from vsb.human.session import evaluate_payload
+from vsb.human.blinding import blinding_key, make_blinding
+from vsb.human.session import PoolStory, evaluate_payload, rated_condition, story_pool
 from vsb.human.write import release_report
 from vsb.site import pages
 from vsb.site.analysis import analysis_page
@@ -134,6 +136,34 @@ def _copy_images(data: SiteData, out: Path) -> dict[str, str]:
     return mapping
 
 
+def _evaluate_session(data: SiteData, out: Path) -> dict[str, Any] | None:
+    """The blinded page's payload, its pictures copied under opaque names (rate/);
+    None when the release has no sealed oracle to key the blinding."""
+    try:
+        key = blinding_key(data.root, data.manifest.root_hash)
+    except ReleaseError:
+        return None
+    cond = rated_condition(data)
+    root = data.root.resolve()
+
+    def copyable(rel: str) -> bool:
+        src = (root / rel).resolve()
+        return src.is_relative_to(root) and "oracle" not in Path(rel).parts and src.is_file()
+
+    pool: list[PoolStory] = []
+    for s in story_pool(data, cond):
+        strips = {m: ps for m, ps in s.images.items() if all(copyable(p) for p in ps)}
+        if strips:
+            pool.append(replace(s, images=strips))
+    blinding = make_blinding(key, cond, pool)
+    (out / "rate").mkdir(parents=True, exist_ok=True)
+    for s in pool:
+        for paths in s.images.values():
+            for rel in paths:
+                shutil.copyfile(root / rel, out / blinding.image_name(rel))
+    return evaluate_payload(data, blinding, pool)
+
+
 class _Writer:
     def __init__(self, env: Environment, out: Path, common: dict[str, Any]) -> None:
         self.env, self.out, self.common, self.count = env, out, common, 0
@@ -200,7 +230,7 @@ def build_site(release_dir: str | Path, out_dir: str | Path) -> SiteResult:
     w.page("analysis.html", "analysis.html", **analysis_page(data))
     w.page("stability.html", "stability.html", **pages.stability_tables(data))
     w.page("judge.html", "judge.html", human=release_report(data.root), **pages.judge_tables(data))
-    w.page("evaluate.html", "evaluate.html", session=evaluate_payload(data, images))
+    w.page("evaluate.html", "evaluate.html", session=_evaluate_session(data, out))
     w.page("stories/index.html", "stories.html", **pages.story_index(data))
     for story in data.stories:
         for cond in data.conditions:

@@ -27,10 +27,14 @@ from jinja2 import Environment, StrictUndefined
 from markupsafe import Markup, escape
 
 from vsb import __version__
+from vsb.release.manifest import COVERAGE
 from vsb.site.data import SiteData
+from vsb.site.inventory import SIGNAL_DEFINITIONS, evaluator_rows, statistic_rows
 from vsb.story.models import CATEGORIES, DIFFICULTIES, DIMENSION_LABELS, DIMENSIONS, Event
 
 _NUMBERED = re.compile(r"^\d+\.\s+")
+#: Accessible name of a sideways-scrolling table wrapper (focusable, so keyboards can scroll it).
+_WRAP_LABEL = "Table; scrolls sideways on narrow screens"
 #: What each simulator is for (prose; its parameters come from the code).
 SIMULATOR_ROLES = {
     "procedural-oracle": "evaluator false-positive floor",
@@ -164,6 +168,11 @@ def release_facts(data: SiteData, *, evaluate_page: bool = False) -> dict[str, A
         "human_ratings": (data.root / HUMAN_REPORT).is_file(),
         "evaluate_page": evaluate_page,
         "human_cli": importlib.util.find_spec("vsb.cli.human") is not None,
+        "coverage": COVERAGE,
+        "evaluator_rows": evaluator_rows(data, set(full.evaluators) | signals),
+        "statistic_rows": statistic_rows(data),
+        "signal_definitions": list(SIGNAL_DEFINITIONS.items()),
+        "oracle_sha256": data.manifest.oracle_sha256,
     }
 
 
@@ -198,7 +207,8 @@ def render_methodology(text: str) -> tuple[str, Markup, list[tuple[str, str]]]:
                 "<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in rows[1:]
             )
             parts.append(
-                f'<div class="table-wrap"><table class="data"><thead><tr>{head}</tr></thead>'
+                f'<div class="table-wrap" tabindex="0" role="group" aria-label="{_WRAP_LABEL}">'
+                f'<table class="data"><thead><tr>{head}</tr></thead>'
                 f"{body}</table></div>"
             )
         elif all(ln.startswith("•") for ln in lines):

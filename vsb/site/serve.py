@@ -1,9 +1,17 @@
-"""``vsb site serve``: a local static file server on 127.0.0.1 (http.server)."""
+"""``vsb site serve``: a local static file server on 127.0.0.1 (http.server).
+
+Beyond ``SimpleHTTPRequestHandler``: a path without an extension is served from the page of
+that name (``/evaluate`` is ``evaluate.html``, as static hosts do), and a path holding a NUL
+byte (``/index.html%00``) is answered 400 instead of dropping the connection.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
+import urllib.parse
 from functools import partial
+from http import HTTPStatus
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -16,6 +24,25 @@ class _QuietHandler(SimpleHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+    def translate_path(self, path: str) -> str:
+        fs = super().translate_path(path)
+        url_path = urllib.parse.urlsplit(path).path
+        if (
+            not url_path.endswith("/")
+            and not os.path.splitext(fs)[1]
+            and not os.path.exists(fs)
+            and os.path.isfile(fs + ".html")
+        ):
+            return fs + ".html"
+        return fs
+
+    def send_head(self) -> Any:
+        path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path, errors="surrogatepass")
+        if "\x00" in path:
+            self.send_error(HTTPStatus.BAD_REQUEST, "NUL byte in the path")
+            return None
+        return super().send_head()
 
 
 class SiteServer(ThreadingHTTPServer):

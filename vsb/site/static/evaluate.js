@@ -1,13 +1,20 @@
 // The blinded /evaluate session: runs from disk (file://) or a server, nothing fetched.
-// The session's items are drawn from the JSON embedded in the page with a PRNG seeded per
-// session (crypto.getRandomValues); model names are replaced by letters shuffled per
-// session and appear only in the exported file. Progress lives in localStorage, so a
-// reload loses nothing. Every text from the data is set with textContent (never as HTML).
+// The page knows no model name and no control answer: strips are opaque target ids, their
+// pictures opaque file names, models opaque group numbers mapped to letters shuffled per
+// session, and comparisons come in decks drawn at build time in which controls are not
+// marked (vsb/human/blinding.py). The session's items are drawn with a PRNG seeded per
+// session (crypto.getRandomValues). The export names targets; `vsb human import --release`
+// resolves them. Progress lives in localStorage, so a reload loses nothing. Every text from
+// the data is set with textContent (never as HTML).
 (function () {
   "use strict";
   var DATA = JSON.parse(document.getElementById("evaluate-data").textContent);
   var KEY = "vsb-evaluate:" + DATA.root_hash;
   var DIMS = DATA.dimensions;
+  var STRIPS = {};  // target id -> {story, group, images}
+  DATA.stories.forEach(function (s) {
+    s.strips.forEach(function (t) { STRIPS[t.target] = {story: s, group: t.group, images: t.images}; });
+  });
   var $ = function (id) { return document.getElementById(id); };
   var state = null;
   var shownAt = null;
@@ -45,48 +52,35 @@
 
   function makePlan(seed) {
     var rand = mulberry32(seed);
-    var cfg = DATA.config, good = DATA.control.good, bad = DATA.control.bad;
-    var models = shuffle(DATA.models, rand);
-    var letters = {}, letterOf = {};
-    models.forEach(function (m, i) { letters[letterName(i)] = m; letterOf[m] = letterName(i); });
-    var targets = [], pairs = [], controls = [];
-    DATA.stories.forEach(function (s, si) {
-      var ms = Object.keys(s.images).sort();
-      ms.forEach(function (m) { targets.push({story: si, model: m}); });
-      ms.forEach(function (a) {
-        ms.forEach(function (b) {
-          if (a < b && !(a === good && b === bad) && !(a === bad && b === good)) {
-            pairs.push({story: si, a: a, b: b});
-          }
-        });
-      });
-      if (s.images[good] && s.images[bad]) controls.push(si);
-    });
+    var cfg = DATA.config;
+    var groups = [];
+    for (var g = 0; g < DATA.n_groups; g++) groups.push(g);
+    var letterOf = {};
+    shuffle(groups, rand).forEach(function (grp, i) { letterOf[grp] = letterName(i); });
     var items = [];
-    shuffle(targets, rand).slice(0, cfg.n_likert).forEach(function (t) {
-      items.push({kind: "likert", story: t.story, model: t.model});
+    shuffle(Object.keys(STRIPS).sort(), rand).slice(0, cfg.n_likert).forEach(function (t) {
+      items.push({kind: "likert", target: t});
     });
-    shuffle(pairs, rand).slice(0, cfg.n_pairwise).forEach(function (p) {
+    var deck = DATA.decks.length ? DATA.decks[Math.floor(rand() * DATA.decks.length)] : [];
+    deck.forEach(function (p) {
       var flip = rand() < 0.5;
-      items.push({kind: "pairwise", story: p.story, model_a: flip ? p.b : p.a, model_b: flip ? p.a : p.b});
+      items.push({kind: "pair", target_a: flip ? p[1] : p[0], target_b: flip ? p[0] : p[1]});
     });
-    for (var c = 0; controls.length && c < cfg.n_control; c++) {
-      var si = controls[Math.floor(rand() * controls.length)];
-      var gFirst = rand() < 0.5;
-      items.push({kind: "control", story: si, model_a: gFirst ? good : bad, model_b: gFirst ? bad : good});
-    }
     items = shuffle(items, rand);
     items.forEach(function (it, i) { it.item_id = "i" + ("00" + i).slice(-3); });
     var firstLikert = items.filter(function (it) { return it.kind === "likert"; })[0];
     if (firstLikert && cfg.n_repeat > 0) {
-      items.push({kind: "likert", story: firstLikert.story, model: firstLikert.model,
-        repeat_of: firstLikert.item_id, item_id: "i" + ("00" + items.length).slice(-3)});
+      items.push({kind: "likert", target: firstLikert.target, repeat_of: firstLikert.item_id,
+        item_id: "i" + ("00" + items.length).slice(-3)});
     }
     items.forEach(function (it) {
-      if (it.kind === "likert") it.letter = letterOf[it.model];
-      else { it.letter_a = letterOf[it.model_a]; it.letter_b = letterOf[it.model_b]; }
+      if (it.kind === "likert") it.letter = letterOf[STRIPS[it.target].group];
+      else {
+        it.letter_a = letterOf[STRIPS[it.target_a].group];
+        it.letter_b = letterOf[STRIPS[it.target_b].group];
+      }
     });
-    return {letters: letters, items: items};
+    return {items: items};
   }
 
   function save() {
@@ -95,7 +89,11 @@
   function load() {
     try {
       var s = JSON.parse(window.localStorage.getItem(KEY) || "null");
-      return s && s.v === 1 && s.items ? s : null;
+      var ok = s && s.v === 2 && s.items && s.items.every(function (it) {
+        return STRIPS[it.target || it.target_a] && (!it.target_b || STRIPS[it.target_b]);
+      });
+      if (s && !ok) window.localStorage.removeItem(KEY);  // an older page's state: dropped
+      return ok ? s : null;
     } catch (e) { return null; }
   }
 
@@ -136,10 +134,10 @@
   }
 
   function renderLikert(it, body) {
-    var story = DATA.stories[it.story];
+    var strip = STRIPS[it.target], story = strip.story;
     body.appendChild(el("h2", null, "Version " + it.letter));
     var grid = el("div", "ev-scenes");
-    story.images[it.model].forEach(function (src, k) {
+    strip.images.forEach(function (src, k) {
       var fig = el("figure", "ev-scene");
       fig.appendChild(image(src, "scene " + (k + 1) + ", version " + it.letter));
       var cap = el("figcaption");
@@ -178,12 +176,12 @@
     body.appendChild(table);
   }
 
-  function strip(story, model, letter, side) {
+  function stripColumn(target, letter, side) {
     var col = el("div", "ev-version");
     col.setAttribute("data-side", side);
     col.appendChild(el("h3", null, "Version " + letter));
     var row = el("div", "ev-strip");
-    story.images[model].forEach(function (src, k) {
+    STRIPS[target].images.forEach(function (src, k) {
       var fig = el("figure", "ev-thumb");
       fig.appendChild(image(src, "scene " + (k + 1) + ", version " + letter));
       fig.appendChild(el("figcaption", null, String(k + 1)));
@@ -194,13 +192,13 @@
   }
 
   function renderPair(it, body) {
-    var story = DATA.stories[it.story];
+    var story = STRIPS[it.target_a].story;
     body.appendChild(el("h2", null, "Which version tells this story more coherently?"));
     body.appendChild(el("p", "note", "The same characters, objects and consequences throughout, as the text says."));
     body.appendChild(sceneTexts(story));
     var cols = el("div", "ev-pair");
-    cols.appendChild(strip(story, it.model_a, it.letter_a, "a"));
-    cols.appendChild(strip(story, it.model_b, it.letter_b, "b"));
+    cols.appendChild(stripColumn(it.target_a, it.letter_a, "a"));
+    cols.appendChild(stripColumn(it.target_b, it.letter_b, "b"));
     body.appendChild(cols);
     var chosen = (state.answers[it.item_id] || {}).choice;
     var choices = el("div", "ev-choices");
@@ -264,6 +262,7 @@
     save();
     render();
     window.scrollTo(0, 0);
+    if (state.index >= state.items.length) $("ev-export").focus();  // Finish: Download next
   }
 
   function next() {
@@ -296,8 +295,8 @@
   function start(rater) {
     var words = randomSeed();
     var plan = makePlan(words[0]);
-    state = {v: 1, session_id: hex(words), rater_id: rater, started_at: new Date().toISOString(),
-      letters: plan.letters, items: plan.items, answers: {}, times: {}, index: 0};
+    state = {v: 2, session_id: hex(words), rater_id: rater, started_at: new Date().toISOString(),
+      items: plan.items, answers: {}, times: {}, index: 0};
     shownAt = Date.now();
     activeDim = 0;
     save();
@@ -310,15 +309,15 @@
     state.items.forEach(function (it, i) {
       if (!complete(it)) return;
       var a = state.answers[it.item_id];
-      var out = {kind: it.kind, item_id: it.item_id, story_id: DATA.stories[it.story].id,
-        condition: DATA.condition, time_s: Math.min(86400, Math.round((state.times[it.item_id] || 0) * 100) / 100),
+      var out = {kind: it.kind, item_id: it.item_id,
+        time_s: Math.min(86400, Math.round((state.times[it.item_id] || 0) * 100) / 100),
         order: i};
       if (it.kind === "likert") {
-        out.model = it.model; out.letter = it.letter; out.repeat_of = it.repeat_of || null;
+        out.target = it.target; out.letter = it.letter; out.repeat_of = it.repeat_of || null;
         out.ratings = {};
         DIMS.forEach(function (d) { out.ratings[d.key] = a[d.key]; });
       } else {
-        out.model_a = it.model_a; out.model_b = it.model_b;
+        out.target_a = it.target_a; out.target_b = it.target_b;
         out.letter_a = it.letter_a; out.letter_b = it.letter_b; out.choice = a.choice;
       }
       items.push(out);
@@ -326,7 +325,7 @@
     var doc = {version: DATA.version, format: DATA.format, synthetic: false, note: "",
       rater_id: state.rater_id, session_id: state.session_id, release: DATA.release,
       root_hash: DATA.root_hash, started_at: state.started_at,
-      finished_at: new Date().toISOString(), letters: state.letters, items: items};
+      finished_at: new Date().toISOString(), items: items};
     var blob = new Blob([JSON.stringify(doc, null, 2) + "\n"], {type: "application/json"});
     var url = URL.createObjectURL(blob);
     var link = document.createElement("a");

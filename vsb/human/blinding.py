@@ -1,0 +1,153 @@
+"""Blinding of the ``/evaluate`` page: opaque names for everything a rater's browser sees.
+
+The page never holds a model name or a control answer. What it holds instead, all derived
+from one key with HMAC-SHA256:
+
+- a *target id* per (story, condition, model) strip (``t`` + 20 hex digits): what a likert
+  item rates and what a comparison shows on each side, and what the export holds;
+- an opaque *image name* per rated picture (``rate/<32 hex>.png``), a copy of the
+  release's image (the address no longer names the model);
+- a *group* number per model (its rank under the keyed hash, not the leaderboard's order),
+  which the page maps to letters shuffled per session, so one model keeps one letter within
+  a session;
+- *decks*: lists of comparisons drawn at build time, each with ``n_pairwise`` ordinary pairs
+  and ``n_control`` control pairs (the perfect simulator against the memory-less one) mixed
+  and unlabelled, so the page cannot tell a control from an ordinary comparison; a session
+  takes one deck at random.
+
+The key is keyed by the release's sealed oracle (the top-level ``oracle/`` folder, which the
+site never publishes): ``HMAC-SHA256(b"vsb-rating-blinding-v1", root_hash + each oracle
+file's path and bytes)``. So the mapping lives in the release, outside the site, and
+``vsb human import --release R`` resolves the export's target ids by recomputing it from R.
+What this does not hide: whoever holds the release (or rebuilds it: the procedural oracle
+is reproducible) can recompute the key, and the site's story pages show the same pictures
+under model names, so a rater who browses them can match pictures by eye. For a study,
+give raters the evaluate page alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from vsb.errors import ReleaseError
+from vsb.human.models import CONTROL_BAD, CONTROL_GOOD
+
+if TYPE_CHECKING:
+    from vsb.human.session import PoolStory
+
+KEY_DOMAIN = b"vsb-rating-blinding-v1"
+TARGET_PATTERN = r"^t[0-9a-f]{20}$"
+N_DECKS = 32
+ORACLE_DIR = "oracle"  # the release's sealed oracle (vsb.release.manifest.ORACLE_DIR)
+
+
+def blinding_key(release_dir: str | Path, root_hash: str) -> bytes:
+    """The release's blinding key (``ReleaseError`` when it has no sealed oracle)."""
+    oracle = Path(release_dir) / ORACLE_DIR
+    files = sorted(p for p in oracle.rglob("*") if p.is_file()) if oracle.is_dir() else []
+    if not files:
+        raise ReleaseError(
+            "the release has no sealed oracle (oracle/): the rating page's blinding is keyed by it",
+            file=oracle,
+        )
+    mac = hmac.new(KEY_DOMAIN, root_hash.encode(), hashlib.sha256)
+    for p in files:
+        data = p.read_bytes()
+        rel = p.relative_to(oracle).as_posix().encode()
+        mac.update(len(rel).to_bytes(8, "big") + rel + len(data).to_bytes(8, "big") + data)
+    return mac.digest()
+
+
+def _mac(key: bytes, *parts: str) -> str:
+    return hmac.new(key, "\x00".join(parts).encode(), hashlib.sha256).hexdigest()
+
+
+@dataclass(frozen=True)
+class Strip:
+    """One model's complete image strip of one story, under its opaque names."""
+
+    target: str
+    story_id: str
+    condition: str
+    model: str
+    #: release-relative image paths, scene order
+    images: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Blinding:
+    """Every opaque name of one release's rated condition."""
+
+    key: bytes
+    condition: str
+    strips: dict[str, Strip]
+    #: model -> group number (0..n-1, keyed order)
+    groups: dict[str, int]
+
+    def target(self, story_id: str, model: str) -> str:
+        """The target id of one (story, model) strip in the rated condition."""
+        return "t" + _mac(self.key, "target", story_id, self.condition, model)[:20]
+
+    def image_name(self, rel: str) -> str:
+        """The site path of a rated picture (``rate/<hex>.png``)."""
+        suffix = Path(rel).suffix.lower() if Path(rel).suffix.lower() in (".png", ".jpg") else ""
+        return f"rate/{_mac(self.key, 'image', rel)[:32]}{suffix}"
+
+    def decks(self, pool: Iterable[PoolStory], n_pairwise: int, n_control: int) -> list[
+        list[list[str]]
+    ]:  # fmt: skip
+        """``N_DECKS`` decks of comparisons (pairs of target ids, each pair sorted), drawn
+        with a generator seeded from the key: ``n_pairwise`` ordinary pairs (never the
+        control pair) and ``n_control`` control pairs each (fewer when the pool is small),
+        shuffled together."""
+        ordinary: list[list[str]] = []
+        control: list[list[str]] = []
+        for s in pool:
+            models = sorted(s.images)
+            for i, a in enumerate(models):
+                for b in models[i + 1 :]:
+                    pair = sorted((self.target(s.story_id, a), self.target(s.story_id, b)))
+                    (control if {a, b} == {CONTROL_GOOD, CONTROL_BAD} else ordinary).append(pair)
+        ordinary.sort()
+        control.sort()
+        rng = np.random.default_rng(int(_mac(self.key, "decks")[:16], 16))
+        decks = []
+        for _ in range(N_DECKS):
+            deck = [ordinary[i] for i in rng.permutation(len(ordinary))[:n_pairwise]]
+            if control:
+                picks = rng.permutation(max(n_control, len(control)))[:n_control] % len(control)
+                deck += [control[i] for i in picks]
+            decks.append([deck[i] for i in rng.permutation(len(deck))])
+        return decks
+
+
+def make_blinding(key: bytes, condition: str, pool: Iterable[PoolStory]) -> Blinding:
+    """The blinding of ``pool`` (stories of the rated condition with their complete strips)."""
+    stories = list(pool)
+    models = sorted({m for s in stories for m in s.images})
+    ranked = sorted(models, key=lambda m: _mac(key, "group", m))
+    b = Blinding(key, condition, {}, {m: i for i, m in enumerate(ranked)})
+    for s in stories:
+        for model, paths in s.images.items():
+            t = b.target(s.story_id, model)
+            b.strips[t] = Strip(t, s.story_id, condition, model, tuple(paths))
+    return b
+
+
+def release_blinding(release_dir: str | Path) -> Blinding:
+    """The blinding of a release's rated condition, recomputed from the release (what
+    ``vsb human import --release`` resolves target ids with)."""
+    from vsb.human.session import rated_condition, story_pool
+    from vsb.site.data import load_site_data
+
+    data = load_site_data(release_dir)
+    cond = rated_condition(data)
+    key = blinding_key(release_dir, data.manifest.root_hash)
+    return make_blinding(key, cond, story_pool(data, cond))

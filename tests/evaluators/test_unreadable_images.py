@@ -75,6 +75,9 @@ def test_unreadable_images_get_their_own_rows_and_the_pass_goes_on(
     # no pairwise signal touches an unreadable frame
     assert not [s for s in _rows(root, "signals") if _where(s) in spoilt]
     assert any("3 of" in w and "cannot be read" in w for w in result.warnings)
+    n_img = sum(len(s.scenes) for s in stories)
+    manifest = json.loads((root / "evaluations/manifest.json").read_text())
+    assert result.images == manifest["images"] == manifest["last"]["images"] == n_img
 
 
 def test_unreadable_images_count_against_the_model_in_scores(

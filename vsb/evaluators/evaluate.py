@@ -36,7 +36,7 @@ from vsb.evaluators.embed import (
     run_embeddings,
 )
 from vsb.evaluators.failed import LABEL as FAILED_LABEL
-from vsb.evaluators.failed import UNREADABLE, Image, replace_failed
+from vsb.evaluators.failed import Image, replace_failed
 from vsb.evaluators.registry import (
     DEFAULT_EVALUATORS,
     EvaluatorOutput,
@@ -242,12 +242,13 @@ def _jsonl(rows: Sequence[dict[str, Any]]) -> str:
 
 def _images(*tables: Sequence[dict[str, Any]]) -> int:
     """Distinct images (model, condition, story, scene) that rows evaluated, across every
-    evaluation of the run (rows of images that failed to generate left out)."""
+    evaluation of the run (rows of images that failed to generate left out; unreadable
+    images count: they exist)."""
     seen = {
         (r["model"], r["condition"], r["story_id"], r["scene"])
         for rows in tables
         for r in rows
-        if r.get("failure") not in (FAILED_LABEL, UNREADABLE)
+        if r.get("failure") != FAILED_LABEL
     }
     return len(seen)
 

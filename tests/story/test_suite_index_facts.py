@@ -99,3 +99,20 @@ def test_a_category_that_differs_from_the_story_is_refused(
     other = "counting" if doc["stories"][0]["category"] != "counting" else "wardrobe"
     _edit(suite, category=other)
     _refused(suite, capsys, "/stories/0/category", f"says category {other!r}")
+
+
+@pytest.mark.parametrize(
+    "args", [["suite", "generate", "--out", "{tmp}/s"], ["suite", "index", "{suite}"],
+             ["release", "build", "v0", "--out", "{tmp}/b"]],
+)  # fmt: skip
+@pytest.mark.parametrize("seed", ["-1", str(10**30)])
+def test_commands_refuse_a_seed_suite_json_cannot_hold(
+    suite: Path, tmp_path: Path, args: list[str], seed: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A seed that suite.json refuses is refused on the command line (exit 2, one message),
+    never a traceback from writing the index."""
+    argv = [a.format(tmp=tmp_path, suite=suite) for a in args]
+    assert main([*argv, "--seed", seed]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "--seed" in err
+    assert not (tmp_path / "s").exists() and not (tmp_path / "b").exists()

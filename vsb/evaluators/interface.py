@@ -90,6 +90,10 @@ class Frame:
     reason: str = ""
     counts: NDArray[np.intp] | None = None
     """Pixels per palette index of ``image`` when the decoder counted them (else None)."""
+    unreadable: str = ""
+    """Why the image file could not be read ('' when it could); such a frame has no
+    ``path`` (evaluators skip it, as a failed generation) and ``vsb evaluate`` gives it
+    ``unreadable`` rows (``vsb.evaluators.failed``)."""
 
 
 @dataclass

@@ -46,8 +46,7 @@ stage) and writes ``evaluate_story``::
 
 Its distribution declares it under the entry-point group ``vsb.evaluators``
 (``[project.entry-points."vsb.evaluators"]`` ``brightness = "mypkg.evals:Brightness"``);
-``vsb evaluate RUN --evaluator brightness`` then finds and runs it with no edit to vsb, and
-``vsb score`` reads its rows like any evaluator's. A ``verdicts`` evaluator writes
+``vsb evaluate RUN --evaluator brightness`` then finds and runs it with no edit to vsb. A ``verdicts`` evaluator writes
 ``RequirementResult.of(req, observed, passed, label, self.name).row(model=…, condition=…,
 story_id=…, scene=…)`` per requirement (``vsb.evaluators.rules``) and may override
 ``requirements_at``. The class must be importable in worker processes and constructible

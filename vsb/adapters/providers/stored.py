@@ -24,7 +24,6 @@ from typing import Any
 
 from vsb.adapters.base import GenerationRequest, GenerationResult, ImageModelAdapter
 from vsb.adapters.providers._http import MAX_BYTES, to_png
-from vsb.adapters.registry import ADAPTERS
 from vsb.errors import AdapterError, CredentialMissing, InputError
 
 
@@ -110,5 +109,3 @@ def pattern_info() -> dict[str, Any]:
         "about": "images made elsewhere: DIR/SOURCE/<condition>/<story>/scene_<kk>.png",
     }
 
-
-ADAPTERS.add("stored", StoredSamples)

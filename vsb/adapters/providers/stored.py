@@ -108,4 +108,3 @@ def pattern_info() -> dict[str, Any]:
         "image_input": "no",
         "about": "images made elsewhere: DIR/SOURCE/<condition>/<story>/scene_<kk>.png",
     }
-

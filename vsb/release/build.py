@@ -270,7 +270,9 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
 
     def paraphrase() -> bool:
         inputs = [*st.EVALUATION_INPUTS, "suite/suite.json"]
-        code = source_hash("scores", "evaluators", "adapters", "generator", "runner", "conditions")
+        code = source_hash(
+            "scores", "evaluators", "adapters", "generator", "runner", "conditions", "story"
+        )
         fp = sha256_hex(canonical_json([_files_hash(rel_dir, inputs), code, models, conditions]))
         if ledger.fresh("paraphrase", fp, rel_dir):
             return False

@@ -1,33 +1,55 @@
-"""Kill ``vsb run`` with SIGKILL part-way, rerun it, and compare the ledger with the cache.
+"""Kill ``vsb run`` with SIGKILL part-way, rerun it, and check what the ledger and the cache say.
 
-Issue #10 item 7: ``vsb run --model procedural-drift-mid --condition all`` on the default suite
-(1,260 requests) is SIGKILLed once ``--kill-at`` images have appeared in the cache, the fork
-workers it leaves behind are allowed to finish, and the same command is run again. Then:
+Two modes; both print the guarantees of docs/CRASH_SAFETY.md as counts that must be 0.
 
-    calls     ledger rows that are adapter calls (not cache hits), over every session
-    distinct  cache entries (images generated at least once)
-    missing   cache keys with no call row in the ledger (must be 0: a call that produced
-              a cached image is never missing from the ledger)
+``--mode sim`` (issue #10 item 7, issue #23 item 1): ``vsb run --model procedural-drift-mid
+--condition all`` on the default suite (1,260 requests) is SIGKILLed (its process group) once
+``--kill-at`` images have appeared in the cache, or ``--kill-after`` seconds after it started,
+and the same command is run again, in a fresh run directory and cache per kill point. Then:
 
-Measured on the development container, 2 fork workers (kill points 1,000 and 1,100 are not
-shown: the run had ended before that many distinct images existed, so nothing was killed):
+    calls        ledger rows that are adapter calls (not cache hits), over every session
+    distinct     cache entries (images generated at least once)
+    interrupted  calls begun and never finished (in flight at the kill)
+    missing      cache keys with no call row in the ledger (must be 0)
+    twice        calls finished twice for one key: a call finished in the ledger whose image
+                 was not in the cache, made (paid) again (must be 0)
 
-    kill at (images)          100   200   300   450   600   750   900
-    before: calls (ledger)   1164  1164  1164  1182  1200  1140  1224   for 1260 distinct
-    before: missing keys       96    96    96    78    60   120    36
-    after:  calls (ledger)   1260  1260  1260  1260  1260  1260  1260   for 1260 distinct
-    after:  missing keys        0     0     0     0     0     0     0
+Measured before the fix of issue #23 (the ledger row was finished before the cache stored
+the image) at 1.2, 1.6, 2.0, 2.4, 2.8 s: at 2.4 s 1,262 calls with 1 interrupted for 1,260
+images, i.e. one call made twice though finished.
 
-(After the fix no call was repeated either: the killed run's workers finished the task in
-hand, and its images reached the cache with their ledger rows.)
+``--mode http`` (issue #23): the same against a local server that bills per request
+(tests/openai_images_server.py: OpenAI's images API, ``--latency``, seeded 429s), model
+``openai:test-model``, ``--concurrency 8``: one run directory and cache, killed at
+``--kills`` points (each after a seeded random number of further answered requests), rerun
+each time, then run to the end and once more (which must send nothing). The server's image
+spells the request body's sha256, so each cache entry names its request. Per request key:
 
-Run: ``.venv/bin/python benchmarks/kill_rerun.py [--kill-at 100,300,...] [--workers N]``.
-Set PYTHONPATH to a checkout to measure another version of vsb.
+    sent           requests the server received whole (429s and requests of killed runs
+                   included)
+    cut off        requests whose client died while sending them (never answered)
+    distinct       distinct requests
+    answered twice requests the server answered with an image more than once: each extra
+                   answer must have been in flight at a kill (its client died before
+                   storing the image), so it has an interrupted ledger row
+    paid twice     answers beyond one a key and its interrupted rows, plus keys finished
+                   twice in the ledger (must be 0: a completed request is never sent again)
+    unrecorded     requests the server received beyond the key's ledger rows (must be 0:
+                   every sent request has a row)
+    interrupted    ledger rows left begun (in flight at a kill: paid for, perhaps)
+    reconciled     rows a rerun finished because their image had reached the cache
+    last rerun     requests the final rerun sent (must be 0)
+
+Run: ``.venv/bin/python benchmarks/kill_rerun.py --mode http [--kills 20] [--seed 0]``
+(``--mode sim [--kill-at 100,300,…|--kill-after 1.2,1.6,…] [--workers N]``). Set
+PYTHONPATH to a checkout to measure another version of vsb.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
 import signal
 import sqlite3
@@ -35,7 +57,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVER = ROOT / "tests" / "openai_images_server.py"
+sys.path.insert(0, str(SERVER.parent))
+from openai_images_server import body_sha  # noqa: E402
 
 
 def _objects(cache: Path) -> int:
@@ -51,31 +82,55 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-def _count(run_dir: Path, cache: Path) -> tuple[int, int, int]:
+def _kill_group(proc: subprocess.Popen[Any]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 60
+    while _group_alive(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _calls(run_dir: Path) -> list[tuple[str, str, int]]:
+    """(key, status, success) of every adapter call in the ledger."""
     with sqlite3.connect(run_dir / "ledger.sqlite") as led:
-        calls = int(led.execute("SELECT COUNT(*) FROM requests WHERE cache_hit = 0").fetchone()[0])
-        called = {k for (k,) in led.execute("SELECT key FROM requests WHERE cache_hit = 0")}
+        rows = led.execute(
+            "SELECT key, status, success FROM requests WHERE cache_hit = 0 AND key != ''"
+        ).fetchall()
+    return [(str(k), str(s), int(ok)) for k, s, ok in rows]
+
+
+def _cached(cache: Path) -> dict[str, str]:
+    """key -> the sha256 of the image object."""
     with sqlite3.connect(cache / "index.sqlite") as idx:
-        keys = {k for (k,) in idx.execute("SELECT key FROM entries")}
-    return calls, len(keys), len(keys - called)
+        return {str(k): str(s) for k, s in idx.execute("SELECT key, sha256 FROM entries")}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kill-at", default="100,200,300,450,600,750,900,1000,1100")
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--model", default="procedural-drift-mid")
-    args = ap.parse_args()
+def _suite(root: Path) -> Path:
+    suite = root / "suite"
+    subprocess.run(
+        [sys.executable, "-m", "vsb.cli.main", "suite", "generate", "--out", str(suite)],
+        check=True,
+        capture_output=True,
+    )
+    return suite
+
+
+# --- sim -------------------------------------------------------------------------------
+
+
+def sim(args: argparse.Namespace) -> None:
+    points: list[tuple[str, float]] = (
+        [("s", float(x)) for x in args.kill_after.split(",")]
+        if args.kill_after
+        else [("n", float(x)) for x in args.kill_at.split(",")]
+    )
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        suite = root / "suite"
-        subprocess.run(
-            [sys.executable, "-m", "vsb.cli.main", "suite", "generate", "--out", str(suite)],
-            check=True,
-            capture_output=True,
-        )
-        print(f"{'kill at':>8} {'calls':>6} {'distinct':>8} {'missing':>7}  rerun")
-        for n, kill_at in enumerate(int(x) for x in args.kill_at.split(",")):
+        suite = _suite(root)
+        head = ["kill at", "calls", "distinct", "interrupted", "missing", "twice"]
+        print(" ".join(f"{h:>11}" for h in head), " rerun")
+        for n, (unit, at) in enumerate(points):
             run_dir, cache = root / f"run{n}", root / f"cache{n}"
             cmd = [
                 sys.executable, "-m", "vsb.cli.main", "run", "--suite", str(suite),
@@ -85,19 +140,160 @@ def main() -> None:
             proc = subprocess.Popen(
                 cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
             )
-            while _objects(cache) < kill_at and proc.poll() is None:
+            t0 = time.monotonic()
+            while proc.poll() is None and (
+                time.monotonic() - t0 < at if unit == "s" else _objects(cache) < at
+            ):
                 time.sleep(0.002)
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-            deadline = time.monotonic() + 60
-            while _group_alive(proc.pid) and time.monotonic() < deadline:
-                time.sleep(0.01)  # orphaned workers finish their tasks
+            killed = proc.poll() is None
+            _kill_group(proc)
             rerun = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            calls, distinct, missing = _count(run_dir, cache)
+            calls = _calls(run_dir)
+            keys = set(_cached(cache))
+            interrupted = sum(s == "started" for _k, s, _ok in calls)
+            missing = len(keys - {k for k, _s, _ok in calls})
+            finished = Counter(k for k, s, ok in calls if s != "started" and ok)
+            twice = sum(c - 1 for c in finished.values() if c > 1)
+            label = f"{at:g} {'s' if unit == 's' else 'img'}" + ("" if killed else " (done)")
+            cells = [label, len(calls), len(keys), interrupted, missing, twice]
             print(
-                f"{kill_at:>8} {calls:>6} {distinct:>8} {missing:>7}  "
-                f"exit {rerun.returncode}: {rerun.stdout.strip() or rerun.stderr.strip()}"
+                " ".join(f"{c:>11}" for c in cells),
+                f" exit {rerun.returncode}: {rerun.stdout.strip() or rerun.stderr.strip()}",
             )
+
+
+# --- http ------------------------------------------------------------------------------
+
+
+def _events(log: Path) -> list[dict[str, Any]]:
+    if not log.is_file():
+        return []
+    return [json.loads(x) for x in log.read_text().splitlines() if x.endswith("}")]
+
+
+def http(args: argparse.Namespace) -> None:
+    rng = np.random.default_rng(args.seed)
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    env |= {"OPENAI_API_KEY": "sk-bench", "NO_PROXY": "*"}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tempfile.mkdtemp(prefix="kill-rerun-")) if args.keep else Path(tmp)
+        suite = _suite(root)
+        log = root / "server.log"
+        server = subprocess.Popen(
+            [sys.executable, str(SERVER), "--log", str(log), "--latency", str(args.latency),
+             "--p429", str(args.p429), "--seed", str(args.seed)],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )  # fmt: skip
+        try:
+            assert server.stdout is not None
+            url = f"http://127.0.0.1:{int(server.stdout.readline().split()[1])}/v1"
+            cmd = [
+                sys.executable, "-m", "vsb.cli.main", "run", "--suite", str(suite),
+                "--model", "openai:test-model", "--base-url", url,
+                "--condition", args.conditions, "--out", str(root / "run"),
+                "--cache", str(root / "cache"), "--concurrency", "8",
+                "--retry-delay", "0.01", "--max-attempts", "20",
+            ]  # fmt: skip
+            kills = 0
+            for _ in range(args.kills):
+                answered = sum(e["ev"] == "done" and e["status"] == 200 for e in _events(log))
+                target = answered + int(rng.integers(args.min_step, args.max_step + 1))
+                proc = subprocess.Popen(
+                    cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    start_new_session=True,
+                )  # fmt: skip
+                while proc.poll() is None:
+                    done = sum(e["ev"] == "done" and e["status"] == 200 for e in _events(log))
+                    if done >= target:
+                        time.sleep(float(rng.uniform(0, 2 * args.latency)))  # inside a call
+                        break
+                    time.sleep(0.003)
+                kills += proc.poll() is None
+                _kill_group(proc)
+            final = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+            before = sum(e["ev"] == "recv" for e in _events(log))
+            again = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+            last = sum(e["ev"] == "recv" for e in _events(log)) - before
+        finally:
+            server.kill()
+            server.wait()
+        _report_http(root, _events(log), kills, final, again, last, args.keep)
+
+
+def _report_http(
+    root: Path,
+    events: list[dict[str, Any]],
+    kills: int,
+    final: subprocess.CompletedProcess[str],
+    again: subprocess.CompletedProcess[str],
+    last: int,
+    kept: bool,
+) -> None:
+    cache = root / "cache"
+    key_body = {
+        k: body_sha((cache / "objects" / sha[:2] / f"{sha}.png").read_bytes())
+        for k, sha in _cached(cache).items()
+    }
+    calls = _calls(root / "run")
+    with sqlite3.connect(root / "run" / "ledger.sqlite") as led:
+        reconciled = led.execute("SELECT COUNT(*) FROM requests WHERE status = 'reconciled'")
+        n_reconciled = int(reconciled.fetchone()[0])
+    sent = Counter(e["sha"] for e in events if e["ev"] == "recv")
+    answered = Counter(e["sha"] for e in events if e["ev"] == "done" and e["status"] == 200)
+    # Two keys may send the same body (two contexts that word the prompt alike): count per
+    # body, over its keys.
+    keys_of: dict[str, list[str]] = {}
+    for k, body in key_body.items():
+        keys_of.setdefault(body, []).append(k)
+    rows = Counter(k for k, _s, _ok in calls)
+    interrupted = Counter(k for k, s, _ok in calls if s == "started")
+    finished_ok = Counter(k for k, s, ok in calls if s != "started" and ok)
+    paid_twice = sum(max(0, c - 1) for c in finished_ok.values())
+    unrecorded = answered_twice = 0
+    for body, keys in keys_of.items():
+        extra = max(0, answered[body] - len(keys))  # answered more than once a key
+        answered_twice += extra
+        paid_twice += max(0, extra - sum(interrupted[k] for k in keys))
+        unrecorded += max(0, sent[body] - sum(rows[k] for k in keys))
+    unrecorded += sum(n for b, n in sent.items() if b not in keys_of)  # of no stored key
+    figures = {
+        "kills": kills,
+        "sent": sum(sent.values()),
+        "cut off": sum(e["ev"] == "partial" for e in events),
+        "distinct": len(sent),
+        "answered twice": answered_twice,
+        "paid twice": paid_twice,
+        "unrecorded": unrecorded,
+        "ledger calls": len(calls),
+        "interrupted": sum(interrupted.values()),
+        "reconciled": n_reconciled,
+        "last rerun": last,
+    }
+    for name, value in figures.items():
+        print(f"{name:>15} {value}")
+    print(f"{'final run':>15} exit {final.returncode}: {final.stdout.strip()}")
+    print(f"{'last rerun':>15} exit {again.returncode}: {again.stdout.strip()}")
+    if kept:
+        print(f"{'kept':>15} {root}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mode", choices=("sim", "http"), default="sim")
+    ap.add_argument("--kill-at", default="100,200,300,450,600,750,900,1000,1100")
+    ap.add_argument("--kill-after", default="", help="seconds after start, e.g. 1.2,1.6,2.0")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--model", default="procedural-drift-mid")
+    ap.add_argument("--kills", type=int, default=20)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--latency", type=float, default=0.03)
+    ap.add_argument("--p429", type=float, default=0.1)
+    ap.add_argument("--min-step", type=int, default=3)
+    ap.add_argument("--max-step", type=int, default=15)
+    ap.add_argument("--conditions", default="independent,previous_text,structured_memory")
+    ap.add_argument("--keep", action="store_true", help="keep the run, cache and server log")
+    args = ap.parse_args()
+    (http if args.mode == "http" else sim)(args)
 
 
 if __name__ == "__main__":

@@ -4,11 +4,13 @@
 [--echo-every K]`` listens on 127.0.0.1 (a free port, printed as ``PORT <n>`` on stdout)
 and answers ``POST /v1/images/generations`` like OpenAI: ``{"data": [{"b64_json": PNG}]}``
 after ``--latency`` seconds, the PNG a pure function of the request body (so a request sent
-twice gets the same image). With probability ``--p429`` (a seeded numpy Generator) it
-answers ``429`` with ``Retry-After: 0.05`` instead; every ``--echo-every``-th request gets a
-``500`` whose body echoes the request line and every header, credential included (a
-hostile server, for canary tests). Every request is logged to ``--log`` as JSON lines when
-it arrives (``recv``) and when its answer has been written (``done``, with the status).
+twice gets the same image; its pixels spell the body's sha256, ``body_sha``). With
+probability ``--p429`` (a seeded numpy Generator) it answers ``429`` with
+``Retry-After: 0.05`` instead; every ``--echo-every``-th request gets a ``500`` whose body
+echoes the request line and every header, credential included (a hostile server, for
+canary tests). Every request is logged to ``--log`` as JSON lines when
+it has arrived whole (``recv``; one cut off while the client sent it is ``partial``,
+unanswered) and when its answer has been written (``done``, with the status).
 """
 
 from __future__ import annotations
@@ -30,10 +32,17 @@ from PIL import Image
 
 
 def png_for(body: bytes) -> bytes:
-    """An 8×8 PNG whose colour is a function of ``body``."""
+    """An 8×8 PNG whose RGB bytes are sha256(``body``) over and over (``body_sha`` reads it
+    back: a stored image names the request that made it)."""
     buf = io.BytesIO()
-    Image.new("RGB", (8, 8), tuple(hashlib.sha256(body).digest()[:3])).save(buf, "PNG")
+    Image.frombytes("RGB", (8, 8), hashlib.sha256(body).digest() * 6).save(buf, "PNG")
     return buf.getvalue()
+
+
+def body_sha(png: bytes) -> str:
+    """The sha256 (hex) of the request body an image of ``png_for`` was made for."""
+    with Image.open(io.BytesIO(png)) as im:
+        return im.convert("RGB").tobytes()[:32].hex()
 
 
 class State:
@@ -59,7 +68,12 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
             pass
 
         def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("content-length", "0")))
+            length = int(self.headers.get("content-length", "0"))
+            body = self.rfile.read(length)
+            if len(body) < length:  # the client died while sending: no request to answer
+                state.write({"ev": "partial", "got": len(body), "t": time.time()})
+                self.close_connection = True
+                return
             a = state.args
             with state.lock:
                 n = state.n

@@ -161,11 +161,10 @@ def test_killed_and_resumed_runs_never_resend_a_finished_request(
                     and e["t"] < t_kill}  # fmt: skip
         later = {e["sha"] for e in recv if e["t"] > t_kill}
         resent = finished & later
-        # only requests in flight at the kill (answered, perhaps, but not yet in the cache)
-        # come again: at most the concurrency, each an attempt of the killed session in the
-        # ledger (still "started", or finished just before the kill)
-        in_flight = {key for s, key, status, ok in keyed
-                     if s == k + 1 and (status == "started" or ok)}  # fmt: skip
+        # only requests in hand at the kill (answered, perhaps, but not yet in the cache; or
+        # waiting to retry a 429) come again: at most the concurrency, each an attempt of
+        # the killed session in the ledger
+        in_flight = {key for s, key, _status, _ok in keyed if s == k + 1}
         redone = in_flight & {key for s, key, _st, _ok in keyed if s > k + 1}
         assert len(resent) <= len(redone) <= concurrency, (k, resent, redone)
     records = [json.loads(x) for x in (tmp_path / "run/records.jsonl").read_text().splitlines()]

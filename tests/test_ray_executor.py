@@ -1,5 +1,6 @@
 """``vsb run --executor ray`` on a local two-CPU Ray cluster: the same images, records, oracle
-faults and ledger totals as the local executor; a worker killed mid-task loses nothing; a
+faults and ledger totals as the local executor; a worker killed mid-task loses nothing (and
+for a paid model its calls are in the ledger, the one in flight as interrupted); a
 task Ray gives up on is recorded as failed images, and a rerun generates them."""
 
 from __future__ import annotations
@@ -140,6 +141,59 @@ def test_a_worker_killed_mid_task_loses_nothing(cluster: None, suite: Path, tmp_
     assert (res.images, res.failures) == (local.images, 0)
     assert executor.stats == {"cached": 0, "shipped": 6, "lost": 0}
     _same_run(tmp_path / "local", tmp_path / "ray")
+
+
+class PaidKillOnce(KillOnce):
+    """``KillOnce`` billed per call, like a provider: its calls go through the desk."""
+
+    paid = True
+
+
+def test_a_paid_worker_killed_mid_task_leaves_its_calls_in_the_ledger(
+    cluster: None, suite: Path, tmp_path: Path
+) -> None:
+    """Regression (issue #23 item 2): the calls of a worker killed mid-task were missing from
+    the ledger (its rows travelled with the result it never returned), so paid spend was
+    under-counted. Now every call it began is there: the one in flight as interrupted, the
+    ones before it finished, with their images in the cache (the retry does not pay again)."""
+    marker = tmp_path / "killed"
+    name = "procedural-drift-mid"
+    local = run(
+        _config(suite, tmp_path / "local", tmp_path / "c1"),
+        adapters={name: PaidKillOnce(name, marker, "no-such-story")},
+    )
+    executor = RayExecutor(max_retries=2)
+    res = run(
+        _config(suite, tmp_path / "ray", tmp_path / "c2", executor),
+        adapters={name: PaidKillOnce(name, marker, "wardrobe-medium")},
+    )
+    assert marker.exists() and int(marker.read_text()) != os.getpid()  # a worker died
+    assert (res.images, res.failures) == (local.images, 0)
+    a, b = tmp_path / "local", tmp_path / "ray"
+    # the same images; the retried task took what the killed try had stored from the cache
+    assert _strip_hits(_records(a)) == _strip_hits(_records(b))
+    assert _images(a) == _images(b) and _images(a)
+    local_calls, ray_calls = _calls(a), _calls(b)
+    interrupted = [c for c in ray_calls if c[1] == "started"]
+    killed_key = next(
+        r["key"] for r in _records(a)
+        if (r["model"], r["story_id"], r["scene"], r["condition"])
+        == (name, "wardrobe-medium", 2, CONDITIONS[0])
+    )  # fmt: skip
+    assert [c[0] for c in interrupted] == [killed_key]
+    finished = sorted(c[0] for c in ray_calls if c[1] != "started")
+    assert finished == sorted(c[0] for c in local_calls)  # each call made once, to the end
+
+
+def _strip_hits(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in r.items() if k != "cache_hit"} for r in rows]
+
+
+def _calls(run_dir: Path) -> list[tuple[str, str]]:
+    """(key, status) of every adapter call in the ledger."""
+    with Ledger.open_existing(run_dir / "ledger.sqlite") as led:
+        rows = led._conn().execute("SELECT key, status FROM requests WHERE cache_hit = 0")
+        return [(str(k), str(st)) for k, st in rows]
 
 
 def test_a_task_lost_for_good_is_recorded_and_a_rerun_completes_it(

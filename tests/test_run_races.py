@@ -2,8 +2,8 @@
 
 A driver script registers test-only adapters in the subprocess's adapter registry and then
 calls ``vsb``'s CLI entry point. ``race-echo`` logs every call and SIGKILLs the ``vsb run``
-process at the Nth call (deterministic kill points; the fork workers left behind carry on,
-as after a real kill); ``race-gate`` holds every run at its preflight until the test opens
+process at the Nth call (deterministic kill points; the fork workers die with it, as after
+a real kill); ``race-gate`` holds every run at its preflight until the test opens
 the gate, so that two runs start generating at the same moment; ``race-block`` holds the
 run inside its first call until the test lets it go.
 """
@@ -192,7 +192,9 @@ def test_killed_run_loses_no_call_from_the_ledger(
     with Ledger.open_existing(out / "ledger.sqlite") as led:
         assert _cache_keys(cache) <= led.called_keys()
         (first,) = led.summary()
-    assert first.interrupted == (1 if workers == 1 else 0)  # serial: killed during the call
+    # the calls in flight at the kill, at most one a worker (fork workers die with the run;
+    # serial: the run was killed during its call)
+    assert 1 <= first.interrupted <= workers
     assert main(["ledger", str(out)]) == 0
     (row,) = [x.split() for x in capsys.readouterr().out.splitlines() if "race-echo" in x]
     assert row[:6] == ["race-echo", *map(str, (first.requests, first.hits, first.calls, 0)),
@@ -200,7 +202,7 @@ def test_killed_run_loses_no_call_from_the_ledger(
     with sqlite3.connect(out / "ledger.sqlite") as db:
         stories = {s for (s,) in db.execute("SELECT story_id FROM requests WHERE cache_hit = 0")}
     db.close()
-    if kill_at == 1:  # orphaned workers finish the task in hand and take no other
+    if kill_at == 1:  # the workers took no other task
         assert 1 <= len(stories) <= workers < 3
     # the rerun completes from the cache; the ledger counts every call that was made
     config = RunConfig(
@@ -214,7 +216,9 @@ def test_killed_run_loses_no_call_from_the_ledger(
     with Ledger.open_existing(out / "ledger.sqlite") as led:
         assert keys <= led.called_keys()
         (total,) = led.summary(all_sessions=True)
-    assert total.calls == len(made) + res.calls >= len(keys)
+    # (a worker killed between the ledger's row and its call log: a row, not in ``made``)
+    assert len(made) + res.calls <= total.calls <= len(made) + res.calls + first.interrupted
+    assert total.calls >= len(keys)
     assert not (out / LOCK_NAME).exists()
 
 

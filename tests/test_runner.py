@@ -124,7 +124,7 @@ def test_layout_records_manifest_and_resume(small_suite: Path, tmp_path: Path) -
         "version": "1.0", "suite": "suite",
         "suite_sha256": sha256_hex((small_suite / "suite.json").read_bytes()),
         "models": ["fake-echo"], "conditions": CONDS, "seed": 0, "prompt_style": "plain",
-        "images": n, "not_supported": {},
+        "images": n, "not_supported": {}, "oracle_models": [],
     }  # fmt: skip
     recs = _records(rd)
     assert len(recs) == n

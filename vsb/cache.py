@@ -8,7 +8,8 @@ condition). On a miss ``compute()`` runs and its result is stored.
 Storage (the embedded default)::
 
     CACHE/objects/<aa>/<sha256>.png   content-addressed PNG bytes (atomic temp file + rename)
-    CACHE/index.sqlite                WAL-mode index: key -> sha256, metadata JSON, cost;
+    CACHE/index.sqlite                WAL-mode index: key -> sha256, metadata JSON, cost,
+                                      origin (the ledger attempt id that generated it);
                                       in-flight claims: key -> owner pid, start token, time
 
 A key is generated once even by several processes sharing the cache (runs on different run
@@ -33,7 +34,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -49,10 +50,13 @@ DEFAULT_CACHE_DIR = ".vsb-cache"
 INDEX_NAME = "index.sqlite"
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS entries (
-        key TEXT PRIMARY KEY, sha256 TEXT NOT NULL, metadata TEXT NOT NULL, cost_usd REAL)""",
+        key TEXT PRIMARY KEY, sha256 TEXT NOT NULL, metadata TEXT NOT NULL, cost_usd REAL,
+        origin TEXT)""",
     """CREATE TABLE IF NOT EXISTS claims (
         key TEXT PRIMARY KEY, pid INTEGER NOT NULL, token TEXT NOT NULL, since REAL NOT NULL)""",
 )
+#: Indexes written before entries named their origin lack the column (origin NULL).
+_MIGRATE = "ALTER TABLE entries ADD COLUMN origin TEXT"
 _Row = tuple[str, str, str, float | None]
 #: Polling while another process generates a key: first and longest pause, in seconds.
 _POLL_FIRST, _POLL_MAX = 0.002, 0.1
@@ -68,6 +72,19 @@ def _immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Add ``entries.origin`` to an index written before it (another process may be adding
+    it at the same moment: a duplicate column is that)."""
+    cols = {row[1] for row in conn.execute("PRAGMA table_info(entries)")}
+    if "origin" in cols:
+        return
+    try:
+        conn.execute(_MIGRATE)
+    except sqlite3.OperationalError as err:
+        if "duplicate column" not in str(err):
+            raise
 
 
 class GenerationCache:
@@ -113,6 +130,7 @@ class GenerationCache:
                 conn.execute("PRAGMA synchronous=NORMAL")
                 for stmt in _SCHEMA:
                     conn.execute(stmt)
+                _migrate(conn)
                 return conn
             except sqlite3.OperationalError as err:
                 if "locked" not in str(err) or attempt == 49:
@@ -190,14 +208,32 @@ class GenerationCache:
                 "DELETE FROM claims WHERE key = ? AND pid = ? AND token = ?", (key, pid, token)
             )
 
-    def _commit(self, row: _Row) -> None:
+    def _commit(self, row: _Row, origin: str | None = None) -> None:
         """Store the entry and drop this process's claim on it, in one transaction."""
         pid, token = self._owner()
         with _immediate(self._db()) as db:
-            db.execute("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?)", row)
+            db.execute(
+                "INSERT OR REPLACE INTO entries (key, sha256, metadata, cost_usd, origin) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (*row, origin),
+            )
             db.execute(
                 "DELETE FROM claims WHERE key = ? AND pid = ? AND token = ?", (row[0], pid, token)
             )
+
+    def origins(self, keys: Iterable[str]) -> dict[str, tuple[str, float | None]]:
+        """``key -> (origin, cost_usd)`` for the given keys stored with an origin (the id of
+        the attempt that generated them) whose image is present."""
+        out: dict[str, tuple[str, float | None]] = {}
+        db = self._db()
+        for key in dict.fromkeys(keys):
+            row = db.execute(
+                "SELECT sha256, origin, cost_usd FROM entries WHERE key = ? AND origin IS NOT NULL",
+                (key,),
+            ).fetchone()
+            if row is not None and self.object_path(row[0]).is_file():
+                out[key] = (str(row[1]), None if row[2] is None else float(row[2]))
+        return out
 
     def in_flight(self) -> list[tuple[str, int]]:
         """The claimed keys and their owners' pids (live or not), sorted by key."""
@@ -207,12 +243,18 @@ class GenerationCache:
     # --- API ---------------------------------------------------------------------------
 
     def get(
-        self, key: str, compute: Callable[[], GenerationResult]
+        self,
+        key: str,
+        compute: Callable[[], GenerationResult],
+        origin: Callable[[], str | None] | None = None,
     ) -> tuple[GenerationResult, bool]:
         """The cached result for ``key``, or ``compute()``'s, stored; plus whether it was a hit.
 
         ``compute()`` runs at most once at a time per key across every process sharing the
-        cache; a caller that finds the key in flight waits for it and returns the hit."""
+        cache; a caller that finds the key in flight waits for it and returns the hit.
+        ``origin()``, asked after ``compute()``, names what generated the entry (the ledger's
+        attempt id), stored with it: the return of ``get`` is after the commit, so the caller
+        may then record the call as finished."""
         pause = _POLL_FIRST
         while True:
             row = self._lookup(key)
@@ -230,11 +272,20 @@ class GenerationCache:
             result = compute()
             sha = self._write_object(result.png)
             meta_text = json.dumps(dict(result.metadata), sort_keys=True, ensure_ascii=False)
-            self._commit((key, sha, meta_text, result.cost_usd))
+            self._commit((key, sha, meta_text, result.cost_usd), origin() if origin else None)
         except BaseException:
             self._release(key)
             raise
         return result, False
+
+    def peek(self, key: str) -> GenerationResult | None:
+        """The cached result for ``key``, or None (never waits, never claims)."""
+        row = self._lookup(key)
+        data = None if row is None else self._read_object(row[1])
+        if row is None or data is None:
+            return None
+        meta: dict[str, Any] = loads_json(row[2], file=self.root / INDEX_NAME)
+        return GenerationResult(png=data, metadata=meta, cost_usd=row[3])
 
     def __contains__(self, key: str) -> bool:
         row = self._lookup(key)

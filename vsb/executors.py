@@ -11,10 +11,11 @@ The interface every executor implements::
 
 - ``run`` submits every task and yields one ``TaskOutput`` per task **as tasks complete**
   (any order). It may run a task anywhere, provided every adapter call reaches the state's
-  ledger (``begin`` before the call, ``finish`` after) and its image the state's cache before
-  the output is yielded. ``state.run_task(task)`` does exactly that in the calling process
-  or thread; an executor that runs tasks elsewhere (``vsb.executors_ray``) replays what its
-  workers did into ``state.cache`` and ``state.ledger`` itself.
+  ledger (``begin`` before the call is sent, ``finish`` after its image is in the state's
+  cache) as it happens, and its image the state's cache before the output is yielded.
+  ``state.run_task(task)`` does exactly that in the calling process or thread; an executor
+  that runs tasks elsewhere (``vsb.executors_ray``) has its workers write through an actor
+  on the driver's node.
 - A ``Task`` is requests of one story for one model: under one condition, every scene in
   order (a condition whose request carries the previous frame: previous_image) or one scene
   (any other condition, so that a provider's requests do not wait on story order); or, with
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 import importlib
 import multiprocessing
+import os
 import queue
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -51,6 +53,7 @@ from typing import Any, Protocol
 
 from vsb.adapters.base import ImageModelAdapter
 from vsb.errors import UnknownNameError
+from vsb.locks import die_with_parent
 
 
 @dataclass(frozen=True)
@@ -161,7 +164,11 @@ class LocalExecutor:
                 # Fork before any thread of ours starts (a fork copies no running thread).
                 _FORK_STATE = state
                 stack.callback(_clear_fork_state)
-                pool = multiprocessing.get_context("fork").Pool(max(width[m] for m in forked))
+                pool = multiprocessing.get_context("fork").Pool(
+                    max(width[m] for m in forked),
+                    initializer=die_with_parent,  # a killed run leaves no worker behind
+                    initargs=(os.getpid(),),
+                )
                 stack.callback(pool.terminate)
                 for t in tasks:
                     if t.model in forked:

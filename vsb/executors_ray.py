@@ -9,8 +9,8 @@ executor ran. The runner's tasks of one story and model (one per previous-frame 
 per scene of other conditions) travel together as one (story, model) task: a worker runs
 all its conditions, scene after scene.
 
-The driver alone writes the cache, the ledger and the run directory, so a cluster needs no
-shared filesystem:
+Only the driver's node touches the cache, the ledger and the run directory, so a cluster
+needs no shared filesystem:
 
 1. for each task the driver walks the cache with the runner's own scene loop
    (``runner._run_scenes``), condition by condition, up to the first request it does not
@@ -18,11 +18,19 @@ shared filesystem:
 2. any other task goes to a worker with its story and the cached entries the walk found
    (tasks of an adapter that batches — ``adapter.concurrency`` > 1, e.g. diffusers with
    ``--batch-size`` — go as groups of that many stories, run in threads so batches fill);
-3. the worker runs the same scene loop against that in-memory cache and an in-memory ledger,
-   and returns the records, oracle faults, new cache entries (image bytes and metadata) and
-   ledger events;
-4. the driver stores the entries in the cache, replays the ledger events and writes the
-   images. A task's results reach the driver whole or not at all.
+3. the worker runs the same scene loop against that in-memory cache. For a paid model it
+   writes each call as it happens through the run's *desk* (``_Desk``, an actor pinned to
+   the driver's node that owns the ledger and cache there), in the local executor's order:
+   the ledger row (``begin``, committed before the request is sent), the image into the
+   cache, then the row finished; a miss asks the desk first, so a retried task reuses what
+   its killed try stored. For any other model (simulators, stored samples, local weights:
+   nothing billed per call, and four actor round trips an image would be most of a
+   simulator's time) the ledger rows travel with the result. The worker returns the
+   records, oracle faults, new entries and ledger events;
+4. the driver stores the entries, replays the ledger events and writes the images. A
+   task's outputs reach the driver whole or not at all; a paid model's calls are in the
+   ledger either way (a free model's calls of a task whose worker died are not: nothing
+   was paid, and the retry makes them again).
 
 Resources per task: ``adapter.ray_resources`` when it declares them (the diffusers adapter:
 ``num_gpus=1`` on CUDA), else one CPU for simulators and stored samples, none for HTTP
@@ -34,10 +42,11 @@ their hash — equals the driver's. Ray retries a task whose worker dies (``max_
 a task lost for good becomes one failed record per image (and a failed ledger row), never a
 gap; a rerun generates it.
 
-Limits: ledger events travel with a task's result, so calls in flight on workers when the
-driver is killed are not in the ledger (their images never reached the cache; a resumed run
-generates them again). For paid providers, whose every attempt must be counted, prefer the
-local executor.
+Limits: with a ``ray://`` client address there is no desk (no cluster node sees the
+client's files): a worker's ledger rows travel with its result, so the calls of a worker
+killed mid-task, and of all workers when the driver is killed, are missing from the ledger
+(their images never reached the cache; a resumed run generates them again). For paid
+providers, prefer the local executor or an address the driver joins as a node.
 """
 
 from __future__ import annotations
@@ -56,9 +65,10 @@ from pathlib import Path
 from typing import Any
 
 from vsb.adapters.base import GenerationResult, ImageModelAdapter
+from vsb.cache import GenerationCache
 from vsb.errors import InputError, VsbError
 from vsb.executors import Task, TaskOutput
-from vsb.ledger import LedgerEntry
+from vsb.ledger import Ledger, LedgerEntry
 from vsb.ray_session import connect, import_ray
 from vsb.runner import _run_scenes, _Shared, _write_image
 
@@ -92,7 +102,10 @@ class _WalkCache:
         self.found: dict[str, GenerationResult] = {}
 
     def get(
-        self, key: str, compute: Callable[[], GenerationResult]
+        self,
+        key: str,
+        compute: Callable[[], GenerationResult],
+        origin: Callable[[], str | None] | None = None,
     ) -> tuple[GenerationResult, bool]:
         if key in self.found:
             return self.found[key], True
@@ -110,47 +123,118 @@ def _raise_miss() -> GenerationResult:
 
 
 class _TaskCache:
-    """A worker's cache: the entries the driver sent, plus what the worker generates."""
+    """A worker's cache: the entries the driver sent, plus what the worker generates; with a
+    desk, also the run's cache itself (asked on a miss, and given every new entry at once)."""
 
-    def __init__(self, known: dict[str, GenerationResult]) -> None:
+    def __init__(self, known: dict[str, GenerationResult], desk: Any = None) -> None:
         self.known = dict(known)
         self.new: dict[str, GenerationResult] = {}
+        self.desk = desk
         self._lock = threading.Lock()
 
     def get(
-        self, key: str, compute: Callable[[], GenerationResult]
+        self,
+        key: str,
+        compute: Callable[[], GenerationResult],
+        origin: Callable[[], str | None] | None = None,
     ) -> tuple[GenerationResult, bool]:
         with self._lock:
             hit = self.known.get(key) or self.new.get(key)
+        if hit is None and self.desk is not None:
+            # stored since the task was shipped: by an earlier try of this task whose
+            # worker died, or by another task
+            hit = _ray_get(self.desk.lookup.remote(key))
         if hit is not None:
             return hit, True
         result = compute()
+        if self.desk is not None:  # stored before the caller finishes the call's row
+            _ray_get(self.desk.store.remote(key, result, origin() if origin else None))
         with self._lock:
             self.new[key] = result
         return result, False
 
 
 class _EventLedger:
-    """A worker's ledger: the calls in the order made, replayed by the driver."""
+    """A worker's ledger. With a desk every call's rows are written at once through it
+    (``begin`` before the call is sent); without one (a ``ray://`` client) they are kept
+    in the order made and replayed by the driver. Cache hits are always replayed."""
 
-    def __init__(self) -> None:
+    def __init__(self, desk: Any = None) -> None:
         self.events: list[tuple[str, Any, dict[str, Any]]] = []
+        self.desk = desk
         self._lock = threading.Lock()
         self._next = 0
 
     def begin(self, key: str, model: str, **kw: Any) -> int:
+        if self.desk is not None:
+            return int(_ray_get(self.desk.begin.remote(key, model, kw)))
         with self._lock:
             self._next += 1
             self.events.append(("begin", self._next, {"key": key, "model": model, **kw}))
             return self._next
 
     def finish(self, row_id: int, **kw: Any) -> None:
+        if self.desk is not None:
+            _ray_get(self.desk.finish.remote(row_id, kw))
+            return
         with self._lock:
             self.events.append(("finish", row_id, kw))
 
     def record_many(self, entries: Sequence[LedgerEntry]) -> None:
         with self._lock:
             self.events.append(("hits", None, {"entries": list(entries)}))
+
+
+def _ray_get(ref: Any) -> Any:
+    import ray
+
+    return ray.get(ref)
+
+
+class _Desk:
+    """A Ray actor on the driver's node that writes the workers' calls into the run's ledger
+    and cache as they happen: ``begin`` (committed before the worker sends the request),
+    ``store`` (the image, with the attempt id) and then ``finish`` — the local executor's
+    order, so a worker killed mid-task leaves its calls in the ledger (interrupted, or
+    finished with their images in the cache) and a retry of its task reuses what it stored.
+    One call at a time (Ray's default for an actor): SQLite writes are quick."""
+
+    def __init__(self, ledger_path: str, session: int | None, cache_dir: str) -> None:
+        self.ledger = Ledger(ledger_path)
+        self.ledger.session = session
+        self.cache = GenerationCache(cache_dir)
+
+    def begin(self, key: str, model: str, kw: dict[str, Any]) -> int:
+        return self.ledger.begin(key, model, **kw)
+
+    def finish(self, row_id: int, kw: dict[str, Any]) -> None:
+        self.ledger.finish(row_id, **kw)
+
+    def lookup(self, key: str) -> GenerationResult | None:
+        return self.cache.peek(key)
+
+    def store(self, key: str, result: GenerationResult, origin: str | None) -> None:
+        self.cache.get(key, functools.partial(_same, result), lambda: origin)
+
+    def close(self) -> None:
+        self.ledger.close()
+        self.cache.close()
+
+
+def _start_desk(ray: Any, st: _Shared) -> Any:
+    """The run's desk actor on this (the driver's) node; None for a ``ray://`` client,
+    whose files no cluster node can reach (the workers' calls then travel with their
+    results, and a worker killed mid-task loses its calls' ledger rows)."""
+    from ray.util.client import ray as client
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    if client.is_connected():
+        return None
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+    actor = ray.remote(num_cpus=0, max_restarts=0)(_Desk)
+    return actor.options(scheduling_strategy=here).remote(
+        str(Path(st.ledger.path).resolve()), st.ledger.session, str(Path(st.cache.root).resolve())
+    )
 
 
 # --- what travels ----------------------------------------------------------------------
@@ -178,6 +262,8 @@ class _Shipment:
     retry: Any = None  # the run's RetryPolicy (None: the default)
     #: keys refused before in this run directory: the refusal is reused, never re-sent
     refused: dict[str, str] = field(default_factory=dict)
+    #: the run's ``_Desk`` actor (None: the worker's calls travel with its result)
+    desk: Any = None
 
 
 @dataclass
@@ -231,8 +317,8 @@ def _drop_gpu_adapters() -> None:
 def work(s: _Shipment) -> _Returned:
     """Run a shipment on a worker: the runner's scene loop, in memory (see the module doc)."""
     adapter = _worker_adapter(s)
-    cache = _TaskCache(s.known)
-    ledger = _EventLedger()
+    cache = _TaskCache(s.known, s.desk)
+    ledger = _EventLedger(s.desk)
     with tempfile.TemporaryDirectory(prefix="vsb-ray-") as tmp:
         st = _Shared(
             stories=[u.story for u in s.units], shas=[u.sha for u in s.units],
@@ -308,6 +394,25 @@ class RayExecutor:
         self.stats = {"cached": 0, "shipped": 0, "lost": 0}
         specs = {m: _adapter_spec(a) for m, a in st.adapters.items()}
         remote = ray.remote(work)
+        desk = _start_desk(ray, st) if any(a.paid for a in st.adapters.values()) else None
+        try:
+            yield from self._ship_all(ray, remote, desk, specs, tasks, st)
+        finally:
+            if desk is not None:
+                try:
+                    ray.get(desk.close.remote(), timeout=60)  # its connections fold the WAL
+                finally:
+                    ray.kill(desk)
+
+    def _ship_all(
+        self,
+        ray: Any,
+        remote: Any,
+        desk: Any,
+        specs: dict[str, bytes | None],
+        tasks: list[Pair],
+        st: _Shared,
+    ) -> Iterator[TaskOutput]:
         waiting: dict[str, list[tuple[Pair, dict[str, GenerationResult]]]] = {}
         pending: dict[Any, _Shipment] = {}
 
@@ -320,6 +425,7 @@ class RayExecutor:
                 model, specs[model], adapter.version,
                 [_Unit(i, st.stories[i], st.shas[i]) for (i, _m), _f in batch],
                 known, list(st.conditions), st.seed, st.pricing, st.retry, dict(st.refused),
+                desk if adapter.paid else None,
             )  # fmt: skip
             opts = {**ray_resources(adapter), "max_retries": self.max_retries}
             if opts.get("num_gpus"):

@@ -6,13 +6,16 @@ hit and approximate cost. Costs come from the adapter when it reports one, other
 as NULL and reported as unknown — never as zero; a cache hit costs nothing (no call was
 made). Each ``vsb run`` is one *session*; summaries default to the latest session.
 
-Crash safety: an adapter call is recorded by the process that makes it, *before* the call
-(``begin``: a row with status ``started``, cost = the list price, committed) and completed
-after it (``finish``), and the runner stores the image in the generation cache only after
-``finish`` has committed. So a call whose image reached the cache is always in the ledger,
-whenever the run is killed; a row still ``started`` afterwards is an *interrupted* call
-(the process died during it; a paid provider may have charged it). The database is in WAL
-mode and every process and thread writes through its own connection.
+Crash safety (docs/CRASH_SAFETY.md): an adapter call is recorded by the process that makes
+it, *before* the call (``begin``: a row with status ``started``, cost = the list price, an
+attempt id, committed); the runner stores its image in the generation cache (with the
+attempt id) and only then completes the row (``finish``). So a call whose image reached the
+cache is always in the ledger, and a finished call always has its image in the cache (it is
+never made, and paid, twice), whenever the run is killed. A row still ``started`` afterwards
+is an *interrupted* call (the process died during it; a paid provider may have charged it),
+unless the cache holds its image under its attempt id: the next run marks those
+``reconciled`` (``reconcile``). The database is in WAL mode and every process and thread
+writes through its own connection.
 """
 
 from __future__ import annotations
@@ -37,7 +40,8 @@ _SCHEMA = (
         session INTEGER NOT NULL, key TEXT NOT NULL, model TEXT NOT NULL,
         condition TEXT, story_id TEXT, scene INTEGER, latency_s REAL NOT NULL,
         success INTEGER NOT NULL, cache_hit INTEGER NOT NULL, cost_usd REAL, error TEXT,
-        status TEXT NOT NULL DEFAULT 'done', input_tokens INTEGER, output_tokens INTEGER)""",
+        status TEXT NOT NULL DEFAULT 'done', input_tokens INTEGER, output_tokens INTEGER,
+        attempt TEXT)""",
 )
 #: Ledgers written before attempts were recorded lack the status column (every row is done).
 _MIGRATE = "ALTER TABLE requests ADD COLUMN status TEXT NOT NULL DEFAULT 'done'"
@@ -46,11 +50,16 @@ _MIGRATE_TOKENS = (
     "ALTER TABLE requests ADD COLUMN input_tokens INTEGER",
     "ALTER TABLE requests ADD COLUMN output_tokens INTEGER",
 )
+#: ...and those written before attempts had ids lack ``attempt`` (NULL: never reconciled).
+_MIGRATE_ATTEMPT = "ALTER TABLE requests ADD COLUMN attempt TEXT"
 _COLUMNS = (
     "session, key, model, condition, story_id, scene, latency_s, success, cache_hit, "
-    "cost_usd, error, status"
+    "cost_usd, error, status, attempt"
 )
-STARTED, DONE = "started", "done"
+#: A row's status: begun, not finished (an interrupted call once its process is gone);
+#: finished; or found finished by a later run (the process died after the cache stored the
+#: call's image and before the row was finished: ``Ledger.reconcile``).
+STARTED, DONE, RECONCILED = "started", "done", "reconciled"
 
 
 @dataclass(frozen=True)
@@ -161,6 +170,8 @@ class Ledger:
             if "input_tokens" not in cols:
                 for stmt in _MIGRATE_TOKENS:
                     db.execute(stmt)
+            if "attempt" not in cols:
+                db.execute(_MIGRATE_ATTEMPT)
         self.session: int | None = None
 
     def _conn(self) -> sqlite3.Connection:
@@ -205,7 +216,7 @@ class Ledger:
         rows = [
             (
                 s, e.key, e.model, e.condition, e.story_id, e.scene, e.latency_s,
-                int(e.success), int(e.cache_hit), e.cost_usd, e.error, DONE,
+                int(e.success), int(e.cache_hit), e.cost_usd, e.error, DONE, None,
             )
             for e in entries
         ]  # fmt: skip
@@ -213,7 +224,7 @@ class Ledger:
             return
         db = self._conn()
         with db:
-            db.executemany(f"INSERT INTO requests ({_COLUMNS}) VALUES ({_marks(12)})", rows)
+            db.executemany(f"INSERT INTO requests ({_COLUMNS}) VALUES ({_marks(13)})", rows)
 
     def begin(
         self,
@@ -224,18 +235,20 @@ class Ledger:
         story_id: str | None = None,
         scene: int | None = None,
         cost_usd: float | None = None,
+        attempt: str | None = None,
     ) -> int:
         """Record an adapter call about to be made (committed before it returns); the row id.
 
         ``cost_usd`` is what the call is assumed to cost until it finishes (the list price):
-        an interrupted call keeps it."""
+        an interrupted call keeps it. ``attempt``: the id the cache stores with the image
+        this call produces (``reconcile``)."""
         row = (
             self._session(), key, model, condition, story_id, scene, 0.0, 0, 0, cost_usd,
-            None, STARTED,
+            None, STARTED, attempt,
         )  # fmt: skip
         db = self._conn()
         with db:
-            cur = db.execute(f"INSERT INTO requests ({_COLUMNS}) VALUES ({_marks(12)})", row)
+            cur = db.execute(f"INSERT INTO requests ({_COLUMNS}) VALUES ({_marks(13)})", row)
         return int(cur.lastrowid or 0)
 
     def finish(
@@ -259,6 +272,35 @@ class Ledger:
                 (latency_s, int(success), cost_usd, error, DONE, input_tokens, output_tokens,
                  row_id),
             )  # fmt: skip
+
+    def unfinished(self) -> list[tuple[int, str, str]]:
+        """``(row id, key, attempt id)`` of every call begun and never finished that has an
+        attempt id, any session."""
+        rows = self._conn().execute(
+            "SELECT rowid, key, attempt FROM requests WHERE status = ? AND attempt IS NOT NULL "
+            "ORDER BY rowid",
+            (STARTED,),
+        )
+        return [(int(r), str(k), str(a)) for r, k, a in rows]
+
+    def reconcile(self, stored: dict[str, tuple[str, float | None]]) -> int:
+        """Finish the unfinished calls whose image the cache stored: ``stored`` maps a key to
+        the attempt id the cache holds with it and the cost the adapter reported (None: the
+        row keeps its list price). A row whose attempt id matches becomes ``reconciled``
+        (a success, latency unknown: 0); the others stay interrupted. The number reconciled."""
+        done = [
+            (row, stored[key][1])
+            for row, key, attempt in self.unfinished()
+            if key in stored and stored[key][0] == attempt
+        ]
+        db = self._conn()
+        with db:
+            db.executemany(
+                "UPDATE requests SET success = 1, error = NULL, status = ?, "
+                "cost_usd = COALESCE(?, cost_usd) WHERE rowid = ? AND status = ?",
+                [(RECONCILED, cost, row, STARTED) for row, cost in done],
+            )
+        return len(done)
 
     def latest_session(self) -> int | None:
         row = self._conn().execute("SELECT MAX(session) FROM sessions").fetchone()

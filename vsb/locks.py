@@ -12,14 +12,22 @@ once, so the lock lives exactly as long as the process that took it.
 a claim (the generation cache's in-flight claims) still runs: the token is the process's
 start time from ``/proc``, so a recycled pid does not pass for the old owner, and a zombie
 counts as dead.
+
+``die_with_parent(parent)``, a process pool's initializer: the worker is killed by the kernel
+when the process that forked it dies (Linux ``PR_SET_PDEATHSIG``), so a SIGKILLed ``vsb``
+leaves no orphan behind to fail on the pipe to its dead parent (``BrokenPipeError``
+tracebacks); elsewhere a no-op.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import fcntl
 import os
+import signal
+import sys
 import time
 from pathlib import Path
 
@@ -153,3 +161,22 @@ def process_alive(pid: int, token: str = "") -> bool:
         return False  # killed, not yet reaped
     now = fields[19] if len(fields) > 19 else ""
     return not (token and now and now != token)
+
+
+#: ``prctl`` option: the signal a process gets when its parent dies (linux/prctl.h).
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int) -> None:
+    """Have the kernel SIGKILL this process when its parent dies (Linux; elsewhere nothing);
+    exit at once if ``parent``, the pid that forked it, is already gone. A pool worker's
+    initializer (``initializer=die_with_parent, initargs=(os.getpid(),)``)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - a libc without prctl
+        return
+    if os.getppid() != parent:
+        os._exit(0)  # the parent died before the request took effect

@@ -4,7 +4,9 @@
 per-model concurrency, ``run_task``); ``_run_scenes`` builds a task's requests in order and
 takes each from the generation cache or, on a miss, from ``_call``: the adapter called
 through ``vsb.calls.call_with_retries`` — every attempt written to the ledger before it is
-sent and completed after it, the budget reserved before a paid attempt and settled after —
+sent, a failed one finished after it, a successful one finished only once the cache has
+stored its image (``_cached_call``), the budget reserved before a paid attempt and settled
+after —
 and one record per image (``error`` and ``refused`` for images that did not come). A
 refusal is recorded in the ledger with ``REFUSED_PREFIX`` so a rerun of the directory reuses
 it; a spent quota blocks the model; a budget stop halts every task at its next request.
@@ -17,6 +19,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -143,10 +146,14 @@ def _call(
     adapter: ImageModelAdapter,
     req: GenerationRequest,
     where: tuple[str, str, str, int],
+    stored: list[_Unfinished],
 ) -> GenerationResult:
     """One request, retried on transient failures (``vsb.calls``); every attempt recorded in
-    the ledger before it is sent and after it (both committed before the cache may store the
-    image). ``where``: key, condition, story id, scene."""
+    the ledger before it is sent (``begin``, committed). A failed attempt is finished at once;
+    the successful one is appended to ``stored`` unfinished, with its attempt id: the caller
+    finishes it only after the cache has committed the image (an image is paid for once:
+    a row left ``started`` whose attempt id the cache holds is reconciled by the next run).
+    ``where``: key, condition, story id, scene."""
     key, cname, story_id, scene = where
     price_key = getattr(adapter, "pricing_key", req.model)
     price = st.pricing.price(price_key)
@@ -161,9 +168,11 @@ def _call(
             except BudgetExceeded as err:
                 st.stop(err.message)
                 raise _Halted from None
+        attempt_id = new_attempt_id()
         row = st.ledger.begin(
-            key, req.model, condition=cname, story_id=story_id, scene=scene, cost_usd=price
-        )
+            key, req.model, condition=cname, story_id=story_id, scene=scene, cost_usd=price,
+            attempt=attempt_id,
+        )  # fmt: skip
         t0 = time.perf_counter()
         try:
             result = adapter.generate(req)
@@ -181,8 +190,8 @@ def _call(
         cost = request_cost(
             st.pricing, price_key, hit=False, success=True, reported=result.cost_usd
         )
-        st.ledger.finish(row, latency_s=time.perf_counter() - t0, success=True, cost_usd=cost)
         st.budget.settle(held, cost)
+        stored.append(_Unfinished(row, attempt_id, time.perf_counter() - t0, cost))
         return result
 
     def nap(seconds: float) -> None:
@@ -190,6 +199,50 @@ def _call(
 
     result, _attempts = call_with_retries(attempt, st.retry, sleep=nap, rng=jitter_rng(key))
     return result
+
+
+@dataclass(frozen=True)
+class _Unfinished:
+    """A call that succeeded, to be finished in the ledger once the cache holds its image."""
+
+    row: int
+    attempt: str
+    latency_s: float
+    cost_usd: float | None
+
+
+def new_attempt_id() -> str:
+    """A fresh attempt id: names one ledger row, and the cache entry that attempt stored
+    (an identifier, not a random choice: nothing computed depends on it)."""
+    return uuid.uuid4().hex
+
+
+def _cached_call(
+    st: _Shared,
+    adapter: ImageModelAdapter,
+    req: GenerationRequest,
+    where: tuple[str, str, str, int],
+) -> tuple[GenerationResult, bool]:
+    """``(result, hit)`` for one request: from the cache, or called and stored. The ledger
+    row of the call that produced the image is finished only once the cache has committed
+    it, so a call finished in the ledger always has its image in the cache."""
+    stored: list[_Unfinished] = []
+
+    def origin() -> str | None:
+        return stored[-1].attempt if stored else None
+
+    error: str | None = None
+    try:
+        return st.cache.get(where[0], partial(_call, st, adapter, req, where, stored), origin)
+    except BaseException as err:
+        # the call was made, its image not stored (a rerun makes it again): say so
+        error = f"the image could not be stored: {str(err) or type(err).__name__}"
+        raise
+    finally:
+        for u in stored:  # after the cache's commit
+            st.ledger.finish(
+                u.row, latency_s=u.latency_s, success=True, cost_usd=u.cost_usd, error=error
+            )
 
 
 def _run_scenes(
@@ -236,9 +289,7 @@ def _run_scenes(
                 if refused:
                     error = st.refused[key]
                 else:
-                    result, hit = st.cache.get(
-                        key, partial(_call, st, adapter, req, (key, cname, story.id, k))
-                    )
+                    result, hit = _cached_call(st, adapter, req, (key, cname, story.id, k))
             except _Halted:
                 if model in st.blocked:
                     out.skipped = st.blocked[model]

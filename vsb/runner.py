@@ -27,16 +27,21 @@ are written, the manifest is not).
 
 Crash safety and concurrency:
 
-- the process that calls an adapter records the call in the ledger itself, before the call
-  and again after it, and only then lets the cache store the image (``vsb.ledger``), so no
-  call whose image reached the cache is missing from the ledger, however the run dies;
+- the process that calls an adapter records the call in the ledger itself before the call
+  (``begin``), lets the cache store the image, and only then finishes the row
+  (``vsb.ledger``): no call whose image reached the cache is missing from the ledger, and no
+  call finished in the ledger lacks its image in the cache (so none is paid for twice),
+  however the run dies; a row the killed run left unfinished whose image the cache holds
+  (the same attempt id) is reconciled by the next run, and the others stay *interrupted*
+  (docs/CRASH_SAFETY.md);
 - a run holds ``RUN/.vsb-run.lock`` (``vsb.locks.DirectoryLock``) from before it touches the
   directory until it is done: a second run on the same directory fails at once, naming the
   pid that holds it; the lock goes with its process, so a killed run never blocks the next;
 - runs on different directories that share a cache never generate a key twice: the cache
   claims each key while it is being generated (``vsb.cache``);
-- a fork worker whose ``vsb run`` process was killed finishes the task in hand (its calls
-  reach the ledger and the cache) and takes no other.
+- a fork worker dies with its ``vsb run`` process (``vsb.locks.die_with_parent``: the
+  kernel kills it; fork workers run only simulators and stored samples, which cost
+  nothing), so a killed run leaves no orphan behind.
 """
 
 from __future__ import annotations
@@ -121,6 +126,8 @@ class RunResult:
     all_failed: list[str] = field(default_factory=list)
     #: why the run stopped before the end (the budget); None when it ran to the end
     stopped: str | None = None
+    #: calls of an earlier, killed run found finished (image in the cache) and so marked
+    reconciled: int = 0
 
     def problems(self) -> list[str]:
         """One line per reason the run is not whole (``vsb run`` exits non-zero on any)."""
@@ -257,6 +264,7 @@ def _run_locked(
                 "prompt_style": index.prompt_style,
                 "images": result.images,
                 "not_supported": {m: c for m, c in result.not_supported.items() if m in models},
+                "oracle_models": [m for m in models if writes_oracle(active[m])],
             }
             atomic_write_json(run_dir / "manifest.json", manifest)
 
@@ -309,6 +317,8 @@ def _generate(
     cache.open()
     ledger = Ledger(run_dir / LEDGER_NAME)
     ledger.start_session(f"seed={config.seed} models={','.join(active)}")
+    # Calls a killed run made whose image reached the cache but whose row it never finished.
+    result.reconciled = ledger.reconcile(cache.origins(k for _r, k, _a in ledger.unfinished()))
     refused = {k: e.removeprefix(REFUSED_PREFIX) for k, e in ledger.errors(REFUSED_PREFIX)}
     st = _Shared(
         stories=stories,

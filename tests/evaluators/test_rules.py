@@ -341,3 +341,26 @@ def test_result_row_has_the_contract_columns() -> None:
     ]  # fmt: skip
     assert row["evaluator"] == "rules" and row["passed"] is True and row["failure"] == ""
     assert row["verdict"] == "passed" and row["judge_model"] == ""
+
+
+def test_an_order_swap_while_someone_is_missing_keeps_its_own_label() -> None:
+    """Issue 22, item 7: Bo is missing and the two others stand swapped. The order check
+    fails as ``order_swap`` (its own fault), not as Bo's ``character_missing``; with the
+    others in the story's order it fails as ``character_missing`` (a knock-on)."""
+    w = world(
+        [
+            character("Ama", skin="tone-1", top="red"),
+            character("Bo", skin="tone-3", top="teal"),
+            character("Cy", skin="tone-6", top="yellow"),
+        ]
+    )
+    s = first_state(w)
+    assert s.order == ["Ama", "Bo", "Cy"]
+    scene = scene_of(w, s)
+    voc = EntityVocabulary.from_world(w)
+    for shown, label in ((["Cy", "Ama"], "order_swap"), (["Ama", "Cy"], "character_missing")):
+        faulted = with_char(s, "Bo", present=False).model_copy(update={"order": shown})
+        res = check_scene(extract(render_png(faulted, seed=0), voc), scene, w)
+        failed = {r.req_id: r.failure for r in res if not r.passed}
+        assert failed["s1.Bo.present"] == "character_missing"
+        assert failed["s1.scene.order"] == label, shown

@@ -69,18 +69,19 @@ def _req(subject: str, attribute: str, expected: Any) -> Requirement:
     )  # fmt: skip
 
 
-AMA = "the person with light skin and short black hair"
-BO = "the person with very dark skin and auburn hair in a ponytail"
+AMA = "the person with light skin, black hair, short hair or a red top"
+BO = "the person with very dark skin, auburn hair, a ponytail or a blue top"
 WORDING = [
     ("Ama", "present", True,
-     "Is there a person with light skin and short black hair in the picture?", "YES"),
+     "Is there a person with light skin, black hair or a red top in the picture?", "YES"),
     ("Ama", "present", False,
-     "Is there a person with light skin and short black hair in the picture?", "NO"),
-    ("Bo", "skin", "tone-6", "Does the person with auburn hair in a ponytail have very dark skin?",
-     "YES"),
-    ("Ama", "hair", ["black", "short"], "Does the person with light skin have short black hair?",
-     "YES"),
-    ("Ama", "top", "red", f"Is {AMA} wearing a red top?", "YES"),
+     "Is there a person with light skin, black hair or a red top in the picture?", "NO"),
+    ("Bo", "skin", "tone-6",
+     "Does the person with auburn hair, a ponytail or a blue top have very dark skin?", "YES"),
+    ("Ama", "hair", ["black", "short"],
+     "Does the person with light skin or a red top have short black hair?", "YES"),
+    ("Ama", "top", "red",
+     "Is the person with light skin, black hair or short hair wearing a red top?", "YES"),
     ("Ama", "trousers", "navy", f"Is {AMA} wearing navy trousers?", "YES"),
     ("Ama", "accessory", "bag", f"Is {AMA} carrying a bag?", "YES"),
     ("Ama", "accessory", "none", f"Is {AMA} wearing a hat, a scarf or glasses, or carrying a bag?",
@@ -88,9 +89,11 @@ WORDING = [
     ("Ama", "pose", "cheering", f"Is {AMA} cheering with both arms raised?", "YES"),
     ("umbrella", "holder", "Bo", f"Is {BO} holding the red umbrella?", "YES"),
     ("umbrella", "present", False, "Is there an umbrella in the picture?", "NO"),
-    ("apple", "count", 3, "Are there exactly 3 green apples in the picture?", "YES"),
-    ("scene", "order", ["Ama", "Bo"], f"From left to right, are the people: {AMA}, then {BO}?",
-     "YES"),
+    ("umbrella", "state", "broken", "Is the umbrella broken?", "YES"),
+    ("apple", "count", 3, "Are there exactly 3 apples in the picture?", "YES"),
+    ("apple", "state", "whole", "Are the apples whole?", "YES"),
+    ("scene", "order", ["Ama", "Bo"],
+     f"From left to right, do these people stand in this order: {AMA}; then {BO}?", "YES"),
     ("scene", "time", "noon", "Is it midday?", "YES"),
 ]  # fmt: skip
 
@@ -124,9 +127,9 @@ def test_questions_never_name_a_character_nor_reveal_the_asked_fact(
                         else hair_words([c.hair_color, c.hair_style])
                     )
                     assert q.text.count(asked) == 1, q  # only as the question, not the locator
-                if c is not None and req.attribute in ("top", "trousers", "accessory"):
-                    # located by identity, never by clothes that may have changed
-                    assert q.text.count(str(c.top)) <= (req.attribute == "top"), q
+                if c is not None and req.attribute == "top":
+                    # the top is asked, never used to find its wearer
+                    assert q.text.count(f"{c.top} top") == 1, q
                 n += 1
     assert n > 1000
 

@@ -53,3 +53,31 @@ def test_build_help_names_the_judge_options(capsys: pytest.CaptureFixture[str]) 
     out = capsys.readouterr().out
     for opt in ("--evaluator", "--judge", "--base-url", "--judge-batch", "--budget"):
         assert opt in out
+
+
+def test_the_judge_page_shows_the_reference_judges(tmp_path: Path) -> None:
+    """Issue 22: the literal and the useless judges (local simulations, no paid call) are
+    validated during the build and shown as reference rows on the judge page."""
+    from vsb.release.build import BuildConfig, build_release
+    from vsb.release.manifest import load_manifest
+    from vsb.validation.reference import REFERENCE_FILE, ReferenceReport
+
+    cfg = BuildConfig(
+        name="vR", out=tmp_path, models=("procedural-drift-mid",), conditions=("structured_memory",)
+    )
+    built = build_release(cfg)
+    assert built.manifest is not None
+    assert REFERENCE_FILE in {f.path for f in load_manifest(built.release_dir).files}
+    ref = ReferenceReport.model_validate_json((built.release_dir / REFERENCE_FILE).read_text())
+    rows = {r.judge: r.section.taxonomy[-1] for r in ref.judges}
+    assert list(rows) == ["literal", "always-yes", "always-no", "always-unsure", "garbage"]
+    assert ref.n_frames == 210
+    assert (rows["literal"].recall or 0) > 0.95 and (rows["literal"].precision or 0) > 0.95
+    assert (rows["always-yes"].recall or 0) < 0.1
+    assert all((rows[n].precision or 0) < 0.2 for n in ("always-no", "always-unsure", "garbage"))
+    page = (built.site_dir / "judge.html").read_text()
+    assert 'id="reference-judges"' in page
+    for name in rows:
+        assert f"<tr><td>{name}</td>" in page
+    csv = (built.site_dir / "data" / "judge" / "reference.csv").read_text()
+    assert csv.count("\n") >= 6 and "always-yes" in csv

@@ -100,7 +100,8 @@ METADATA = {
                      "evaluators", "primary_evaluator", "judge_models", "dimensions", "models",
                      "conditions"},
     "JudgeReport": {"version", "run", "n_frames", "n_faulty_frames", "n_faults",
-                    "n_visual_faults", "evaluators"},
+                    "n_visual_faults", "n_frames_without_oracle", "models_without_oracle",
+                    "evaluators"},
     "EvaluatorValidation": {"evaluator", "judge_model", "n_frames", "n_faulty_frames"},
     "HumanReport": {"version", "synthetic", "notice", "releases", "seed", "n_resamples",
                     "confidence", "min_control_accuracy", "min_median_time_s", "sources"},
@@ -130,3 +131,16 @@ def test_every_statistic_a_report_holds_is_on_the_page(page: str) -> None:
                 "ScoresReport": ScoresReport, "JudgeReport": JudgeReport,
                 "EvaluatorValidation": EvaluatorValidation, "HumanReport": HumanReport,
             }[model].model_fields, f  # fmt: skip
+
+
+def test_clip_rankings_are_defined_as_the_code_computes_them() -> None:
+    """clip_rr is vsb's text-side measure; clip_image_rr ranks the frame among the reference
+    pool of oracle renders nearest the text (any story's), as vsb/evaluators/embed.py does."""
+    from vsb.evaluators.embed import EmbedOptions
+
+    opts = EmbedOptions()
+    text_side, image_side = SIGNAL_DEFINITIONS["clip_rr"], SIGNAL_DEFINITIONS["clip_image_rr"]
+    assert "not VinaBench's" in text_side and f"up to {opts.pool_size} texts" in text_side
+    assert f"{opts.reference_pool} {opts.reference_model} renders nearest" in image_side
+    assert "other scenes of the story" not in image_side
+    assert "openai/clip-vit-large-patch14" in image_side

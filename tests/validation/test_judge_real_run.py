@@ -51,3 +51,15 @@ def test_rules_pass_rate_separates_faulty_frames(report: JudgeReport) -> None:
     assert rules.pass_rate.auroc > 0.99
     assert rules.verdicts.n_unsure == rules.verdicts.n_parse_failure == 0
     assert rules.coherence.spearman is not None and rules.coherence.spearman > 0.8
+
+
+def test_a_perfect_reader_agrees_with_the_oracle_truth_on_recoloured_objects(
+    report: JudgeReport,
+) -> None:
+    """Truth and checker read a recoloured object alike (issue 22, item 6): its state and
+    count are what is drawn, only presence and holder fail; so the rule checker, a perfect
+    reader of renders, has no answer the truth calls wrong (before: false passes on the
+    state and count checks of every recoloured object)."""
+    agreement = report.section("rules").agreement
+    assert agreement.n_answers > 5_000
+    assert (agreement.n_wrong, agreement.n_false_pass, agreement.n_false_fail) == (0, 0, 0)

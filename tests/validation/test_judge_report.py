@@ -77,7 +77,7 @@ def test_write_and_cli(judge_run: Path, capsys: pytest.CaptureFixture) -> None:
     ]
     back = JudgeReport.model_validate(json.loads(paths[0].read_text()))
     assert back == rep
-    assert back.version == "2.0" and "taxonomy" not in json.loads(paths[0].read_text())
+    assert back.version == "2.1" and "taxonomy" not in json.loads(paths[0].read_text())
     tax = pd.read_csv(paths[1])
     assert len(tax) == len(rep.taxonomy) and set(tax.evaluator) == {"rules"}
     assert {"recall", "recall_root_cause", "precision_ci_low"} <= set(tax.columns)

@@ -119,7 +119,10 @@ def human() -> None:
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--out", "out", required=True, type=_DIR, help="Report directory (written).")
 @click.option(
-    "--release", type=_DIR, help="Release the ratings are of: adds judge-human agreement."
+    "--release",
+    type=_DIR,
+    help="Release the ratings are of: needed for the evaluate page's exports (format 2.0, "
+    "opaque targets); refuses files of another release; adds judge-human agreement.",
 )
 @click.option("--seed", default=0, show_default=True, help="Seed of the bootstraps.")
 @click.option("--resamples", default=1000, show_default=True, help="Bootstrap resamples.")

@@ -125,6 +125,11 @@ def _grouped(items: list[Any]) -> list[Any]:
 
 def print_report(console: Console, report: JudgeReport) -> None:
     """Every evaluator's section, then the AUROC and correlation tables by evaluator."""
+    if report.n_frames_without_oracle:
+        console.print(
+            f"left out {report.n_frames_without_oracle} frames of models without an oracle "
+            f"(their faults are unknown): {', '.join(report.models_without_oracle)}"
+        )
     for s in report.evaluators:
         _print_section(console, s)
     console.rule("signals")

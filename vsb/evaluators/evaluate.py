@@ -21,6 +21,7 @@ import difflib
 import io
 import json
 import multiprocessing
+import os
 from collections import Counter
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
@@ -67,6 +68,7 @@ from vsb.evaluators.vlm_judge import (
 )
 from vsb.evaluators.vlm_transports import VlmTransport, endpoint_of
 from vsb.fsio import atomic_write_json, atomic_write_text, iter_jsonl
+from vsb.locks import die_with_parent
 from vsb.story.io import load_suite
 from vsb.story.models import Story
 
@@ -373,7 +375,7 @@ def _run_local(
             run_tasks(ray, sel.stories, sel.tasks, names, evaluate_task, add)
         elif workers > 1 and len(sel.tasks) > 1:
             ctx = multiprocessing.get_context("fork")
-            with ctx.Pool(workers) as pool:
+            with ctx.Pool(workers, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
                 for task, res in zip(sel.tasks, pool.imap(_run_task, sel.tasks), strict=True):
                     add(task, res)
         else:

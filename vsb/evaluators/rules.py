@@ -181,8 +181,10 @@ def _scene_fact(ctx: _Context, req: Requirement) -> RequirementResult:
         expected = list(req.expected) if isinstance(req.expected, list) else []
         shown = sorted((ctx.d.people[i].x, n) for n, i in ctx.matched.items() if n in expected)
         observed = [n for _, n in shown]
-        missing = any(n not in ctx.matched for n in expected)
-        label = "character_missing" if missing else req.taxonomy
+        # Someone missing is the root cause only when those seen stand in the story's order;
+        # a swap among those seen is an order fault of its own.
+        seen = [n for n in expected if n in ctx.matched]
+        label = "character_missing" if seen != expected and observed == seen else req.taxonomy
         return _result(req, observed, observed == expected, label)
     observed = getattr(ctx.d, req.attribute)
     return _result(req, observed, observed == req.expected, req.taxonomy)

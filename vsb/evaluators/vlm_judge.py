@@ -43,7 +43,7 @@ from vsb.errors import AdapterError, RunError
 from vsb.evaluators.judge_store import JudgeCache, JudgePricing, call_key
 from vsb.evaluators.registry import EvaluatorOutput, Frame
 from vsb.evaluators.rules import RequirementResult, Verdict
-from vsb.evaluators.vlm_questions import Question, pair_questions, question_for
+from vsb.evaluators.vlm_questions import Question, order_probe, pair_questions, question_for
 from vsb.evaluators.vlm_transports import (
     JudgeReply,
     JudgeRequest,
@@ -181,6 +181,16 @@ class JudgeCall:
     prompt: str
     key: str
     probes: tuple[str, ...] = ()  # object kinds asked about "of any colour" (after the rest)
+    #: Held objects asked about in the story's colour (after ``probes``): a failed holder
+    #: check is a colour change when the object is seen only in another colour.
+    colour_probes: tuple[str, ...] = ()
+    #: (left, right) names asked whether left stands left of right (last): a failed order
+    #: check while someone is missing is a swap when those seen stand out of order.
+    order_probes: tuple[tuple[str, str], ...] = ()
+    #: How many people the scene shows, asked last ("Are there exactly N people…?"): a
+    #: person not found by their cues while everyone is there is unrecognised (their look
+    #: drifted), not missing. 0: not asked.
+    people_probe: int = 0
     #: Cross-frame calls: the earlier frame's image (``image_path`` is the later one's, and
     #: comes second in the request), and the evaluator their rows belong to.
     prev_image_path: str | None = None
@@ -226,6 +236,48 @@ def _probes(scene: Scene) -> tuple[str, ...]:
     return tuple(dict.fromkeys(kinds))
 
 
+def held_objects(scene: Scene) -> tuple[str, ...]:
+    """Held objects (no presence check of their own): asked about in the story's colour."""
+    kinds = [
+        r.subject
+        for r in scene.requirements
+        if r.subject in scene.state.objects and r.attribute == "holder"
+    ]
+    return tuple(dict.fromkeys(kinds))
+
+
+def order_pairs(scene: Scene) -> tuple[tuple[str, str], ...]:
+    """Every pair of the scene's left-to-right order, in that order."""
+    for r in scene.requirements:
+        if r.subject == "scene" and r.attribute == "order" and isinstance(r.expected, list):
+            names = [str(n) for n in r.expected]
+            return tuple((a, b) for i, a in enumerate(names) for b in names[i + 1 :])
+    return ()
+
+
+def people_count(scene: Scene) -> int:
+    """The people a scene shows when it asks whether someone is there (else 0: no probe)."""
+    asks = any(
+        r.attribute == "present" and r.expected is True and r.subject in scene.state.characters
+        for r in scene.requirements
+    )
+    return len(scene.state.order) if asks else 0
+
+
+def people_question(n: int) -> Question:
+    """The auxiliary question how many people the picture shows."""
+    if n == 1:
+        return Question("Is there exactly one person in the picture?", "YES")
+    return Question(f"Are there exactly {n} people in the picture?", "YES")
+
+
+def colour_probe_question(kind: str, color: str) -> Question:
+    """The auxiliary question whether the story's object, in the story's colour, is seen."""
+    words = f"{color} {kind}"
+    article = "an" if words[:1] in "aeiou" else "a"
+    return Question(f"Is there {article} {words} in the picture?", "YES")
+
+
 def probe_question(kind: str) -> Question:
     """The auxiliary question of a probe (it has no requirement of its own)."""
     article = "an" if kind[:1] in "aeiou" else "a"
@@ -251,8 +303,15 @@ def plan_calls(
         for start in range(0, len(reqs), size):
             part = tuple(reqs[start : start + size])
             probes = _probes(scene) if batch == 0 else ()
-            qs = tuple(question_for(r, scene.state) for r in part)
+            colours = held_objects(scene) if batch == 0 else ()
+            pairs = order_pairs(scene) if batch == 0 else ()
+            st = scene.state
+            qs = tuple(question_for(r, st) for r in part)
             qs += tuple(probe_question(kind) for kind in probes)
+            qs += tuple(colour_probe_question(k, st.objects[k].color) for k in colours)
+            qs += tuple(order_probe(st, a, b) for a, b in pairs)
+            people = people_count(scene) if batch == 0 else 0
+            qs += (people_question(people),) if people else ()
             single = batch == 1
             system = SYSTEM_PROMPT_SINGLE if single else SYSTEM_PROMPT
             prompt = qs[0].text if single else scene_prompt(qs)
@@ -271,6 +330,9 @@ def plan_calls(
                     prompt,
                     key,
                     probes,
+                    colours,
+                    pairs,
+                    people,
                 )
             )
     return calls
@@ -559,18 +621,41 @@ def _cause(err: Unreachable) -> str:
     return err.message.rsplit(" failed: ", 1)[-1]
 
 
-def _knock_on(req: Requirement, missing: set[str], seen_any: dict[str, bool]) -> str:
+@dataclass(frozen=True)
+class _Probed:
+    """What the probes of one call said."""
+
+    missing: set[str]  # characters whose presence check did not pass, fewer people shown
+    unrecognised: set[str]  # ... while everyone expected is there (their look drifted)
+    seen_any: dict[str, bool]  # object kind -> seen in some colour
+    seen_colour: dict[str, bool]  # held object kind -> seen in the story's colour
+    left_of: dict[tuple[str, str], bool]  # (a, b) -> a stands left of b
+
+
+def _knock_on(req: Requirement, p: _Probed) -> str:
     """The failure label of a question that did not pass: its root cause when the judge said
     its subject is not there (as the rule checker labels knock-on failures)."""
-    if req.subject in missing and req.attribute != "present":
+    if req.subject in p.missing and req.attribute != "present":
         return "character_missing"
-    expected = req.expected if isinstance(req.expected, list) else []
-    if req.attribute == "order" and any(str(n) in missing for n in expected):
-        return "character_missing"
-    if req.subject in seen_any and not (req.attribute == "present" and req.expected is False):
-        if not seen_any[req.subject]:
+    if req.subject in p.unrecognised:
+        return "identity_drift"
+    expected = [str(n) for n in req.expected] if isinstance(req.expected, list) else []
+    lost = p.missing | p.unrecognised
+    if req.attribute == "order" and any(n in lost for n in expected):
+        seen = [n for n in expected if n not in lost]
+        in_order = all(
+            p.left_of.get((a, b), False) for i, a in enumerate(seen) for b in seen[i + 1 :]
+        )
+        # someone not found is the root cause only when those seen stand in order
+        if not in_order:
+            return req.taxonomy
+        return "character_missing" if any(n in p.missing for n in expected) else "identity_drift"
+    if req.subject in p.seen_any and not (req.attribute == "present" and req.expected is False):
+        if not p.seen_any[req.subject]:
             return "object_disappeared"
         if req.attribute == "present":  # seen in some colour, not in the story's
+            return "object_color_change"
+        if req.attribute == "holder" and p.seen_colour.get(req.subject) is False:
             return "object_color_change"
     return req.taxonomy
 
@@ -594,7 +679,9 @@ def outcome_results(out: CallOutcome, judge_model: str) -> list[RequirementResul
     call = out.call
     answers = call_answers(call, out.reply)
     n = len(call.requirements)
-    seen_any = {kind: a == "YES" for kind, a in zip(call.probes, answers[n:], strict=True)}
+    n1 = n + len(call.probes)
+    n2 = n1 + len(call.colour_probes)
+    seen_any = {kind: a == "YES" for kind, a in zip(call.probes, answers[n:n1], strict=True)}
     verdicts = [verdict_of(a, q.expect) for a, q in zip(answers, call.questions, strict=False)]
     missing = {
         r.subject
@@ -602,9 +689,18 @@ def outcome_results(out: CallOutcome, judge_model: str) -> list[RequirementResul
         if r.attribute == "present" and r.expected is True and r.subject not in seen_any
         and v != "passed"
     }  # fmt: skip
+    n3 = n2 + len(call.order_probes)
+    everyone = call.people_probe > 0 and answers[n3] == "YES"
+    probed = _Probed(
+        set() if everyone else missing,
+        missing if everyone else set(),
+        seen_any,
+        {k: a == "YES" for k, a in zip(call.colour_probes, answers[n1:n2], strict=True)},
+        {pair: a == "YES" for pair, a in zip(call.order_probes, answers[n2:n3], strict=True)},
+    )
     results = []
     for req, answer, v in zip(call.requirements, answers, verdicts, strict=False):
-        label = req.taxonomy if v == "passed" else _knock_on(req, missing, seen_any)
+        label = req.taxonomy if v == "passed" else _knock_on(req, probed)
         results.append(
             RequirementResult.of(
                 req,

@@ -1,10 +1,16 @@
 """Requirements as plain-words YES/NO questions for the VLM judge.
 
-A judge cannot know the story's names, so a question locates each character by the identity
-the story fixed for them (skin tone, hair colour and style), never by name alone and never
-by clothes that may have changed. A question never reveals the answer of the fact it asks:
-a character's skin is asked with the hair as the locator ("the person with short black
-hair: light skin?"), the hair with the skin, and every other fact with both.
+A judge cannot know the story's names, so a question locates each character by *cues* that
+tell them apart in the scene: their skin tone, their hair colour and their top colour, each
+used only when no other character of the scene shares it, joined by "or" ("the person with
+light skin, black hair or a red top"). One cue is enough to find them, so a character
+whose hair the model drew differently is still found by their skin or top: presence is
+asked with every cue, and a character counts as missing only when none of them is seen
+(faults never give one character another's skin tone, hair colour or top). A question never
+reveals the answer of the fact it asks: a fact's own cue is left out of its locator (the
+skin is asked of "the person with black hair or a red top"). An object's state and count
+are asked without its colour (a recoloured object is still there, in another colour; see
+``vsb.validation.truth``); its presence and holder name the story's colour.
 ``Question.expect`` is the answer that satisfies the requirement (UNSURE never does).
 """
 
@@ -79,37 +85,71 @@ def hair_words(value: Any) -> str:
     return f"{hair_style} {color} hair".strip()
 
 
-def person(state: SceneState, name: str, *, without: str = "") -> str:
-    """``the person with light skin and short black hair``; ``without`` leaves out the
-    identity fact being asked (``skin`` or ``hair``)."""
+def _cues(
+    state: SceneState, name: str, without: tuple[str, ...] = (), *, weak: bool = True
+) -> list[str]:
+    """The cues of ``name`` no other character of the scene shares (see the module
+    docstring): skin, hair colour, hair style, top, trousers; ``without`` leaves some out.
+    Skin, hair colour and top are *strong*: no fault gives them to someone else. Hair style
+    and trousers are *weak* (a fault may), so presence leaves them out (``weak=False``) and
+    the other questions add them to find the person meant when a strong cue drifted."""
+    c = state.characters[name]
+    others = [o for n, o in state.characters.items() if n != name]
+    out = []
+    if "skin" not in without and all(o.skin != c.skin for o in others):
+        out.append(skin_words(c.skin))
+    if "hair" not in without and all(o.hair_color != c.hair_color for o in others):
+        out.append(f"{c.hair_color} hair")
+    style = c.hair_style
+    if weak and "hair" not in without and all(o.hair_style != style for o in others):
+        out.append(_a(style) if style in ("bun", "ponytail") else f"{style} hair")
+    if "top" not in without and all(o.top != c.top for o in others):
+        out.append(_a(f"{c.top} top"))
+    if weak and "trousers" not in without and all(o.trousers != c.trousers for o in others):
+        out.append(f"{c.trousers} trousers")
+    return out
+
+
+def cue_list(cues: list[str]) -> str:
+    """``["light skin", "a red top"]`` -> ``light skin or a red top``."""
+    return cues[0] if len(cues) == 1 else ", ".join(cues[:-1]) + " or " + cues[-1]
+
+
+def person(
+    state: SceneState, name: str, *, without: tuple[str, ...] = (), weak: bool = True
+) -> str:
+    """``the person with light skin, black hair, a bun or a red top``: the cues that tell
+    ``name`` apart, less the ``without`` ones (skin, hair, top, trousers); with none left,
+    the full identity."""
     c = state.characters.get(name)
     if c is None:
         raise InputError(f"the VLM judge cannot locate {name!r}: not a character of the story")
-    parts = []
-    if without != "skin":
-        parts.append(skin_words(c.skin))
-    if without != "hair":
-        parts.append(hair_words([c.hair_color, c.hair_style]))
-    return "the person with " + " and ".join(parts)
+    cues = _cues(state, name, without, weak=weak)
+    if not cues:
+        return f"the person with {skin_words(c.skin)} and {c.hair_color} hair"
+    return "the person with " + cue_list(cues)
 
 
 def _character_question(req: Requirement, state: SceneState) -> Question:
     name, attr, value = req.subject, req.attribute, req.expected
     who = person(state, name)
     if attr == "present":
+        who = person(state, name, weak=False)
         text = f"Is there a person with {who.removeprefix('the person with ')} in the picture?"
         return Question(text, "YES" if value is True else "NO")
     if attr == "skin":
         return Question(
-            f"Does {person(state, name, without='skin')} have {skin_words(str(value))}?", "YES"
+            f"Does {person(state, name, without=('skin',))} have {skin_words(str(value))}?", "YES"
         )
     if attr == "hair":
         return Question(
-            f"Does {person(state, name, without='hair')} have {hair_words(value)}?", "YES"
+            f"Does {person(state, name, without=('hair',))} have {hair_words(value)}?", "YES"
         )
     if attr == "top":
+        who = person(state, name, without=("top",))
         return Question(f"Is {who} wearing {_a(f'{value} top')}?", "YES")
     if attr == "trousers":
+        who = person(state, name, without=("trousers",))
         return Question(f"Is {who} wearing {value} trousers?", "YES")
     if attr == "accessory":
         if value == "none":
@@ -131,19 +171,30 @@ def _object_question(req: Requirement, state: SceneState) -> Question:
         return Question(f"Is there {_a(thing)} in the picture?", "YES")
     if attr == "holder":
         return Question(f"Is {person(state, str(value))} holding the {thing}?", "YES")
-    if attr == "state":
+    if attr == "state":  # the state of the object as drawn, whatever its colour
         if spec is not None and spec.counted:
-            return Question(f"Are the {color} {spec.plural} {value}?".replace("  ", " "), "YES")
-        return Question(f"Is the {thing} {value}?", "YES")
+            return Question(f"Are the {spec.plural} {value}?", "YES")
+        return Question(f"Is the {kind} {value}?", "YES")
     if attr == "count":
         n = int(value) if isinstance(value, int) else 0
         plural = spec.plural if spec is not None else f"{kind}s"
         if n == 0:
             return Question(f"Are there any {plural} in the picture?", "NO")
         if n == 1:
-            return Question(f"Is there exactly one {thing} in the picture?", "YES")
-        return Question(f"Are there exactly {n} {color} {plural} in the picture?", "YES")
+            return Question(f"Is there exactly one {kind} in the picture?", "YES")
+        return Question(f"Are there exactly {n} {plural} in the picture?", "YES")
     raise InputError(f"the VLM judge has no question for object attribute {attr!r}")
+
+
+#: The start of the left-to-right order question (others may stand between those named).
+ORDER_LEAD = "From left to right, do these people stand in this order:"
+
+
+def order_probe(state: SceneState, left: str, right: str) -> Question:
+    """The auxiliary question whether ``left`` stands left of ``right`` (order labelling)."""
+    return Question(
+        f"Does {person(state, left)} stand to the left of {person(state, right)}?", "YES"
+    )
 
 
 def _scene_question(req: Requirement, state: SceneState) -> Question:
@@ -157,8 +208,8 @@ def _scene_question(req: Requirement, state: SceneState) -> Question:
         return Question(_TIME.get(str(value), f"Is it {value}?"), "YES")
     if attr == "order":
         names = list(value) if isinstance(value, list) else [str(value)]
-        people = ", then ".join(person(state, str(n)) for n in names)
-        return Question(f"From left to right, are the people: {people}?", "YES")
+        people = "; then ".join(person(state, str(n)) for n in names)
+        return Question(f"{ORDER_LEAD} {people}?", "YES")
     raise InputError(f"the VLM judge has no question for scene attribute {attr!r}")
 
 
@@ -199,16 +250,19 @@ def pair_questions(prev: Scene, cur: Scene) -> list[tuple[Requirement, Question]
         p = a.characters.get(name)
         if p is None or not (p.present and c.present):
             continue
-        who = person(a, name)
+        first, second = person(a, name), person(b, name)
         out.append((
             _pair_req(cur.index, name, "same_person", True),
-            Question(f"Is {who} in the first picture also in the second picture, with the "
-                     "same skin tone and the same hair colour and style?", "YES"),
+            Question(f"Does {first} in the first picture have the same skin tone, hair colour "
+                     f"and hair style as {second} in the second picture?", "YES"),
         ))  # fmt: skip
         same = (p.top, p.trousers, p.accessory) == (c.top, c.trousers, c.accessory)
+        no = ("top", "trousers")
+        first, second = person(a, name, without=no), person(b, name, without=no)
         out.append((
             _pair_req(cur.index, name, "same_clothes", same),
-            Question(f"Does {who} wear the same clothes in both pictures?",
+            Question(f"Does {first} in the first picture wear the same clothes (top, trousers "
+                     f"and accessory) as {second} in the second picture?",
                      "YES" if same else "NO"),
         ))  # fmt: skip
     same_place = a.location == b.location

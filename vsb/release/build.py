@@ -252,8 +252,9 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
          lambda: st.evaluate(rel_dir, config.workers, prog, config, root)),
         ("score", list(st.EVALUATION_INPUTS), ("scores",),
          lambda: st.score(rel_dir, prog, config.name)),
-        ("validate", [*st.EVALUATION_INPUTS, "oracle/faults.jsonl"], ("validation",),
-         lambda: st.validate(rel_dir, prog, config.name)),
+        ("validate", [*st.EVALUATION_INPUTS, "oracle/faults.jsonl"],
+         ("validation", "evaluators"),
+         lambda: st.validate(rel_dir, prog, config.name, root / "scratch")),
     )  # fmt: skip
     judging = [config.evaluators, config.judge, config.base_url, config.judge_batch]
     for stage, inputs, code, fn in cached_stages:

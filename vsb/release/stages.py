@@ -122,14 +122,34 @@ def score(release_dir: Path, progress: Progress, release: str | None = None) -> 
     return _rel(release_dir, write_scores(release_dir, report))
 
 
-def validate(release_dir: Path, progress: Progress, release: str | None = None) -> list[str]:
-    """The rule checker and signals against the sealed oracle (writes validation/)."""
+def validate(
+    release_dir: Path, progress: Progress, release: str | None = None, work: Path | None = None
+) -> list[str]:
+    """The rule checker and signals against the sealed oracle (writes validation/); with
+    ``work`` (a scratch folder), also the reference judges on the mid-drift simulator under
+    the primary condition when the release has those frames (reference_judges.json)."""
+    from vsb.fsio import iter_jsonl
     from vsb.validation.judge import validate_run, write_judge
-
-    report = validate_run(
-        release_dir, release=release, progress=lambda msg: progress.note("validate", msg)
+    from vsb.validation.reference import (
+        DEFAULT_CONDITION,
+        DEFAULT_MODEL,
+        validate_reference_judges,
+        write_reference,
     )
-    return _rel(release_dir, write_judge(release_dir, report))
+
+    def note(msg: str) -> None:
+        progress.note("validate", msg)
+
+    report = validate_run(release_dir, release=release, progress=note)
+    paths = write_judge(release_dir, report)
+    has_slice = any(
+        r["model"] == DEFAULT_MODEL and r["condition"] == DEFAULT_CONDITION
+        for _, r in iter_jsonl(release_dir / "records.jsonl")
+    )
+    if work is not None and has_slice:
+        refs = validate_reference_judges(release_dir, work, progress=note)
+        paths.append(write_reference(release_dir, refs))
+    return _rel(release_dir, paths)
 
 
 def build_site_dir(release_dir: Path, site_dir: Path, progress: Progress) -> list[str]:

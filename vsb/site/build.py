@@ -229,7 +229,13 @@ def build_site(release_dir: str | Path, out_dir: str | Path) -> SiteResult:
     w.page("comparisons.html", "comparisons.html", **pages.comparisons(data))
     w.page("analysis.html", "analysis.html", **analysis_page(data))
     w.page("stability.html", "stability.html", **pages.stability_tables(data))
-    w.page("judge.html", "judge.html", human=release_report(data.root), **pages.judge_tables(data))
+    w.page(
+        "judge.html",
+        "judge.html",
+        human=release_report(data.root),
+        reference=data.reference,
+        **pages.judge_tables(data),
+    )
     w.page("evaluate.html", "evaluate.html", session=_evaluate_session(data, out))
     w.page("stories/index.html", "stories.html", **pages.story_index(data))
     for story in data.stories:

@@ -24,6 +24,7 @@ from vsb.scores.models import ScoresReport
 from vsb.story.io import load_suite
 from vsb.story.models import Story
 from vsb.validation.models import JudgeReport
+from vsb.validation.reference import REFERENCE_FILE, ReferenceReport
 
 SCORES_FILE = "scores/scores.json"
 JUDGE_FILE = "validation/judge.json"
@@ -66,6 +67,8 @@ class SiteData:
     all_scores: ScoresReport | None = None
     #: model -> the ``cost_usd`` of each of its records (None: unknown), in record order.
     costs: dict[str, list[float | None]] = field(default_factory=dict)
+    #: The reference judges' rows (validation/reference_judges.json), when the release has them.
+    reference: ReferenceReport | None = None
 
     @property
     def models(self) -> list[str]:
@@ -170,6 +173,8 @@ def load_site_data(release_dir: str | Path) -> SiteData:
     scores = scores_view(full, evaluator)
     data = SiteData(root, manifest, scores, judge, stories, images, errors, checks, failures)
     data.all_scores = full
+    ref_path = root / REFERENCE_FILE
+    data.reference = _read_model(ref_path, ReferenceReport) if ref_path.is_file() else None
     data.costs = dict(costs)
     slugs: dict[str, str] = {}
     for m in data.models:

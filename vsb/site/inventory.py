@@ -13,20 +13,27 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from vsb.evaluators.embed import EmbedOptions
 from vsb.site.data import SiteData
+
+_EMB = EmbedOptions()
 
 #: Signal definitions of the embedding evaluators, one sentence each.
 SIGNAL_DEFINITIONS: dict[str, str] = {
     "clip_text": "cosine similarity of the CLIP embeddings of a frame and of its own scene text",
     "clip_rr": (
-        "text-side ranking: 1 / the rank of the scene's own text among the other scene texts "
-        "of its story (hard negatives) and scenes of other stories, by CLIP similarity to the "
-        "frame; its mean over frames is the MRR (VinaBench's ranking, made story-aware)"
+        "text-side ranking, vsb's own measure: 1 / the rank of the scene's own text among up "
+        f"to {_EMB.pool_size} texts (the other scenes of its story, as hard negatives, and "
+        "scenes of other stories) by CLIP similarity to the frame, a tie counting against the "
+        "frame; its mean over frames is a text-retrieval MRR, not VinaBench's metric"
     ),
     "clip_image_rr": (
-        "image-side ranking, comparable with VinaBench: 1 / the rank of the model's frame "
-        "among the oracle renders of the other scenes of the story, by CLIP similarity to the "
-        "scene's text"
+        "image-side ranking, VinaBench's CLIP-T-MRR: the frame among the "
+        f"{_EMB.reference_pool} {_EMB.reference_model} renders nearest the scene's text (any "
+        "story's), by CLIP similarity to that text, a tie going to the frame; 1 / (1 + renders "
+        "strictly nearer); comparable with VinaBench only under --clip-model "
+        "openai/clip-vit-large-patch14; absent when the run has no "
+        f"{_EMB.reference_model} images"
     ),
     "dino_prev": "cosine similarity of the DINOv2 CLS embeddings of a frame and the previous one",
     "dino_first": "the same against scene 1 of the sequence (drift over the story)",

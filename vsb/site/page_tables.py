@@ -175,8 +175,39 @@ def judge_tables(data: SiteData) -> dict[str, Any]:
     ]
     auroc = [a.model_dump() for a in j.auroc]
     corr = [c.model_dump() for c in j.correlations]
+    ref = data.reference
+    reference = (
+        [
+            (
+                r.judge,
+                ref.model,
+                ref.condition,
+                r.section.verdicts.n_checks,
+                r.section.verdicts.unsure_rate,
+                r.section.verdicts.parse_failure_rate,
+                r.section.agreement.error_rate,
+                r.xframe_error_rate,
+                r.section.taxonomy[-1].recall if r.section.taxonomy else None,
+                r.section.taxonomy[-1].precision if r.section.taxonomy else None,
+                r.section.pass_rate.auroc,
+            )
+            for r in ref.judges
+        ]
+        if ref is not None
+        else []
+    )
+    extra = {}
+    if reference:
+        extra["reference"] = DataTable(
+            ("judge", "model", "condition", "n_checks", "unsure_rate", "parse_failure_rate",
+             "error_rate", "xframe_error_rate", "strict_recall", "strict_precision",
+             "pass_rate_auroc"),
+            reference,
+            "Reference judges (local simulations)",
+        )  # fmt: skip
     return {
         "tables": {
+            **extra,
             "verdicts": DataTable(
                 (
                     "evaluator",

@@ -17,11 +17,17 @@ Every other signal (``pairwise``, ``clip``…) gets its AUROC and correlations, 
 its evaluator.
 
 Verdicts: ``not_applicable`` rows are excluded from every figure but their count.
-``unsure`` and ``parse_failure`` rows are failed checks, i.e. detections of their
-requirement's own taxonomy label: scoring counts them as not passed, so a judge unsure
-about a true fact makes a false violation (it lowers precision) and one unsure about a
-fault still flags it (recall). Their rates are reported apart so that an evaluator that
-hedges is visible as such, not only through lower precision.
+``unsure`` and ``parse_failure`` rows are failed checks, i.e. detections: scoring counts
+them as not passed, so a judge unsure about a true fact makes a false violation (it lowers
+precision) and one unsure about a fault still flags it (recall). An ``unsure`` row carries
+its failure label (its own taxonomy, or the knock-on root cause the evaluator gave it, e.g.
+``character_missing`` for a question about someone the judge said is not there); a
+``parse_failure`` row its own taxonomy. Their rates are reported apart so that an
+evaluator that hedges is visible as such, not only through lower precision.
+
+Frames of models without an oracle (stored images, providers: ``models_with_oracle``) are
+left out of every figure and counted (``n_frames_without_oracle``): their faults are
+unknown, not absent.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ import difflib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from vsb.errors import InputError
+from vsb.errors import InputError, RunError
 from vsb.fsio import sha256_file
 from vsb.scores.inputs import (
     REQUIREMENTS_FILE,
@@ -182,6 +188,37 @@ def _pair_truth(root: Path) -> PairTruth:
     return PairTruth(load_suite(root / "suite"), (f for _, f in iter_jsonl(root / FAULTS_FILE)))
 
 
+def models_with_oracle(root: Path, models: set[str]) -> set[str]:
+    """The models whose frames the oracle covers: the run manifest's ``oracle_models``; for
+    runs written before it, every model but a known adapter that writes no oracle (stored
+    images, providers). Other frames' faults are unknown, not absent."""
+    import functools
+    import json
+
+    manifest = root / "manifest.json"
+    try:
+        listed = json.loads(manifest.read_text(encoding="utf-8")).get("oracle_models")
+    except (OSError, ValueError, AttributeError):
+        listed = None
+    if isinstance(listed, list):
+        return models & {str(m) for m in listed}
+    from vsb.adapters.registry import ADAPTERS, PATTERNS, model_names
+
+    known = set(model_names())
+    out = set()
+    for m in models:
+        if m not in known:
+            if m.partition(":")[0] not in PATTERNS:
+                out.add(m)  # not a known adapter (a plug-in simulator, a synthetic run)
+            continue
+        factory = ADAPTERS.get(m)
+        cls = factory.func if isinstance(factory, functools.partial) else factory
+        oracle = getattr(cls, "oracle", None)
+        if bool(getattr(cls, "privileged", False) if oracle is None else oracle):
+            out.add(m)
+    return out
+
+
 def validate_run(
     run_dir: str | Path,
     progress: Callable[[str], None] | None = None,
@@ -198,6 +235,22 @@ def validate_run(
     rows = load_requirements(root)
     faults = load_faults(root)
     table = signal_table(load_signals(root))
+    # Frames of models without an oracle are unknown, not fault-free: left out, counted.
+    with_oracle = models_with_oracle(root, set(rows.model))
+    blind = sorted(set(rows.model) - with_oracle)
+    n_blind = len(set(frames_of(rows.subset([m in blind for m in rows.model]))))
+    if blind:
+        note(f"left out {n_blind} frames of models without an oracle: {', '.join(blind)}")
+        rows = rows.subset([m in with_oracle for m in rows.model])
+        table = {
+            k: {f: v for f, v in vals.items() if f[0] in with_oracle} for k, vals in table.items()
+        }
+        if not len(rows):
+            raise RunError(
+                f"no frame has an oracle (models {', '.join(blind)} have none): nothing to "
+                "validate against",
+                file=root / FAULTS_FILE,
+            )
     present = present_evaluators(rows, table)
     keep = _select(present, evaluators)
     faulty = {f.frame for f in faults if f.visual}
@@ -237,6 +290,8 @@ def validate_run(
         n_faulty_frames=len(faulty & all_frames),
         n_faults=len(faults),
         n_visual_faults=sum(f.visual for f in faults),
+        n_frames_without_oracle=n_blind,
+        models_without_oracle=blind,
         evaluators=sections,
         auroc=aurocs,
         correlations=corr,

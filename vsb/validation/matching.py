@@ -67,6 +67,9 @@ class Fault:
     attribute: str
     taxonomy: str
     visual: bool
+    recolour: bool = False
+    """An object drawn in another colour (oracle attribute ``color``; ``attribute`` is then
+    the normalised ``present``)."""
 
     @property
     def key(self) -> Key:
@@ -118,6 +121,7 @@ def load_faults(run_dir: str | Path) -> list[Fault]:
                 attribute=norm_attribute(str(obj["attribute"])),
                 taxonomy=str(obj["taxonomy"]),
                 visual=bool(obj.get("visual", True)),
+                recolour=str(obj["attribute"]) == "color",
             )
         )
     return out
@@ -131,8 +135,10 @@ def frames_of(rows: RequirementRows) -> list[Frame]:
 def detections(rows: RequirementRows) -> list[Detection]:
     """Detection units of the failed checks of ``rows`` (one evaluator), in row order.
 
-    A ``failed`` check carries its failure label (its taxonomy if blank); an ``unsure`` or
-    ``parse_failure`` check carries its requirement's taxonomy.
+    A ``failed`` or ``unsure`` check carries its failure label (its taxonomy if blank: an
+    evaluator writes a knock-on label, e.g. ``character_missing`` for a question about
+    someone it said is not there); a ``parse_failure`` check carries its requirement's
+    taxonomy.
     """
     units: dict[Key, Detection] = {}
     for i, fr in enumerate(frames_of(rows)):
@@ -140,7 +146,7 @@ def detections(rows: RequirementRows) -> list[Detection]:
         if verdict not in FAILED_VERDICTS:
             continue
         own = rows.taxonomy[i]
-        label = (rows.failure[i] or own) if verdict == "failed" else own
+        label = (rows.failure[i] or own) if verdict != "parse_failure" else own
         key = (fr, rows.subject[i], label)
         u = units.get(key)
         if u is None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-JUDGE_FORMAT_VERSION = "2.0"
+JUDGE_FORMAT_VERSION = "2.1"
 #: The rule checker's evaluator name (its section comes first).
 RULES_EVALUATOR = "rules"
 #: The rule checker's per-frame pass rate, scored like any other continuous signal.
@@ -171,6 +171,15 @@ class JudgeReport(BaseModel):
     n_faulty_frames: int = Field(ge=0, description="Frames with ≥1 injected visual fault.")
     n_faults: int = Field(ge=0, description="Injected faults in the oracle (visual or not).")
     n_visual_faults: int = Field(ge=0)
+    n_frames_without_oracle: int = Field(
+        default=0,
+        ge=0,
+        description="Frames left out of every figure: their model has no oracle (stored "
+        "images, providers), so their faults are unknown.",
+    )
+    models_without_oracle: list[str] = Field(
+        default_factory=list, description="The models of those frames (2.1; 2.0 files: none)."
+    )
     evaluators: list[EvaluatorValidation] = Field(
         description="One section per requirement evaluator: 'rules' first, then by name."
     )

@@ -25,19 +25,30 @@ import time
 from collections import defaultdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, Self
 
 import numpy as np
 
-from vsb.evaluators.vlm_questions import pair_questions, question_for
+from vsb.evaluators.vlm_judge import (
+    colour_probe_question,
+    held_objects,
+    order_pairs,
+    people_count,
+    people_question,
+)
+from vsb.evaluators.vlm_questions import order_probe, pair_questions, question_for
 from vsb.fsio import iter_jsonl
 from vsb.story.io import load_suite
 from vsb.validation.truth import PairTruth, requirement_true
 
 FrameKey = tuple[str, str, str, int]
-_ALIASES = {"hair_color": "hair", "hair_style": "hair", "color": "present"}
+_ALIASES = {"hair_color": "hair", "hair_style": "hair"}  # "color": a recolour (truth.py)
 _PROBE = re.compile(r"^Is there an? (\w+) of any colour in the picture\?$")
 _DATA_URI = re.compile(r"^data:[^;]+;base64,(.*)$", re.S)
+
+
+def _yes(ok: bool) -> str:
+    return "YES" if ok else "NO"
 
 
 class SimJudge:
@@ -116,12 +127,32 @@ class SimJudge:
         scene = self.stories[sid].scenes[k - 1]
         asked = [(r, question_for(r, scene.state)) for r in scene.requirements]
         faults = self.faults.get(frame, set())
+        st = scene.state
+        coloured = {  # held objects in the story's colour: gone or recoloured -> NO
+            colour_probe_question(k, st.objects[k].color).text: k for k in held_objects(scene)
+        }
+        shown = self.pairs.rendered(frame, "scene", "order")
+        shown = [n for n in shown if self.pairs.rendered(frame, n, "present")]
+        pairs = {order_probe(st, a, b).text: (a, b) for a, b in order_pairs(scene)}
+        n = people_count(scene)
+        people = people_question(n).text if n else None
         out = []
         for text in questions:
             probe = _PROBE.match(text)
             i = next((j for j, (_, q) in enumerate(asked) if q.text == text), None)
             if probe is not None:  # "is there an umbrella of any colour?"
                 answer, ident = ("NO" if probe.group(1) in self.gone[frame] else "YES"), text
+            elif i is None and text in coloured:
+                kind = coloured[text]
+                bad = kind in self.gone[frame] or (kind, "color") in faults
+                answer, ident = ("NO" if bad else "YES"), text
+            elif i is None and text == people:
+                drawn = [c for c in st.characters if self.pairs.rendered(frame, c, "present")]
+                answer, ident = _yes(len(drawn) == n), text
+            elif i is None and text in pairs:
+                a, b = pairs[text]
+                ok = a in shown and b in shown and shown.index(a) < shown.index(b)
+                answer, ident = ("YES" if ok else "NO"), text
             elif i is None:
                 out.append("UNSURE")
                 continue
@@ -137,23 +168,23 @@ class SimJudge:
         return out
 
 
-class SimJudgeServer:
-    """``SimJudge`` behind ``POST /v1/chat/completions`` on 127.0.0.1 (a daemon thread).
+class Answerer(Protocol):
+    """What a served judge does: answers to the numbered questions of one or two images."""
+
+    def answers(self, image: bytes, questions: list[str]) -> list[str]: ...
+    def pair_answers(self, first: bytes, second: bytes, questions: list[str]) -> list[str]: ...
+
+
+class JudgeServer:
+    """An ``Answerer`` behind ``POST /v1/chat/completions`` on 127.0.0.1 (a daemon thread):
+    the OpenAI chat-completions wire format, one answer per numbered question.
 
     ``latency_s`` delays every answer (throughput benchmarks); ``fail_first`` answers the
     first N requests with HTTP 429 and ``Retry-After: 0`` (retry tests); ``requests``
     counts the chat requests that got an answer, ``attempts`` every POST."""
 
-    def __init__(
-        self,
-        run_dir: str | Path,
-        *,
-        error_rate: float = 0.0,
-        seed: int = 0,
-        latency_s: float = 0.0,
-        fail_first: int = 0,
-    ) -> None:
-        self.judge = SimJudge(run_dir, error_rate=error_rate, seed=seed)
+    def __init__(self, judge: Answerer, *, latency_s: float = 0.0, fail_first: int = 0) -> None:
+        self.judge = judge
         self.latency_s = latency_s
         self.fail_first = fail_first
         self.requests = 0
@@ -230,8 +261,27 @@ class SimJudgeServer:
         self.httpd.shutdown()
         self.httpd.server_close()
 
-    def __enter__(self) -> SimJudgeServer:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class SimJudgeServer(JudgeServer):
+    """``SimJudge`` (answers from the oracle, wrong at ``error_rate``) as a ``JudgeServer``."""
+
+    def __init__(
+        self,
+        run_dir: str | Path,
+        *,
+        error_rate: float = 0.0,
+        seed: int = 0,
+        latency_s: float = 0.0,
+        fail_first: int = 0,
+    ) -> None:
+        super().__init__(
+            SimJudge(run_dir, error_rate=error_rate, seed=seed),
+            latency_s=latency_s,
+            fail_first=fail_first,
+        )

@@ -3,9 +3,19 @@
 A requirement of an image is true unless the oracle holds a visual fault on its subject and
 attribute, or its subject is missing (a ``present`` fault: every other fact of a missing
 character or object fails with it), or — for a holder — the holder is missing, or — for the
-left-to-right order — anyone in it is missing. This is what a perfect reader of the picture
-would answer, so an evaluator's *error rate against the oracle* (the share of its passed /
-failed verdicts that disagree with the truth) estimates how often its answers are wrong,
+left-to-right order — anyone in it is missing.
+
+A recoloured object (oracle attribute ``color``) is *there, in another colour*: its
+``present`` (expected True) and ``holder`` facts are false (the story's object, in the
+story's colour, is not seen / not held), while its ``state`` and ``count`` are read from the
+object as drawn and stay true unless faulted themselves. This is the rule checker's reading
+(``vsb.evaluators.rules``: an object of the kind in another colour fails presence and
+holder as ``object_color_change`` and gives its state and count) and the VLM questions'
+(state and count are asked without the colour); docs/CONTRACTS.md states it too.
+
+This is what a perfect reader of the picture would answer, so an evaluator's *error rate
+against the oracle* (the share of its passed / failed verdicts that disagree with the
+truth) estimates how often its answers are wrong,
 whatever labels it gives: a judge that flips each answer with probability p shows p.
 ``unsure`` and ``parse_failure`` verdicts are not answers; they have rates of their own.
 
@@ -29,7 +39,11 @@ from vsb.validation.metrics import wilson_interval
 from vsb.validation.models import OracleAgreement
 
 FaultSet = set[tuple[str, str]]
-"""(subject, normalised attribute) of the visual faults of one image."""
+"""(subject, normalised attribute) of the visual faults of one image; a recoloured object
+is ``(kind, "color")``."""
+
+RECOLOUR = "color"
+"""The fault-set attribute of a recoloured object."""
 
 
 def fault_sets(faults: Iterable[Fault]) -> dict[Frame, FaultSet]:
@@ -37,13 +51,17 @@ def fault_sets(faults: Iterable[Fault]) -> dict[Frame, FaultSet]:
     out: dict[Frame, FaultSet] = defaultdict(set)
     for f in faults:
         if f.visual:
-            out[f.frame].add((f.subject, f.attribute))
+            out[f.frame].add((f.subject, RECOLOUR if f.recolour else f.attribute))
     return out
 
 
 def requirement_true(subject: str, attribute: str, expected: Any, faults: FaultSet) -> bool:
     """Whether the rendered image satisfies the requirement (see the module docstring)."""
     if (subject, attribute) in faults:
+        return False
+    if (subject, RECOLOUR) in faults and (
+        attribute == "holder" or (attribute == "present" and expected is not False)
+    ):
         return False
     if subject == "scene":
         names = expected if attribute == "order" and isinstance(expected, list) else []
@@ -69,8 +87,15 @@ class PairTruth:
         self.over: dict[Frame, dict[tuple[str, str], Any]] = defaultdict(dict)
         for f in faults:
             frame = (str(f["model"]), str(f["condition"]), str(f["story_id"]), int(f["scene"]))
-            if f.get("visual", True):
-                self.over[frame][(str(f["subject"]), str(f["attribute"]))] = f.get("rendered_value")
+            if not f.get("visual", True):
+                continue
+            value = f.get("rendered_value")
+            over = self.over[frame]
+            if f["attribute"] == "hair" and isinstance(value, list) and len(value) == 2:
+                # one fact, two rendered attributes (what PAIR_ATTRIBUTES compares)
+                over[(str(f["subject"]), "hair_color")] = value[0]
+                over[(str(f["subject"]), "hair_style")] = value[1]
+            over[(str(f["subject"]), str(f["attribute"]))] = value
 
     def rendered(self, frame: Frame, subject: str, attribute: str) -> Any:
         """The value frame rendered for (subject, attribute)."""

@@ -1,0 +1,141 @@
+"""Reference rows for the judge page: what the literal judge and the useless judges score.
+
+Each reference judge (``vsb.validation.reference_judges``) is served over HTTP on 127.0.0.1
+and asked through the real pipeline (plan -> calls -> parse -> rows, ``evaluate_run`` with
+``vlm`` and ``vlm_xframe``) about one simulator × condition slice of a run, in a scratch
+copy of that slice; then ``validate_run`` scores it against the sealed oracle like any
+judge. Local simulations: no key, no paid call. The release build writes the result as
+``validation/reference_judges.json`` (``ReferenceReport``) and the site shows it beside the
+real judges, so a reader sees what a useless judge scores.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from vsb.fsio import atomic_write_json, iter_jsonl
+from vsb.validation.models import EvaluatorValidation
+
+REFERENCE_FILE = "validation/reference_judges.json"
+REFERENCE_FORMAT_VERSION = "1.0"
+#: The slice judged by default: the mid-drift simulator under the primary condition.
+DEFAULT_MODEL = "procedural-drift-mid"
+DEFAULT_CONDITION = "structured_memory"
+
+DESCRIPTIONS: dict[str, str] = {
+    "literal": "reads each question as worded and the picture as drawn (vsb's blind "
+    "extractor); no story, no oracle",
+    "always-yes": "answers YES to everything",
+    "always-no": "answers NO to everything",
+    "always-unsure": "answers UNSURE to everything",
+    "garbage": "answers with a sentence that is no answer",
+}
+
+
+class ReferenceJudge(BaseModel):
+    """One reference judge's validation section."""
+
+    model_config = ConfigDict(extra="forbid")
+    judge: str = Field(description="Reference judge name (literal, always-yes, …).")
+    description: str = Field(description="What it answers.")
+    section: EvaluatorValidation = Field(description="Its 'vlm' section, as validate-judge.")
+    xframe_error_rate: float | None = Field(
+        default=None, description="Error rate of its cross-frame answers against the oracle."
+    )
+
+
+class ReferenceReport(BaseModel):
+    """``validation/reference_judges.json``."""
+
+    model_config = ConfigDict(extra="forbid")
+    version: str = Field(default=REFERENCE_FORMAT_VERSION, description="Format version.")
+    model: str = Field(description="The simulator whose frames were judged.")
+    condition: str = Field(description="The condition whose frames were judged.")
+    n_frames: int = Field(ge=0, description="Frames judged (every judge the same).")
+    judges: list[ReferenceJudge] = Field(description="One row per reference judge.")
+
+
+def _slice(run_dir: Path, dest: Path, model: str, condition: str) -> int:
+    """Copy the run's suite, manifest, oracle and the (model, condition) frames to ``dest``;
+    the number of frames copied."""
+    dest.mkdir(parents=True)
+    shutil.copytree(run_dir / "suite", dest / "suite")
+    shutil.copy2(run_dir / "manifest.json", dest / "manifest.json")
+    keep = []
+    for _, r in iter_jsonl(run_dir / "records.jsonl"):
+        if r["model"] == model and r["condition"] == condition:
+            keep.append(r)
+            if r.get("path"):
+                (dest / r["path"]).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(run_dir / r["path"], dest / r["path"])
+    (dest / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in keep))
+    (dest / "oracle").mkdir()
+    faults = [
+        f
+        for _, f in iter_jsonl(run_dir / "oracle" / "faults.jsonl")
+        if f["model"] == model and f["condition"] == condition
+    ]
+    (dest / "oracle" / "faults.jsonl").write_text("".join(json.dumps(f) + "\n" for f in faults))
+    return sum(r.get("path") is not None for r in keep)
+
+
+def validate_reference_judges(
+    run_dir: str | Path,
+    work_dir: str | Path,
+    *,
+    model: str = DEFAULT_MODEL,
+    condition: str = DEFAULT_CONDITION,
+    names: Sequence[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> ReferenceReport:
+    """Judge the (model, condition) frames of ``run_dir`` with every reference judge (in
+    scratch copies under ``work_dir``, removed after) and validate each against the oracle."""
+    from vsb.evaluators.evaluate import evaluate_run
+    from vsb.evaluators.vlm_judge import JudgeOptions
+    from vsb.evaluators.vlm_transports import build_transport
+    from vsb.validation.judge import validate_run
+    from vsb.validation.reference_judges import REFERENCE_JUDGES
+    from vsb.validation.sim_judge import JudgeServer
+
+    note = progress or (lambda _msg: None)
+    root, work = Path(run_dir), Path(work_dir)
+    rows, n_frames = [], 0
+    for name in names or list(REFERENCE_JUDGES):
+        note(f"reference judge {name}")
+        sub = work / f"reference-{name}"
+        shutil.rmtree(sub, ignore_errors=True)
+        n_frames = _slice(root, sub, model, condition)
+        try:
+            with JudgeServer(REFERENCE_JUDGES[name]()) as server:
+                evaluate_run(
+                    sub,
+                    evaluators=["vlm", "vlm_xframe"],
+                    judge=build_transport(f"openai-compatible:{name}", base_url=server.url),
+                    judge_options=JudgeOptions(cache_dir=None, concurrency=4),
+                )
+            report = validate_run(sub, evaluators=["vlm", "vlm_xframe"])
+        finally:
+            shutil.rmtree(sub, ignore_errors=True)
+        xframe = [s for s in report.evaluators if s.evaluator == "vlm_xframe"]
+        rows.append(
+            ReferenceJudge(
+                judge=name,
+                description=DESCRIPTIONS.get(name, ""),
+                section=report.section("vlm"),
+                xframe_error_rate=xframe[0].agreement.error_rate if xframe else None,
+            )
+        )
+    return ReferenceReport(model=model, condition=condition, n_frames=n_frames, judges=rows)
+
+
+def write_reference(run_dir: str | Path, report: ReferenceReport) -> Path:
+    """Write ``RUN/validation/reference_judges.json`` atomically."""
+    path = Path(run_dir) / REFERENCE_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path, report.model_dump(mode="json"))
+    return path

@@ -3,8 +3,8 @@
 pip lays out an installed wheel. Put the folder on ``sys.path`` / ``PYTHONPATH`` and
 ``importlib.metadata`` finds its entry points; vsb itself is not edited.
 
-It adds the model ``demo-painter`` (group ``vsb.adapters``) and the evaluator ``demo-ink``
-(group ``vsb.evaluators``).
+It adds the model ``demo-painter`` (group ``vsb.adapters``) and the evaluator
+``demo-presence`` (group ``vsb.evaluators``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 DIST = "vsb-demo-plugin"
 PACKAGE = "vsb_demo_plugin"
 MODEL = "demo-painter"
-EVALUATOR = "demo-ink"
+EVALUATOR = "demo-presence"
 
 ADAPTER_SOURCE = '''
 """A toy text-to-image model: paints the prompt's sha256 as a grid of palette colours."""
@@ -49,26 +49,41 @@ class DemoPainter(ImageModelAdapter):
 '''
 
 EVALUATOR_SOURCE = '''
-"""A toy evaluator: the share of dark pixels in each frame, as a signal."""
+"""A toy judge: a requirement passes when its subject is seen at all (presence only)."""
 
-from vsb.evaluators.registry import EvaluatorOutput
+from vsb.evaluators.detected import EntityVocabulary
+from vsb.evaluators.extractor import extract
+from vsb.evaluators.interface import EvaluatorOutput, StoryEvaluator
+from vsb.evaluators.rules import RequirementResult
 
 
-class DemoInk:
-    """Signal ``demo_ink``: the share of palette index 0 in each render."""
+class DemoPresence(StoryEvaluator):
+    """Passes a requirement when its subject is in the frame: a person of the character's
+    skin tone, an object of its kind, the scene's location; blind to every other attribute."""
 
-    name = "demo-ink"
+    name = "demo-presence"
+    kind = "verdicts"
+    reads = "renders"
+    description = "presence-only judge (a vsb plug-in)"
 
     def evaluate_story(self, story, frames):
         out = EvaluatorOutput()
+        voc = EntityVocabulary.from_world(story.world)
+        skins = {c.name: c.skin for c in story.world.characters}
         for f in frames:
             if f.image is None:
                 continue
-            out.signals.append({
-                "model": f.model, "condition": f.condition, "story_id": f.story_id,
-                "scene": f.scene, "signal": "demo_ink",
-                "value": float((f.image == 0).mean()), "evaluator": self.name,
-            })
+            seen = extract(f.image, voc, f.counts)
+            present = {p.skin for p in seen.people} | {o.kind for o in seen.objects}
+            for req in story.scenes[f.scene - 1].requirements:
+                if req.subject == "scene":
+                    ok = req.attribute != "location" or seen.location == req.expected
+                else:
+                    ok = skins.get(req.subject, req.subject) in present
+                result = RequirementResult.of(req, ok, ok, "demo_missing", self.name)
+                out.requirements.append(result.row(
+                    model=f.model, condition=f.condition, story_id=f.story_id, scene=f.scene
+                ))
         return out
 '''
 
@@ -94,7 +109,7 @@ def write_plugin(root: Path, *, entry_points: str | None = None) -> Path:
             {MODEL} = {PACKAGE}.adapter:DemoPainter
 
             [vsb.evaluators]
-            {EVALUATOR} = {PACKAGE}.evaluator:DemoInk
+            {EVALUATOR} = {PACKAGE}.evaluator:DemoPresence
             """)
     )
     files = ["__init__.py", "adapter.py", "evaluator.py"]

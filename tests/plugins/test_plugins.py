@@ -1,7 +1,7 @@
 """Plug-ins by entry point: a third-party distribution (a real ``*.dist-info`` with
 ``entry_points.txt``, written by the test into a folder on the path) adds a model adapter
-(group ``vsb.adapters``) that runs through ``vsb run``, ``evaluate``, ``score``,
-``validate-judge`` and the site, with no edit to vsb."""
+(group ``vsb.adapters``) and an evaluator (group ``vsb.evaluators``); both run through
+``vsb run``, ``evaluate``, ``score``, ``validate-judge`` and the site, with no edit to vsb."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from demo_plugin import DIST, MODEL, PACKAGE, write_plugin
+from demo_plugin import DIST, EVALUATOR, MODEL, PACKAGE, write_plugin
 
 from vsb.adapters import registry
 from vsb.errors import InputError, UnknownNameError
@@ -60,27 +60,34 @@ def test_plugin_model_runs_through_the_pipeline(tmp_path: Path, small_suite: Pat
     assert len(mine) == len(sims) > 0 and all(r["error"] is None for r in mine)
     assert all((run / r["path"]).read_bytes().startswith(b"\x89PNG") for r in mine)
 
-    ok(vsb(tmp_path, "evaluate", str(run), plugin=plugin))
-    rows = [
-        json.loads(x) for x in (run / "evaluations/requirements.jsonl").read_text().splitlines()
-    ]
-    assert {r["model"] for r in rows} == {MODEL, SIMULATOR}
-    assert any(r["model"] == MODEL and r["verdict"] == "passed" for r in rows)
+    assert EVALUATOR in ok(vsb(tmp_path, "evaluate", "--help", plugin=plugin))
+    ok(vsb(tmp_path, "evaluate", str(run), "--evaluator", f"rules,pairwise,{EVALUATOR}",
+           plugin=plugin))  # fmt: skip
+    ev = run / "evaluations"
+    rows = [json.loads(x) for x in (ev / "requirements.jsonl").read_text().splitlines()]
+    by = {(r["evaluator"], r["model"]) for r in rows}
+    assert by == {(e, m) for e in ("rules", EVALUATOR) for m in (MODEL, SIMULATOR)}
+    mine = [r for r in rows if r["evaluator"] == EVALUATOR]
+    assert {r["verdict"] for r in mine} == {"passed", "failed"}  # it reads the images
+    assert EVALUATOR in json.loads((ev / "manifest.json").read_text())["evaluators"]
 
     ok(vsb(tmp_path, "score", str(run), plugin=plugin))
     scores = (run / "scores/model_scores.csv").read_text()
-    assert MODEL in scores and SIMULATOR in scores
+    for name in (MODEL, SIMULATOR, f"{EVALUATOR},{MODEL}", f"{EVALUATOR},{SIMULATOR}"):
+        assert name in scores
 
     ok(vsb(tmp_path, "validate-judge", str(run), plugin=plugin))
-    assert (run / "validation/judge.json").is_file()
+    judged = (run / "validation/judge.json").read_text()
+    assert f'"{EVALUATOR}"' in judged and f'"{SIMULATOR}"' in judged
 
     ok(vsb(tmp_path, "release", "freeze", str(run), plugin=plugin))
     site = tmp_path / "site"
     ok(vsb(tmp_path, "site", "build", str(run), "--out", str(site), plugin=plugin))
     assert MODEL in (site / "index.html").read_text()
-    card = next((site / "models").glob("*.html"), None)
     cards = "".join(p.read_text() for p in (site / "models").glob("*.html"))
-    assert card is not None and "Paints sha256(prompt)" in cards  # described by the plug-in
+    assert "Paints sha256(prompt)" in cards  # the model page describes the plug-in's model
+    board = site / "leaderboard" / f"{EVALUATOR}.html"
+    assert board.is_file() and MODEL in board.read_text()  # a leaderboard by the plug-in
 
 
 def test_unknown_model_lists_plugin_models(tmp_path: Path, small_suite: Path) -> None:

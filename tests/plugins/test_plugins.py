@@ -153,3 +153,16 @@ def test_no_registry_imports_its_members() -> None:
     for name, target in registry.BUILTIN.items():
         module = target.partition(":")[0]
         assert module.startswith("vsb.adapters."), name
+
+
+def test_two_plugins_with_one_model_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(write_plugin(tmp_path / "a")))
+    other = write_plugin(
+        tmp_path / "b", entry_points=f"[vsb.adapters]\n{MODEL} = {PACKAGE}.adapter:Other\n"
+    )
+    (other / f"{PACKAGE}-0.1.dist-info").rename(other / "vsb_other_painter-0.2.dist-info")
+    meta = other / "vsb_other_painter-0.2.dist-info" / "METADATA"
+    meta.write_text("Metadata-Version: 2.1\nName: vsb-other-painter\nVersion: 0.2\n")
+    monkeypatch.syspath_prepend(str(other))
+    with pytest.raises(InputError, match=f"entry point '{MODEL}' .* is also declared by plug-in"):
+        registry.get_adapter(MODEL)

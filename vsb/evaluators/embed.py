@@ -38,29 +38,35 @@ computes nothing.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
-from numpy.typing import NDArray
-from PIL import Image
 
 from vsb.errors import InputError
-from vsb.evaluators.embed_cache import EmbeddingCache, vector_key
+from vsb.evaluators.embed_cache import Embedder, EmbeddingCache, Vectors, hash_images
 from vsb.evaluators.embed_models import (
     DEFAULT_MODELS,
-    Encoder,
     Kind,
     Weights,
     load_encoder,
     locate_weights,
     require_extra,
 )
-from vsb.evaluators.registry import EvaluatorOutput, Frame
-from vsb.story.models import Story
+from vsb.evaluators.interface import (
+    EvaluateOptions,
+    EvaluatorOutput,
+    Frame,
+    Reads,
+    RunView,
+    Stage,
+    WorkItem,
+    content_key,
+)
+from vsb.evaluators.interface import Kind as Kind_
+from vsb.story.models import Requirement, Story
 
 #: The embedding evaluators (``vsb evaluate`` runs them in their own phase).
 EMBED_EVALUATORS: tuple[Kind, ...] = ("clip", "dino")
@@ -69,7 +75,6 @@ SIGNALS: dict[str, tuple[str, ...]] = {
     "dino": ("dino_prev", "dino_first"),
 }
 ProgressFn = Callable[[int, int], None]
-Vectors = NDArray[np.float32]
 #: ``(weights, device, dir_ident) -> encoder`` (see ``run_embeddings``)
 EncoderLoader = Callable[[Weights, str, Callable[[Path], str]], Any]
 
@@ -155,101 +160,6 @@ def _kind(name: str) -> Kind:
     raise InputError(f"{name!r} is not an embedding evaluator ({', '.join(EMBED_EVALUATORS)})")
 
 
-def _sha_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _hash_images(sequences: Sequence[Sequence_]) -> dict[str, str]:
-    """path -> sha256 of its bytes, for every image of the sequences."""
-    out: dict[str, str] = {}
-    for seq in sequences:
-        for _, path in seq.images:
-            if path is not None and path not in out:
-                try:
-                    out[path] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-                except OSError as err:
-                    raise InputError(f"cannot read image: {err.strerror}", file=path) from None
-    return out
-
-
-def _open_rgb(path: str) -> Image.Image:
-    try:
-        with Image.open(path) as im:
-            return im.convert("RGB")
-    except (OSError, ValueError, Image.DecompressionBombError) as err:
-        raise InputError(f"cannot decode image: {err}", file=path) from None
-
-
-def _prefetched(
-    chunks: list[list[str]], prepare: Callable[[list[str]], Any]
-) -> Iterator[tuple[list[str], Any]]:
-    """``(chunk, prepare(chunk))`` in order, preparing the next chunk while the caller works."""
-    if not chunks:
-        return
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = pool.submit(prepare, chunks[0])
-        for i, chunk in enumerate(chunks):
-            ready = pending.result()
-            if i + 1 < len(chunks):
-                pending = pool.submit(prepare, chunks[i + 1])
-            yield chunk, ready
-
-
-@dataclass
-class _Embedder:
-    """Embeds distinct images and texts through the cache, counting what it computed."""
-
-    encoder: Encoder
-    cache: EmbeddingCache
-    batch_size: int
-    progress: Callable[[int], None] = lambda _n: None
-    computed: int = 0
-    cached: int = 0
-    texts_seen: int = 0
-    texts_computed: int = 0
-
-    def images(self, by_path: dict[str, str]) -> dict[str, Vectors]:
-        """sha256 -> unit vector of every image (``by_path``: path -> sha256)."""
-        enc = self.encoder
-        first_path: dict[str, str] = {}
-        for path, sha in sorted(by_path.items()):
-            first_path.setdefault(sha, path)
-        keys = {sha: vector_key(enc.ident, "image", sha) for sha in first_path}
-        hits = self.cache.get_many(list(keys.values()))
-        out = {sha: hits[k] for sha, k in keys.items() if k in hits}
-        self.cached += len(out)
-        self.progress(len(out))
-        todo = sorted(sha for sha in first_path if sha not in out)
-        chunks = [todo[i : i + self.batch_size] for i in range(0, len(todo), self.batch_size)]
-
-        def prepare(shas: list[str]) -> Any:
-            return enc.image_arrays([_open_rgb(first_path[s]) for s in shas])
-
-        for shas, pixels in _prefetched(chunks, prepare):
-            new = dict(zip(shas, enc.image_vectors(enc.to_inputs(pixels)), strict=True))
-            self.cache.put_many(enc.ident, "image", ((keys[s], v) for s, v in new.items()))
-            out.update(new)
-            self.computed += len(shas)
-            self.progress(len(shas))
-        return out
-
-    def texts(self, texts: Sequence[str]) -> dict[str, Vectors]:
-        """text -> unit vector of every distinct text."""
-        enc = self.encoder
-        keys = {t: vector_key(enc.ident, "text", _sha_text(t)) for t in dict.fromkeys(texts)}
-        hits = self.cache.get_many(list(keys.values()))
-        out = {t: hits[k] for t, k in keys.items() if k in hits}
-        self.texts_seen += len(keys)
-        todo = [t for t in keys if t not in out]
-        for i in range(0, len(todo), self.batch_size):
-            part = todo[i : i + self.batch_size]
-            new = dict(zip(part, enc.texts(part), strict=True))
-            self.cache.put_many(enc.ident, "text", ((keys[t], v) for t, v in new.items()))
-            out.update(new)
-            self.texts_computed += len(part)
-        return out
-
-
 def _row(seq: Sequence_, scene: int, signal: str, value: float, evaluator: str) -> dict[str, Any]:
     return {
         "model": seq.model, "condition": seq.condition, "story_id": seq.story_id,
@@ -314,7 +224,7 @@ def _clip_rows(
     stories: dict[str, Story],
     sequences: Sequence[Sequence_],
     shas: dict[str, str],
-    emb: _Embedder,
+    emb: Embedder,
     options: EmbedOptions,
     ref_shas: dict[str, str],
 ) -> list[dict[str, Any]]:
@@ -340,7 +250,7 @@ def _clip_rows(
 
 
 def _dino_rows(
-    sequences: Sequence[Sequence_], shas: dict[str, str], emb: _Embedder
+    sequences: Sequence[Sequence_], shas: dict[str, str], emb: Embedder
 ) -> list[dict[str, Any]]:
     vecs = emb.images(shas)
     rows = []
@@ -375,8 +285,8 @@ def run_embeddings(
     model in this process; ``vsb.evaluators.evaluate_ray`` gives one on a Ray worker). The
     cache stays here: only images and texts it lacks reach the encoder."""
     weights = check_embeddings(names, options)
-    shas = _hash_images(sequences)
-    ref_shas = _hash_images(references) if "clip" in names else {}
+    shas = hash_images(sequences)
+    ref_shas = hash_images(references) if "clip" in names else {}
     total = len(set(shas.values())) * len(names) + len(set(ref_shas.values()) - set(shas.values()))
     done = 0
 
@@ -391,7 +301,7 @@ def run_embeddings(
     with EmbeddingCache(options.cache_dir) as cache:
         for name in names:
             encoder = (load or load_encoder)(weights[name], options.device, cache.dir_digest)
-            emb = _Embedder(encoder, cache, options.batch_size, advance)
+            emb = Embedder(encoder, cache, options.batch_size, advance)
             if name == "clip":
                 rows += _clip_rows(stories, sequences, shas, emb, options, ref_shas)
             else:
@@ -409,12 +319,37 @@ def run_embeddings(
 
 
 class _EmbedEvaluator:
-    """One story at a time (registry use); ``vsb evaluate`` batches all stories instead."""
+    """An embedding evaluator: in ``vsb evaluate`` one item, the whole run's pass through
+    the model (cached per image and text by content), run in the ``models`` stage;
+    ``evaluate_story`` embeds one story at a time (library use)."""
 
-    name = ""
+    name: ClassVar[str] = ""
+    kind: ClassVar[Kind_] = "signals"
+    reads: ClassVar[Reads] = "any"
+    paid: ClassVar[bool] = False
+    stage: ClassVar[Stage] = "models"
+    needs: ClassVar[str] = ""
+    description: ClassVar[str] = ""
 
     def __init__(self, options: EmbedOptions | None = None) -> None:
         self.options = options or EmbedOptions()
+
+    def _options(self, options: EvaluateOptions) -> EmbedOptions:
+        return options.embed_options or self.options
+
+    def check(self, options: EvaluateOptions) -> None:
+        """The extra and the weights are there (before any work)."""
+        check_embeddings((self.name,), self._options(options))
+
+    def plan(self, run: RunView, options: EvaluateOptions) -> list[WorkItem]:
+        """One item: every frame through the model (payload: the reference frames)."""
+        model = self._options(options).model(_kind(self.name))
+        frames = [(s.model, s.condition, s.story_id, k, p) for s, k, p in run.frames()]
+        return [WorkItem(self.name, content_key(self.name, model, frames), 0.0, [])]
+
+    def requirements_at(self, story: Story, scene: int) -> list[Requirement]:
+        """None: it gives signals."""
+        return []
 
     def evaluate_story(self, story: Story, frames: list[Frame]) -> EvaluatorOutput:
         """Signal rows of one sequence (negatives: the story's own other scenes only)."""
@@ -433,10 +368,25 @@ class ClipEvaluator(_EmbedEvaluator):
     """CLIP text–image similarity, the text-side reciprocal rank (``clip_rr``) and
     VinaBench's image-side one (``clip_image_rr``)."""
 
-    name = "clip"
+    name: ClassVar[str] = "clip"
+    needs: ClassVar[str] = "CLIP weights (--clip-model); pip install 'vsb[embed]'"
+    description: ClassVar[str] = (
+        "CLIP text–image similarity and reciprocal rank among negative texts (any image)"
+    )
+
+    def plan(self, run: RunView, options: EvaluateOptions) -> list[WorkItem]:
+        """One item whose payload is the reference model's frames (clip_image_rr)."""
+        ref = self._options(options).reference_model
+        refs = [s for s in run.all_sequences() if s.model == ref]
+        (item,) = super().plan(run, options)
+        return [WorkItem(item.evaluator, item.key, 0.0, refs)]
 
 
 class DinoEvaluator(_EmbedEvaluator):
     """DINOv2 CLS similarity to the previous frame and to scene 1."""
 
-    name = "dino"
+    name: ClassVar[str] = "dino"
+    needs: ClassVar[str] = "DINOv2 weights (--dino-model); pip install 'vsb[embed]'"
+    description: ClassVar[str] = (
+        "DINOv2 CLS similarity to the previous frame and to scene 1 (any image)"
+    )

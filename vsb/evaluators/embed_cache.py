@@ -8,19 +8,27 @@ little-endian bytes with their dimension, so a rerun computes nothing.
 
 A model directory's digest (sha256 over its files' names and contents) is memoized by the
 files' sizes and modification times, so a large checkpoint is hashed once.
+
+``Embedder`` embeds distinct images and texts through the cache (the next batch decoded
+while the model runs), counting what it computed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from PIL import Image
 
-from vsb.errors import CacheError
+from vsb.errors import CacheError, InputError
 from vsb.fsio import canonical_json, sha256_file, sha256_hex
 
 CACHE_NAME = "embeddings.sqlite"
@@ -131,3 +139,101 @@ class EmbeddingCache:
         except sqlite3.Error as err:
             raise CacheError(f"cannot use the embedding cache: {err}", file=self.path) from None
         return digest
+
+
+Vectors = NDArray[np.float32]
+
+
+def sha_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def hash_images(sequences: Sequence[Any]) -> dict[str, str]:
+    """path -> sha256 of its bytes, for every image of the sequences."""
+    out: dict[str, str] = {}
+    for seq in sequences:
+        for _, path in seq.images:
+            if path is not None and path not in out:
+                try:
+                    out[path] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+                except OSError as err:
+                    raise InputError(f"cannot read image: {err.strerror}", file=path) from None
+    return out
+
+
+def _open_rgb(path: str) -> Image.Image:
+    try:
+        with Image.open(path) as im:
+            return im.convert("RGB")
+    except (OSError, ValueError, Image.DecompressionBombError) as err:
+        raise InputError(f"cannot decode image: {err}", file=path) from None
+
+
+def _prefetched(
+    chunks: list[list[str]], prepare: Callable[[list[str]], Any]
+) -> Iterator[tuple[list[str], Any]]:
+    """``(chunk, prepare(chunk))`` in order, preparing the next chunk while the caller works."""
+    if not chunks:
+        return
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(prepare, chunks[0])
+        for i, chunk in enumerate(chunks):
+            ready = pending.result()
+            if i + 1 < len(chunks):
+                pending = pool.submit(prepare, chunks[i + 1])
+            yield chunk, ready
+
+
+@dataclass
+class Embedder:
+    """Embeds distinct images and texts through the cache, counting what it computed."""
+
+    encoder: Any  # an Encoder (vsb.evaluators.embed_models) or a remote one
+    cache: EmbeddingCache
+    batch_size: int
+    progress: Callable[[int], None] = lambda _n: None
+    computed: int = 0
+    cached: int = 0
+    texts_seen: int = 0
+    texts_computed: int = 0
+
+    def images(self, by_path: dict[str, str]) -> dict[str, Vectors]:
+        """sha256 -> unit vector of every image (``by_path``: path -> sha256)."""
+        enc = self.encoder
+        first_path: dict[str, str] = {}
+        for path, sha in sorted(by_path.items()):
+            first_path.setdefault(sha, path)
+        keys = {sha: vector_key(enc.ident, "image", sha) for sha in first_path}
+        hits = self.cache.get_many(list(keys.values()))
+        out = {sha: hits[k] for sha, k in keys.items() if k in hits}
+        self.cached += len(out)
+        self.progress(len(out))
+        todo = sorted(sha for sha in first_path if sha not in out)
+        chunks = [todo[i : i + self.batch_size] for i in range(0, len(todo), self.batch_size)]
+
+        def prepare(shas: list[str]) -> Any:
+            return enc.image_arrays([_open_rgb(first_path[s]) for s in shas])
+
+        for shas, pixels in _prefetched(chunks, prepare):
+            new = dict(zip(shas, enc.image_vectors(enc.to_inputs(pixels)), strict=True))
+            self.cache.put_many(enc.ident, "image", ((keys[s], v) for s, v in new.items()))
+            out.update(new)
+            self.computed += len(shas)
+            self.progress(len(shas))
+        return out
+
+    def texts(self, texts: Sequence[str]) -> dict[str, Vectors]:
+        """text -> unit vector of every distinct text."""
+        enc = self.encoder
+        keys = {t: vector_key(enc.ident, "text", sha_text(t)) for t in dict.fromkeys(texts)}
+        hits = self.cache.get_many(list(keys.values()))
+        out = {t: hits[k] for t, k in keys.items() if k in hits}
+        self.texts_seen += len(keys)
+        todo = [t for t in keys if t not in out]
+        for i in range(0, len(todo), self.batch_size):
+            part = todo[i : i + self.batch_size]
+            new = dict(zip(part, enc.texts(part), strict=True))
+            self.cache.put_many(enc.ident, "text", ((keys[t], v) for t, v in new.items()))
+            out.update(new)
+            self.texts_computed += len(part)
+        return out

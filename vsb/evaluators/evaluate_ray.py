@@ -57,20 +57,20 @@ def _read(path: str | None) -> bytes | None:
 def run_tasks(
     ray: Any,
     stories: dict[str, Story],
-    tasks: Sequence[Any],
-    names: tuple[str, ...],
+    jobs: Sequence[tuple[Any, tuple[str, ...]]],
     evaluate: Callable[..., Any],
     add: Callable[[Any, Any], None],
 ) -> None:
-    """``evaluate(story, names, task, image_bytes)`` of every task on the cluster; ``add``
-    receives ``(task, result)`` in task order."""
+    """``evaluate(story, names, task, image_bytes)`` of every ``(task, names)`` job on the
+    cluster; ``add`` receives ``(task, result)`` in job order."""
     remote = ray.remote(num_cpus=1, max_retries=MAX_RETRIES)(evaluate)
-    story_refs = {sid: ray.put(stories[sid]) for sid in dict.fromkeys(t.story_id for t in tasks)}
+    sids = dict.fromkeys(t.story_id for t, _ in jobs)
+    story_refs = {sid: ray.put(stories[sid]) for sid in sids}
     refs = [
         remote.remote(story_refs[t.story_id], names, t, [_read(p) for _, p in t.images])
-        for t in tasks
+        for t, names in jobs
     ]
-    for task, ref in zip(tasks, refs, strict=True):
+    for (task, _), ref in zip(jobs, refs, strict=True):
         add(task, _get(ray, ref))
 
 

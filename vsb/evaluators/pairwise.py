@@ -6,6 +6,7 @@ deliberately weak: a continuous signal for judge validation, 1.0 = identical his
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,8 @@ from numpy.typing import NDArray
 
 from vsb.evaluators import style
 from vsb.evaluators.decode import index_counts, load_indices
+from vsb.evaluators.interface import EvaluatorOutput, Frame, StoryEvaluator, signal_row
+from vsb.story.models import Story
 
 
 def _counts(plane: NDArray[np.uint8]) -> NDArray[np.intp]:
@@ -63,3 +66,35 @@ def histogram_scores(prev: FrameHistograms, cur: FrameHistograms) -> dict[str, f
 def pairwise_scores(prev: Any, cur: Any) -> dict[str, float]:
     """``pairwise_global`` and ``pairwise_band`` between two frames (any image input)."""
     return histogram_scores(FrameHistograms.of(prev), FrameHistograms.of(cur))
+
+
+class PairwiseEvaluator(StoryEvaluator):
+    """Histogram intersection with the previous frame (from scene 2 on); a pair that is not
+    two renders gets null values (not applicable)."""
+
+    name = "pairwise"
+    kind = "signals"
+    reads = "renders"
+    description = "colour-histogram intersection of consecutive frames (renders only)"
+
+    def evaluate_story(self, story: Story, frames: list[Frame]) -> EvaluatorOutput:
+        """Signal rows for the frames of one (model, condition, story)."""
+        out = EvaluatorOutput()
+        hists: dict[int, FrameHistograms] = {}  # by frame position: each frame read once
+
+        def hist(i: int) -> FrameHistograms:
+            if i not in hists:
+                hists[i] = FrameHistograms.of(frames[i].image, frames[i].counts)
+            return hists[i]
+
+        for i, (prev, cur) in enumerate(itertools.pairwise(frames)):
+            if cur.scene != prev.scene + 1:
+                continue
+            if prev.image is None or cur.image is None:
+                if prev.path is not None and cur.path is not None:
+                    for signal in ("pairwise_global", "pairwise_band"):
+                        out.signals.append(signal_row(cur, signal, None, self.name))
+                continue
+            for signal, value in histogram_scores(hist(i), hist(i + 1)).items():
+                out.signals.append(signal_row(cur, signal, value, self.name))
+        return out

@@ -1,12 +1,11 @@
-"""The evaluator registry: what each evaluator is, reads and costs, and how to build it.
+"""The evaluator registry: evaluators by name, found by import path, never imported here.
 
-An evaluator is a class with a ``name`` and ``evaluate_story(story, frames)`` returning the
-requirement rows and signal rows of one (model, condition, story) sequence of frames. Its
-``EvaluatorInfo`` declares its kind (requirement ``verdicts`` or continuous ``signals``),
-what it reads (``renders`` only, or ``any`` image), whether it costs money, and where its
-class lives. Built-ins are listed by import path and imported on first use, so no evaluator
-module imports this one at import time of the other (no registration circle); a plug-in
-registers with ``register_evaluator``.
+Built-ins are declared in ``BUILTINS`` as ``"module:Class"`` strings, the same way a plug-in
+declares its own in its distribution's entry points (group ``vsb.evaluators``, as pytest
+finds ``pytest11`` plug-ins): a class is imported only when its evaluator is asked for, so
+no evaluator module is imported by this one (no registration circle). The class declares
+what it is, reads and costs (``vsb.evaluators.interface``); ``evaluator_info`` gathers that
+into an ``EvaluatorInfo``. ``add`` registers a declaration made in code (tests, notebooks).
 
 Built-ins:
 
@@ -14,84 +13,68 @@ Built-ins:
 - ``pairwise``: colour-histogram intersection of consecutive frames (renders only);
 - ``vlm``: the VLM question-answering judge (any image; needs ``--judge``; paid);
 - ``vlm_xframe``: the judge's cross-frame questions on consecutive frames (same person, same
-  clothes, same place; VinaBench's consistency checks), scored as an evaluator of its own.
+  clothes, same place; VinaBench's consistency checks), scored as an evaluator of its own;
+- ``clip``, ``dino``: embedding signals (any image; ``vsb[embed]`` and model weights).
 """
 
 from __future__ import annotations
 
-import importlib
-import itertools
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+import sys
+from functools import lru_cache
+from importlib.metadata import entry_points
+from typing import Any, Literal
 
-import numpy as np
-from numpy.typing import NDArray
+from vsb.errors import InputError, UnknownNameError
+from vsb.evaluators.interface import (
+    Evaluator,
+    EvaluatorInfo,
+    EvaluatorOutput,
+    Frame,
+    info_of,
+)
 
-from vsb.errors import UnknownNameError
-from vsb.evaluators.detected import EntityVocabulary
-from vsb.evaluators.extractor import extract
-from vsb.evaluators.pairwise import FrameHistograms, histogram_scores
-from vsb.evaluators.rules import RequirementResult, check_scene
-from vsb.story.models import Story
+__all__ = [
+    "BUILTINS", "DEFAULT_EVALUATORS", "ENTRY_POINT_GROUP", "Evaluator", "EvaluatorInfo",
+    "EvaluatorOutput", "Frame", "add", "evaluator_info", "evaluator_names", "get_evaluator",
+    "register_evaluator",
+]  # fmt: skip
 
-
-@dataclass(frozen=True)
-class Frame:
-    """One image of a run. ``path`` is None when generation failed; ``image`` holds the
-    canonical palette indices when the image is a render (``is_render``), else None and
-    ``reason`` says why it is not one."""
-
-    model: str
-    condition: str
-    story_id: str
-    scene: int
-    image: NDArray[np.uint8] | None
-    path: str | None = None
-    is_render: bool = True
-    reason: str = ""
-    counts: NDArray[np.intp] | None = None
-    """Pixels per palette index of ``image`` when the decoder counted them (else None)."""
-
-
-@dataclass
-class EvaluatorOutput:
-    """Rows an evaluator produced for one sequence of frames."""
-
-    requirements: list[dict[str, Any]] = field(default_factory=list)
-    signals: list[dict[str, Any]] = field(default_factory=list)
-
-
-class Evaluator(Protocol):
-    """What every registered evaluator offers."""
-
-    name: str
-
-    def evaluate_story(self, story: Story, frames: list[Frame]) -> EvaluatorOutput:
-        """Rows for the frames of one (model, condition, story), in scene order."""
-        ...
-
-
-@dataclass(frozen=True)
-class EvaluatorInfo:
-    """The declaration of an evaluator."""
-
-    name: str
-    kind: Literal["verdicts", "signals"]
-    reads: Literal["renders", "any"]
-    paid: bool
-    target: str  # "module:Class"
-    needs: str = ""  # what it needs beyond the run ("--judge", model weights …)
-    description: str = ""
-
-    def load(self) -> type[Any]:
-        """The evaluator class (imported now)."""
-        module, _, cls = self.target.partition(":")
-        return getattr(importlib.import_module(module), cls)
-
-
-_INFO: dict[str, EvaluatorInfo] = {}
+#: The entry-point group of plug-in evaluators (``name = "module:Class"``).
+ENTRY_POINT_GROUP = "vsb.evaluators"
+#: The built-in evaluators, by import path.
+BUILTINS: dict[str, str] = {
+    "rules": "vsb.evaluators.rules:RulesEvaluator",
+    "pairwise": "vsb.evaluators.pairwise:PairwiseEvaluator",
+    "vlm": "vsb.evaluators.vlm_judge:VlmJudge",
+    "vlm_xframe": "vsb.evaluators.vlm_judge:VlmPairJudge",
+    "clip": "vsb.evaluators.embed:ClipEvaluator",
+    "dino": "vsb.evaluators.embed:DinoEvaluator",
+}
 #: Evaluators ``vsb evaluate`` runs when none is named (a judge joins them with --judge).
 DEFAULT_EVALUATORS: tuple[str, ...] = ("rules", "pairwise")
+#: Declarations registered in code (``add``, ``register_evaluator``).
+_INFO: dict[str, EvaluatorInfo] = {}
+
+
+@lru_cache(maxsize=8)
+def _plugins(_path: tuple[str, ...]) -> dict[str, str]:
+    """name -> "module:Class" of the installed plug-ins (rescanned when sys.path changes)."""
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def _targets() -> dict[str, str]:
+    plugins = _plugins(tuple(sys.path))
+    found = {**BUILTINS}
+    for name, target in plugins.items():
+        found.setdefault(name, target)  # a plug-in never shadows a built-in
+    return found
+
+
+def add(info: EvaluatorInfo) -> None:
+    """Register a declaration made in code (names are unique)."""
+    if info.name in _INFO or info.name in _targets():
+        raise ValueError(f"evaluator {info.name!r} registered twice")
+    _INFO[info.name] = info
 
 
 def register_evaluator(
@@ -103,133 +86,41 @@ def register_evaluator(
     needs: str = "",
     description: str = "",
 ) -> Any:
-    """Class decorator: register a plug-in evaluator under ``name``."""
+    """Class decorator: register an evaluator class defined in code under ``name``."""
 
     def deco(cls: type[Any]) -> type[Any]:
-        add(EvaluatorInfo(name, kind, reads, paid, f"{cls.__module__}:{cls.__qualname__}",
-                          needs, description))  # fmt: skip
+        cls.name, cls.kind, cls.reads, cls.paid = name, kind, reads, paid
+        cls.needs, cls.description = needs, description
+        add(info_of(cls, f"{cls.__module__}:{cls.__qualname__}"))
         return cls
 
     return deco
 
 
-def add(info: EvaluatorInfo) -> None:
-    """Register a declaration (names are unique)."""
-    if info.name in _INFO:
-        raise ValueError(f"evaluator {info.name!r} registered twice")
-    _INFO[info.name] = info
+def evaluator_names() -> list[str]:
+    """Known evaluator names: built-ins first, then plug-ins and ones added in code."""
+    return [*_targets(), *(n for n in _INFO if n not in _targets())]
+
+
+@lru_cache(maxsize=64)
+def _info_at(name: str, target: str) -> EvaluatorInfo:
+    try:
+        cls = EvaluatorInfo(name, "signals", "any", False, target).load()
+    except (ImportError, AttributeError) as err:
+        raise InputError(f"evaluator {name!r}: cannot import {target} ({err})") from None
+    return info_of(cls, target, name)
 
 
 def evaluator_info(name: str) -> EvaluatorInfo:
     """The declaration of ``name``; unknown names list the known ones."""
-    try:
+    if name in _INFO:
         return _INFO[name]
-    except KeyError:
-        raise UnknownNameError("evaluator", name, _INFO) from None
-
-
-def evaluator_names() -> list[str]:
-    """Registered evaluator names, built-ins first."""
-    return list(_INFO)
+    target = _targets().get(name)
+    if target is None:
+        raise UnknownNameError("evaluator", name, evaluator_names())
+    return _info_at(name, target)
 
 
 def get_evaluator(name: str, *args: Any, **kwargs: Any) -> Evaluator:
     """A fresh instance of the evaluator registered as ``name``."""
     return evaluator_info(name).load()(*args, **kwargs)
-
-
-def _signal(f: Frame, signal: str, value: float | None, evaluator: str) -> dict[str, Any]:
-    return {
-        "model": f.model,
-        "condition": f.condition,
-        "story_id": f.story_id,
-        "scene": f.scene,
-        "signal": signal,
-        "value": value,
-        "evaluator": evaluator,
-    }
-
-
-class RulesEvaluator:
-    """Blind extractor + rule checker: one row per (image, requirement). Frames without an
-    image (generation failed) get no rows; images that are not renders get one
-    ``not_applicable`` row per requirement."""
-
-    name = "rules"
-
-    def evaluate_story(self, story: Story, frames: list[Frame]) -> EvaluatorOutput:
-        out = EvaluatorOutput()
-        voc = EntityVocabulary.from_world(story.world)
-        for f in frames:
-            if f.path is None and f.image is None:
-                continue
-            scene = story.scenes[f.scene - 1]
-            if f.image is None or not f.is_render:
-                why = {"reason": f.reason or "not a render"}
-                results = [
-                    RequirementResult.of(r, why, False, "", "rules", verdict="not_applicable")
-                    for r in scene.requirements
-                ]
-            else:
-                results = check_scene(extract(f.image, voc, f.counts), scene, story.world)
-            out.requirements += [
-                r.row(model=f.model, condition=f.condition, story_id=f.story_id, scene=f.scene)
-                for r in results
-            ]
-        return out
-
-
-class PairwiseEvaluator:
-    """Histogram intersection with the previous frame (from scene 2 on); a pair that is not
-    two renders gets null values (not applicable)."""
-
-    name = "pairwise"
-
-    def evaluate_story(self, story: Story, frames: list[Frame]) -> EvaluatorOutput:
-        out = EvaluatorOutput()
-        hists: dict[int, FrameHistograms] = {}  # by frame position: each frame read once
-
-        def hist(i: int) -> FrameHistograms:
-            if i not in hists:
-                hists[i] = FrameHistograms.of(frames[i].image, frames[i].counts)
-            return hists[i]
-
-        for i, (prev, cur) in enumerate(itertools.pairwise(frames)):
-            if cur.scene != prev.scene + 1:
-                continue
-            if prev.image is None or cur.image is None:
-                if prev.path is not None and cur.path is not None:
-                    for signal in ("pairwise_global", "pairwise_band"):
-                        out.signals.append(_signal(cur, signal, None, self.name))
-                continue
-            for signal, value in histogram_scores(hist(i), hist(i + 1)).items():
-                out.signals.append(_signal(cur, signal, value, self.name))
-        return out
-
-
-add(EvaluatorInfo(
-    "rules", "verdicts", "renders", False, "vsb.evaluators.registry:RulesEvaluator",
-    description="blind extractor + rule checker (renders only)",
-))  # fmt: skip
-add(EvaluatorInfo(
-    "pairwise", "signals", "renders", False, "vsb.evaluators.registry:PairwiseEvaluator",
-    description="colour-histogram intersection of consecutive frames (renders only)",
-))  # fmt: skip
-add(EvaluatorInfo(
-    "vlm", "verdicts", "any", True, "vsb.evaluators.vlm_judge:VlmJudge", needs="--judge",
-    description="VLM question-answering judge, one call per scene (any image)",
-))  # fmt: skip
-add(EvaluatorInfo(
-    "vlm_xframe", "verdicts", "any", True, "vsb.evaluators.vlm_judge:VlmJudge", needs="--judge",
-    description="VLM cross-frame questions on consecutive frames: same person, clothes, place",
-))  # fmt: skip
-add(EvaluatorInfo(
-    "clip", "signals", "any", False, "vsb.evaluators.embed:ClipEvaluator",
-    needs="CLIP weights (--clip-model); pip install 'vsb[embed]'",
-    description="CLIP text–image similarity and reciprocal rank among negative texts (any image)",
-))  # fmt: skip
-add(EvaluatorInfo(
-    "dino", "signals", "any", False, "vsb.evaluators.embed:DinoEvaluator",
-    needs="DINOv2 weights (--dino-model); pip install 'vsb[embed]'",
-    description="DINOv2 CLS similarity to the previous frame and to scene 1 (any image)",
-))  # fmt: skip

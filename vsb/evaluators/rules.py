@@ -18,8 +18,15 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 from scipy.optimize import linear_sum_assignment
 
-from vsb.evaluators.detected import DetectedObject, DetectedPerson, DetectedState
-from vsb.story.models import CharacterState, Requirement, Scene, Value, World
+from vsb.evaluators.detected import (
+    DetectedObject,
+    DetectedPerson,
+    DetectedState,
+    EntityVocabulary,
+)
+from vsb.evaluators.extractor import extract
+from vsb.evaluators.interface import EvaluatorOutput, Frame, StoryEvaluator
+from vsb.story.models import CharacterState, Requirement, Scene, Story, Value, World
 
 #: Attribute weights of the matching distance (identity first).
 WEIGHTS: dict[str, float] = {
@@ -236,3 +243,36 @@ def check_scene(detected: DetectedState, scene: Scene, world: World) -> list[Req
         else:
             out.append(_character_fact(ctx, req))
     return out
+
+
+class RulesEvaluator(StoryEvaluator):
+    """Blind extractor + rule checker: one row per (image, requirement). Frames without an
+    image (generation failed) get no rows; images that are not renders get one
+    ``not_applicable`` row per requirement."""
+
+    name = "rules"
+    kind = "verdicts"
+    reads = "renders"
+    description = "blind extractor + rule checker (renders only)"
+
+    def evaluate_story(self, story: Story, frames: list[Frame]) -> EvaluatorOutput:
+        """Rows for the frames of one (model, condition, story)."""
+        out = EvaluatorOutput()
+        voc = EntityVocabulary.from_world(story.world)
+        for f in frames:
+            if f.path is None and f.image is None:
+                continue
+            scene = story.scenes[f.scene - 1]
+            if f.image is None or not f.is_render:
+                why = {"reason": f.reason or "not a render"}
+                results = [
+                    RequirementResult.of(r, why, False, "", "rules", verdict="not_applicable")
+                    for r in scene.requirements
+                ]
+            else:
+                results = check_scene(extract(f.image, voc, f.counts), scene, story.world)
+            out.requirements += [
+                r.row(model=f.model, condition=f.condition, story_id=f.story_id, scene=f.scene)
+                for r in results
+            ]
+        return out

@@ -1,0 +1,269 @@
+"""The evaluator interface: what every evaluator (built-in or plug-in) implements.
+
+An evaluator declares what it is, reads and costs (class attributes, gathered into its
+``EvaluatorInfo``), and turns a run's frames into work items (``plan``); each item has a
+content-addressed ``key`` and an estimated cost in USD (0 for local work). ``vsb evaluate``
+hands every selected evaluator's items to one machinery (``vsb.evaluators.machinery``),
+which runs them by the evaluator's ``stage`` and returns verdict and signal rows:
+
+- ``"frames"`` (local CPU work): the items are (model, condition, story) sequences; each
+  sequence is decoded once and every frames evaluator's ``evaluate_story(story, frames)``
+  runs on it, in a fork process pool (``--workers``) or on Ray (``--executor ray``);
+- ``"calls"`` (paid or slow VLM calls): the items' payloads are ``JudgeCall``s asked of the
+  run's ``--judge`` through the call machinery: answer cache, a ledger row written before
+  each call, concurrency, retries, budget and dry run; ``rows(outcomes)`` turns the answers
+  into rows, which carry the judge model;
+- ``"models"`` (batched models: CLIP, DINOv2): the items are whole-run embedding passes,
+  cached per image and text by content.
+
+An image with no picture (its generation failed) or that cannot be read is an item whose
+outcome is known without work: the machinery gives it one ``failed`` (or ``unreadable``) row
+per requirement for every ``verdicts`` evaluator, its requirements at that image being
+``requirements_at(story, scene)``.
+
+A plug-in evaluator is a class; the simplest one subclasses ``StoryEvaluator``::
+
+    from vsb.evaluators.interface import EvaluatorOutput, StoryEvaluator
+
+    class Brightness(StoryEvaluator):
+        name = "brightness"          # unique; the rows' ``evaluator`` field
+        kind = "signals"             # or "verdicts": one row per (image, requirement)
+        reads = "any"                # or "renders": only vsb's palette renders
+        description = "mean grey level of each frame"
+
+        def evaluate_story(self, story, frames):
+            out = EvaluatorOutput()
+            for f in frames:          # scene order; f.path is None: no picture
+                if f.path is not None:
+                    out.signals.append(signal_row(f, "brightness", grey(f.path), self.name))
+            return out
+
+and is declared in its distribution's metadata under the entry-point group
+``vsb.evaluators`` (``brightness = "mypkg.evals:Brightness"``); vsb then finds it by name
+(``vsb evaluate RUN --evaluator brightness``) with no edit to vsb. Requirement rows are
+``RequirementResult.row(...)`` dicts (``vsb.evaluators.rules``); signal rows are
+``signal_row`` dicts. The class must be importable in worker processes and constructible
+without arguments.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from vsb.story.models import Requirement, Story
+
+if TYPE_CHECKING:
+    from vsb.evaluators.embed import EmbedOptions
+    from vsb.evaluators.vlm_judge import JudgeOptions
+    from vsb.evaluators.vlm_transports import VlmTransport
+
+Kind = Literal["verdicts", "signals"]
+Reads = Literal["renders", "any"]
+Stage = Literal["frames", "calls", "models"]
+ProgressFn = Callable[[int, int], None]
+#: One image of a run: (model, condition, story id, scene).
+Image = tuple[str, str, str, int]
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One image of a run. ``path`` is None when generation failed; ``image`` holds the
+    canonical palette indices when the image is a render (``is_render``), else None and
+    ``reason`` says why it is not one."""
+
+    model: str
+    condition: str
+    story_id: str
+    scene: int
+    image: NDArray[np.uint8] | None
+    path: str | None = None
+    is_render: bool = True
+    reason: str = ""
+    counts: NDArray[np.intp] | None = None
+    """Pixels per palette index of ``image`` when the decoder counted them (else None)."""
+
+
+@dataclass
+class EvaluatorOutput:
+    """Rows an evaluator produced (requirement rows and signal rows)."""
+
+    requirements: list[dict[str, Any]] = field(default_factory=list)
+    signals: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class EvaluatorInfo:
+    """The declaration of an evaluator."""
+
+    name: str
+    kind: Kind
+    reads: Reads
+    paid: bool
+    target: str  # "module:Class"
+    needs: str = ""  # what it needs beyond the run ("--judge", model weights …)
+    description: str = ""
+    stage: Stage = "frames"  # how its work items run
+
+    def load(self) -> type[Any]:
+        """The evaluator class (imported now)."""
+        module, _, cls = self.target.partition(":")
+        return getattr(importlib.import_module(module), cls)
+
+
+@dataclass(frozen=True)
+class FrameSequence:
+    """The frames of one (model, condition, story): ``images`` = ((scene, path or None), …)
+    in scene order (path None: no picture)."""
+
+    model: str
+    condition: str
+    story_id: str
+    images: tuple[tuple[int, str | None], ...]
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """One unit of an evaluator's work. ``key``: sha256 over what determines its outcome
+    (for cached items: the image bytes, model, prompt and endpoint); ``cost_usd``: the
+    estimate before it runs (0.0 for local work, None when the price is unknown);
+    ``payload``: what the stage runs (a ``FrameSequence``, a ``JudgeCall``, …)."""
+
+    evaluator: str
+    key: str
+    cost_usd: float | None
+    payload: Any
+
+
+def content_key(*parts: Any) -> str:
+    """sha256 of the canonical JSON of ``parts`` (sorted keys, no whitespace)."""
+    text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class RunView:
+    """What an evaluator plans from: the selected frames of a run and its suite."""
+
+    root: Path
+    stories: dict[str, Story]
+    sequences: tuple[FrameSequence, ...]
+    #: The run's frames of any model, selected or not (e.g. reference renders).
+    all_sequences: Callable[[], list[FrameSequence]] = field(default=lambda: [], repr=False)
+
+    def frames(self) -> Iterator[tuple[FrameSequence, int, str]]:
+        """(sequence, scene, path) of every frame that has a picture, in order."""
+        for seq in self.sequences:
+            for k, p in seq.images:
+                if p is not None:
+                    yield seq, k, p
+
+
+@dataclass(frozen=True)
+class EvaluateOptions:
+    """What ``vsb evaluate`` was given beyond the evaluators: the judge, the embedding
+    models, where local work runs, and progress callbacks (by stage)."""
+
+    judge: VlmTransport | None = None
+    judge_options: JudgeOptions | None = None
+    ledger_path: Path | None = None
+    embed_options: EmbedOptions | None = None
+    workers: int = 1
+    ray: Any = None
+    progress: ProgressFn | None = None  # frames stage
+    judge_progress: ProgressFn | None = None  # calls stage
+    embed_progress: ProgressFn | None = None  # models stage
+
+
+class Evaluator(Protocol):
+    """What every evaluator offers (see the module docstring)."""
+
+    name: ClassVar[str]
+    kind: ClassVar[Kind]
+    reads: ClassVar[Reads]
+    paid: ClassVar[bool]
+    stage: ClassVar[Stage]
+    needs: ClassVar[str]
+    description: ClassVar[str]
+
+    def check(self, options: EvaluateOptions) -> None:
+        """Fail before any work when something it needs is missing (weights, a judge)."""
+        ...
+
+    def plan(self, run: RunView, options: EvaluateOptions) -> list[WorkItem]:
+        """The work items of the run's frames."""
+        ...
+
+    def requirements_at(self, story: Story, scene: int) -> list[Requirement]:
+        """The requirements it judges at the image of ``scene`` (``verdicts`` evaluators)."""
+        ...
+
+
+class StoryEvaluator:
+    """Base of the local evaluators: one item per (model, condition, story) sequence, run in
+    the process pool; subclasses set the class attributes and write ``evaluate_story``."""
+
+    name: ClassVar[str] = ""
+    kind: ClassVar[Kind] = "signals"
+    reads: ClassVar[Reads] = "any"
+    paid: ClassVar[bool] = False
+    stage: ClassVar[Stage] = "frames"
+    needs: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+
+    def check(self, options: EvaluateOptions) -> None:
+        """Nothing to check: it needs only the run."""
+
+    def plan(self, run: RunView, options: EvaluateOptions) -> list[WorkItem]:
+        """One item per sequence, costing nothing."""
+        return [WorkItem(self.name, sequence_key(self.name, s), 0.0, s) for s in run.sequences]
+
+    def requirements_at(self, story: Story, scene: int) -> list[Requirement]:
+        """The scene's requirements."""
+        return list(story.scenes[scene - 1].requirements)
+
+    def evaluate_story(self, story: Story, frames: list[Frame]) -> EvaluatorOutput:
+        """Rows for the frames of one (model, condition, story), in scene order."""
+        raise NotImplementedError
+
+
+def sequence_key(evaluator: str, seq: FrameSequence) -> str:
+    """The key of a local item: the evaluator and the sequence's frames (local items are
+    not cached: this names the work, it does not reuse it)."""
+    return content_key(evaluator, seq.model, seq.condition, seq.story_id, list(seq.images))
+
+
+def signal_row(f: Frame, signal: str, value: float | None, evaluator: str) -> dict[str, Any]:
+    """One signal row about frame ``f``."""
+    return {
+        "model": f.model,
+        "condition": f.condition,
+        "story_id": f.story_id,
+        "scene": f.scene,
+        "signal": signal,
+        "value": value,
+        "evaluator": evaluator,
+    }
+
+
+def info_of(cls: type[Any], target: str, name: str = "") -> EvaluatorInfo:
+    """The declaration of evaluator class ``cls`` found at ``target`` (registered as
+    ``name``, default its ``name`` attribute)."""
+    return EvaluatorInfo(
+        name or cls.name, cls.kind, cls.reads, bool(cls.paid), target,
+        getattr(cls, "needs", ""), getattr(cls, "description", ""),
+        getattr(cls, "stage", "frames"),
+    )  # fmt: skip
+
+
+def by_stage(evaluators: Sequence[Evaluator], stage: Stage) -> list[Evaluator]:
+    """The evaluators of one stage, in the given order."""
+    return [e for e in evaluators if getattr(e, "stage", "frames") == stage]

@@ -1,0 +1,323 @@
+"""The one machinery that runs every evaluator's work items and returns their rows.
+
+``run_evaluators(evaluators, run, options)`` plans each evaluator's items
+(``Evaluator.plan``) and runs them by stage (vsb.evaluators.interface), in this order:
+
+1. ``frames``: one task per (model, condition, story) sequence; the sequence's images are
+   decoded once and every frames evaluator planned on it runs on the frames, in a fork
+   process pool when ``workers > 1`` (or on Ray: ``vsb.evaluators.evaluate_ray``);
+2. ``calls``: every evaluator's judge calls in one pass of the call machinery
+   (``vsb.evaluators.vlm_judge.execute_calls``: answer cache, a ledger row before each call,
+   concurrency, retries, budget), recorded in the ledger, then ``rows(outcomes)`` per
+   evaluator; the calls go to ``judge_calls.jsonl``;
+3. ``models``: the embedding passes (``vsb.evaluators.embed.run_embeddings``), cached per
+   image and text by content;
+4. known outcomes: images with no picture get ``generation_failed`` rows
+   (``vsb.evaluators.failed``) from every ``verdicts`` evaluator.
+
+Rows come back in that order, so an evaluation writes the same bytes whichever evaluators
+share it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vsb.errors import InputError, RunError
+from vsb.evaluators.decode import decode_render
+from vsb.evaluators.failed import replace_failed
+from vsb.evaluators.interface import (
+    EvaluateOptions,
+    Evaluator,
+    EvaluatorOutput,
+    Frame,
+    FrameSequence,
+    RunView,
+    WorkItem,
+    by_stage,
+)
+from vsb.evaluators.registry import get_evaluator
+from vsb.locks import die_with_parent
+from vsb.story.models import Story
+
+if TYPE_CHECKING:  # the judge and the embeddings are imported when they run
+    from vsb.evaluators.embed import EmbedSummary
+    from vsb.evaluators.vlm_judge import CallOutcome, JudgeCall
+
+
+@dataclass(frozen=True)
+class JudgeSummary:
+    """What a judge pass did."""
+
+    judge_model: str
+    calls: int
+    cache_hits: int
+    cost_usd: float | None
+    verdicts: dict[str, int]
+    #: the judge's normalised base URL (None: no server, e.g. mock or replay)
+    endpoint: str | None = None
+
+    @property
+    def parse_failure_share(self) -> float:
+        """Share of the judged questions whose answer could not be parsed (0 if none)."""
+        n = sum(v for k, v in self.verdicts.items() if k != "not_applicable")
+        return self.verdicts.get("parse_failure", 0) / n if n else 0.0
+
+
+@dataclass
+class Outputs:
+    """What the machinery returns: rows, the judge's transcript and what each stage did."""
+
+    out: EvaluatorOutput = field(default_factory=EvaluatorOutput)
+    transcript: list[dict[str, Any]] = field(default_factory=list)
+    judge: JudgeSummary | None = None
+    embed: tuple[EmbedSummary, ...] = ()
+    not_renders: list[tuple[str, str]] = field(default_factory=list)  # (model, reason)
+
+
+# ---- frames: local work per sequence, in a process pool ---------------------------------
+
+
+def _frame(task: FrameSequence, scene: int, path: str | None, data: bytes | None = None) -> Frame:
+    """The frame of ``scene``: its image read from ``path`` (or given as ``data``: the bytes
+    of that file, as Ray workers get them; ``path`` then only names it)."""
+    if path is None:
+        return Frame(task.model, task.condition, task.story_id, scene, None)
+    try:
+        d = decode_render(path if data is None else data)
+    except InputError as err:
+        raise InputError(err.message, file=path, location=err.location) from None
+    return Frame(
+        task.model, task.condition, task.story_id, scene, d.indices if d.is_render else None,
+        path=path, is_render=d.is_render, reason=d.reason, counts=d.counts,
+    )  # fmt: skip
+
+
+def evaluate_task(
+    story: Story,
+    names: Sequence[str],
+    task: FrameSequence,
+    data: Sequence[bytes | None] | None = None,
+) -> Outputs:
+    """Run the frames evaluators ``names`` over one (model, condition, story) sequence;
+    ``data``: the images' bytes, in ``task.images`` order (None: read them from disk)."""
+    blobs = data if data is not None else [None] * len(task.images)
+    frames = [_frame(task, k, p, b) for (k, p), b in zip(task.images, blobs, strict=True)]
+    res = Outputs(not_renders=[(f.model, f.reason) for f in frames if f.path and not f.is_render])
+    for name in names:
+        part = get_evaluator(name).evaluate_story(story, frames)  # type: ignore[attr-defined]
+        res.out.requirements += part.requirements
+        res.out.signals += part.signals
+    return res
+
+
+# Shared with forked workers (set before the pool starts; never pickled).
+_SHARED: dict[str, Story] | None = None
+
+
+def _run_task(job: tuple[FrameSequence, tuple[str, ...]]) -> Outputs:
+    assert _SHARED is not None
+    task, names = job
+    return evaluate_task(_SHARED[task.story_id], names, task)
+
+
+def _frames_stage(
+    items: list[WorkItem], run: RunView, options: EvaluateOptions, acc: Outputs
+) -> None:
+    global _SHARED
+    names_of: dict[FrameSequence, list[str]] = {}
+    for it in items:
+        names_of.setdefault(it.payload, []).append(it.evaluator)
+    jobs = [(seq, tuple(names)) for seq, names in names_of.items()]
+    total = sum(len(seq.images) for seq, _ in jobs)
+    done = 0
+
+    def add(task: FrameSequence, res: Outputs) -> None:
+        nonlocal done
+        acc.out.requirements += res.out.requirements
+        acc.out.signals += res.out.signals
+        acc.not_renders += res.not_renders
+        done += len(task.images)
+        if options.progress:
+            options.progress(done, total)
+
+    _SHARED = run.stories
+    try:
+        if options.ray is not None:
+            from vsb.evaluators.evaluate_ray import run_tasks
+
+            run_tasks(options.ray, run.stories, jobs, evaluate_task, add)
+        elif options.workers > 1 and len(jobs) > 1:
+            ctx = multiprocessing.get_context("fork")
+            pid = os.getpid()
+            with ctx.Pool(options.workers, initializer=die_with_parent, initargs=(pid,)) as pool:
+                for (task, _), res in zip(jobs, pool.imap(_run_task, jobs), strict=True):
+                    add(task, res)
+        else:
+            for job in jobs:
+                add(job[0], _run_task(job))
+    finally:
+        _SHARED = None
+
+
+# ---- calls: paid or slow judge calls through the call machinery --------------------------
+
+
+class _LedgerRecorder:
+    """Judge calls in the ledger: a row before each call is sent, completed after it; cache
+    hits get a completed row of their own (like generation)."""
+
+    def __init__(self, ledger: Any, judge_model: str) -> None:
+        self.ledger = ledger
+        self.model = f"judge:{judge_model}"
+
+    def begin(self, call: JudgeCall, estimate_usd: float | None) -> int:
+        row = self.ledger.begin(
+            call.key, self.model, condition=call.condition, story_id=call.story_id,
+            scene=call.scene, cost_usd=estimate_usd,
+        )  # fmt: skip
+        return int(row)
+
+    def finish(self, row: int, out: CallOutcome) -> None:
+        reply = out.reply
+        self.ledger.finish(
+            row, latency_s=out.latency_s, success=reply is not None,
+            cost_usd=out.cost_usd, error=out.error,
+            input_tokens=None if reply is None else reply.input_tokens,
+            output_tokens=None if reply is None else reply.output_tokens,
+        )  # fmt: skip
+
+    def hit(self, out: CallOutcome) -> None:
+        from vsb.ledger import LedgerEntry
+
+        c = out.call
+        self.ledger.record_many([LedgerEntry(
+            key=c.key, model=self.model, latency_s=0.0, success=True, cache_hit=True,
+            cost_usd=0.0, condition=c.condition, story_id=c.story_id, scene=c.scene,
+        )])  # fmt: skip
+
+
+def _calls_stage(
+    evaluators: list[Evaluator], items: list[WorkItem], run: RunView,
+    options: EvaluateOptions, acc: Outputs,
+) -> None:  # fmt: skip
+    from vsb.evaluators.vlm_judge import (
+        JudgeOptions,
+        execute_calls,
+        failed_calls_error,
+        transcript_row,
+    )
+    from vsb.evaluators.vlm_transports import endpoint_of
+    from vsb.ledger import Ledger
+
+    judge = options.judge
+    if judge is None:
+        raise InputError(f"--evaluator {evaluators[0].name} needs a judge: give --judge")
+    opts = options.judge_options or JudgeOptions()
+    calls = [it.payload for it in items]
+    done = 0
+    where = endpoint_of(judge)
+    with Ledger(options.ledger_path or run.root / "ledger.sqlite") as ledger:
+        label = f"evaluate vlm {judge.judge_model}" + (f" at {where}" if where else "")
+        ledger.start_session(label)
+        recorder = _LedgerRecorder(ledger, judge.judge_model)
+
+        def on_done(out: CallOutcome) -> None:
+            nonlocal done
+            if out.cache_hit:
+                recorder.hit(out)
+            done += 1
+            if options.judge_progress:
+                options.judge_progress(done, len(calls))
+
+        outcomes = execute_calls(calls, judge, opts, on_done=on_done, recorder=recorder)
+    err = failed_calls_error(outcomes)
+    if err is not None:
+        raise err
+    verdicts: Counter[str] = Counter()
+    for ev in evaluators:
+        mine = [o for o in outcomes if o.call.evaluator == ev.name]
+        part: EvaluatorOutput = ev.rows(mine, judge.judge_model)  # type: ignore[attr-defined]
+        acc.out.requirements += part.requirements
+        acc.out.signals += part.signals
+        verdicts.update(str(r["verdict"]) for r in part.requirements)
+    acc.transcript = [transcript_row(o, judge.judge_model, where) for o in outcomes]
+    costs = [o.cost_usd for o in outcomes]
+    acc.judge = JudgeSummary(
+        judge_model=judge.judge_model,
+        calls=sum(not o.cache_hit for o in outcomes),
+        cache_hits=sum(o.cache_hit for o in outcomes),
+        cost_usd=None if any(c is None for c in costs) else sum(c or 0.0 for c in costs),
+        verdicts=dict(verdicts),
+        endpoint=where,
+    )
+
+
+# ---- models: batched embedding passes -----------------------------------------------------
+
+
+def _models_stage(
+    evaluators: list[Evaluator], items: list[WorkItem], run: RunView,
+    options: EvaluateOptions, acc: Outputs,
+) -> None:  # fmt: skip
+    from vsb.evaluators.embed import EmbedOptions, run_embeddings
+
+    load = None
+    if options.ray is not None:
+        from vsb.evaluators.evaluate_ray import remote_loader
+
+        load = remote_loader(options.ray)
+    refs = next((list(it.payload) for it in items if it.payload), [])
+    names = [ev.name for ev in evaluators]
+    eopts = options.embed_options or EmbedOptions()
+    sigs, summaries = run_embeddings(
+        run.stories, run.sequences, names, eopts, options.embed_progress, load, refs
+    )
+    acc.embed = tuple(summaries)
+    acc.out.signals += sigs
+
+
+# ---- the machinery -------------------------------------------------------------------------
+
+
+def run_evaluators(
+    evaluators: Sequence[Evaluator], run: RunView, options: EvaluateOptions
+) -> Outputs:
+    """Plan and run the evaluators' items, stage by stage; their rows, in stage order."""
+    acc = Outputs()
+    stages = (("frames", _frames_stage_all), ("calls", _calls_stage), ("models", _models_stage))
+    for stage, execute in stages:
+        evs = by_stage(evaluators, stage)  # type: ignore[arg-type]
+        if not evs:
+            continue
+        items = [item for ev in evs for item in ev.plan(run, options)]
+        execute(evs, items, run, options, acc)
+    failed = [(s.model, s.condition, s.story_id, k) for s in run.sequences
+              for k, p in s.images if p is None]  # fmt: skip
+    if failed:
+        jm = options.judge.judge_model if options.judge is not None else ""
+        acc.out.requirements = replace_failed(
+            acc.out.requirements, failed, run.stories, list(evaluators), jm
+        )
+    return acc
+
+
+def _frames_stage_all(
+    evaluators: list[Evaluator], items: list[WorkItem], run: RunView,
+    options: EvaluateOptions, acc: Outputs,
+) -> None:  # fmt: skip
+    _frames_stage(items, run, options, acc)
+
+
+def images_of(run: RunView) -> Counter[str]:
+    """Images with a picture per model."""
+    return Counter(s.model for s, _k, _p in run.frames())
+
+
+__all__ = ["JudgeSummary", "Outputs", "Path", "RunError", "evaluate_task", "run_evaluators"]

@@ -1,0 +1,228 @@
+"""The judge's work items: which calls a run's frames need (``plan_calls``: one per scene
+with its probes; ``plan_pair_calls``: one per pair of consecutive frames), their content
+keys (judge model, endpoint, prompts, image sha256) and cost estimates (``estimate_cost``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from vsb.evaluators.judge_store import JudgePricing, call_key
+from vsb.evaluators.vlm.answers import (
+    SYSTEM_PROMPT,
+    SYSTEM_PROMPT_PAIRS,
+    SYSTEM_PROMPT_SINGLE,
+    scene_prompt,
+)
+from vsb.evaluators.vlm_questions import Question, order_probe, pair_questions, question_for
+from vsb.story.models import Requirement, Scene
+
+EVALUATOR_NAME = "vlm"
+PAIRS_EVALUATOR = "vlm_xframe"
+SIGNAL_NAME = "vlm_pass_rate"
+
+
+@dataclass(frozen=True)
+class JudgeCall:
+    """One call: the questions of (part of) one image."""
+
+    model: str
+    condition: str
+    story_id: str
+    scene: int
+    image_path: str
+    image_sha256: str
+    requirements: tuple[Requirement, ...]
+    questions: tuple[Question, ...]  # one per requirement, then one per probe
+    system: str
+    prompt: str
+    key: str
+    probes: tuple[str, ...] = ()  # object kinds asked about "of any colour" (after the rest)
+    #: Held objects asked about in the story's colour (after ``probes``): a failed holder
+    #: check is a colour change when the object is seen only in another colour.
+    colour_probes: tuple[str, ...] = ()
+    #: (left, right) names asked whether left stands left of right (last): a failed order
+    #: check while someone is missing is a swap when those seen stand out of order.
+    order_probes: tuple[tuple[str, str], ...] = ()
+    #: How many people the scene shows, asked last ("Are there exactly N people…?"): a
+    #: person not found by their cues while everyone is there is unrecognised (their look
+    #: drifted), not missing. 0: not asked.
+    people_probe: int = 0
+    #: Cross-frame calls: the earlier frame's image (``image_path`` is the later one's, and
+    #: comes second in the request), and the evaluator their rows belong to.
+    prev_image_path: str | None = None
+    evaluator: str = EVALUATOR_NAME
+
+    @property
+    def max_tokens(self) -> int:
+        """Room for ``N: UNSURE`` per question and some slack."""
+        return 8 * len(self.questions) + 16
+
+
+def _probes(scene: Scene) -> tuple[str, ...]:
+    """Objects the scene expects in view: asked about "of any colour" so that a failure can
+    be told apart as a disappearance or a colour change (as the rule checker does)."""
+    kinds = [
+        r.subject
+        for r in scene.requirements
+        if r.subject in scene.state.objects
+        and (r.attribute == "holder" or (r.attribute == "present" and r.expected is True))
+    ]
+    return tuple(dict.fromkeys(kinds))
+
+
+def held_objects(scene: Scene) -> tuple[str, ...]:
+    """Held objects (no presence check of their own): asked about in the story's colour."""
+    kinds = [
+        r.subject
+        for r in scene.requirements
+        if r.subject in scene.state.objects and r.attribute == "holder"
+    ]
+    return tuple(dict.fromkeys(kinds))
+
+
+def order_pairs(scene: Scene) -> tuple[tuple[str, str], ...]:
+    """Every pair of the scene's left-to-right order, in that order."""
+    for r in scene.requirements:
+        if r.subject == "scene" and r.attribute == "order" and isinstance(r.expected, list):
+            names = [str(n) for n in r.expected]
+            return tuple((a, b) for i, a in enumerate(names) for b in names[i + 1 :])
+    return ()
+
+
+def people_count(scene: Scene) -> int:
+    """The people a scene shows when it asks whether someone is there (else 0: no probe)."""
+    asks = any(
+        r.attribute == "present" and r.expected is True and r.subject in scene.state.characters
+        for r in scene.requirements
+    )
+    return len(scene.state.order) if asks else 0
+
+
+def people_question(n: int) -> Question:
+    """The auxiliary question how many people the picture shows."""
+    if n == 1:
+        return Question("Is there exactly one person in the picture?", "YES")
+    return Question(f"Are there exactly {n} people in the picture?", "YES")
+
+
+def colour_probe_question(kind: str, color: str) -> Question:
+    """The auxiliary question whether the story's object, in the story's colour, is seen."""
+    words = f"{color} {kind}"
+    article = "an" if words[:1] in "aeiou" else "a"
+    return Question(f"Is there {article} {words} in the picture?", "YES")
+
+
+def probe_question(kind: str) -> Question:
+    """The auxiliary question of a probe (it has no requirement of its own)."""
+    article = "an" if kind[:1] in "aeiou" else "a"
+    return Question(f"Is there {article} {kind} of any colour in the picture?", "YES")
+
+
+def plan_calls(
+    frames: Iterable[tuple[str, str, str, int, str, Scene]],
+    judge_model: str,
+    batch: int = 0,
+    endpoint: str | None = None,
+) -> list[JudgeCall]:
+    """The calls for ``(model, condition, story_id, scene, image_path, scene)`` frames: one
+    per scene (with the object probes) unless ``batch`` caps the questions per call;
+    ``endpoint`` (the transport's) is part of every key."""
+    calls = []
+    for model, condition, story_id, k, path, scene in frames:
+        reqs = list(scene.requirements)
+        if not reqs:
+            continue
+        sha = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        size = batch if batch > 0 else len(reqs)
+        for start in range(0, len(reqs), size):
+            part = tuple(reqs[start : start + size])
+            probes = _probes(scene) if batch == 0 else ()
+            colours = held_objects(scene) if batch == 0 else ()
+            pairs = order_pairs(scene) if batch == 0 else ()
+            st = scene.state
+            qs = tuple(question_for(r, st) for r in part)
+            qs += tuple(probe_question(kind) for kind in probes)
+            qs += tuple(colour_probe_question(k, st.objects[k].color) for k in colours)
+            qs += tuple(order_probe(st, a, b) for a, b in pairs)
+            people = people_count(scene) if batch == 0 else 0
+            qs += (people_question(people),) if people else ()
+            single = batch == 1
+            system = SYSTEM_PROMPT_SINGLE if single else SYSTEM_PROMPT
+            prompt = qs[0].text if single else scene_prompt(qs)
+            key = call_key(judge_model, system, prompt, sha, endpoint)
+            calls.append(
+                JudgeCall(
+                    model,
+                    condition,
+                    story_id,
+                    k,
+                    str(path),
+                    sha,
+                    part,
+                    qs,
+                    system,
+                    prompt,
+                    key,
+                    probes,
+                    colours,
+                    pairs,
+                    people,
+                )
+            )
+    return calls
+
+
+def plan_pair_calls(
+    sequences: Iterable[tuple[str, str, str, list[tuple[int, str | None]], list[Scene]]],
+    judge_model: str,
+    endpoint: str | None = None,
+) -> list[JudgeCall]:
+    """One cross-frame call per pair of consecutive frames that both exist:
+    ``(model, condition, story_id, [(scene, image_path)], scenes)`` sequences."""
+    calls = []
+    for model, condition, story_id, images, scenes in sequences:
+        paths = dict(images)
+        for k in sorted(paths):
+            a, b = paths.get(k - 1), paths[k]
+            if a is None or b is None:
+                continue
+            pairs = pair_questions(scenes[k - 2], scenes[k - 1])
+            if not pairs:
+                continue
+            sha = ":".join(hashlib.sha256(Path(x).read_bytes()).hexdigest() for x in (a, b))
+            qs = tuple(q for _, q in pairs)
+            prompt = scene_prompt(qs)
+            calls.append(
+                JudgeCall(
+                    model,
+                    condition,
+                    story_id,
+                    k,
+                    b,
+                    sha,
+                    tuple(r for r, _ in pairs),
+                    qs,
+                    SYSTEM_PROMPT_PAIRS,
+                    prompt,
+                    call_key(judge_model, SYSTEM_PROMPT_PAIRS, prompt, sha, endpoint),
+                    prev_image_path=a,
+                    evaluator=PAIRS_EVALUATOR,
+                )
+            )
+    return calls
+
+
+def estimate_cost(call: JudgeCall, pricing: JudgePricing | None, judge_model: str) -> float | None:
+    """An upper estimate of a call's cost (text at ~4 characters a token, the image at the
+    listed tokens, every output token used); None when the price is unknown."""
+    price = pricing.price(judge_model) if pricing else None
+    if price is None:
+        return None
+    images = 2 if call.prev_image_path else 1
+    tokens_in = images * price.image_tokens + math.ceil((len(call.system) + len(call.prompt)) / 4)
+    return price.cost(tokens_in, call.max_tokens)

@@ -1,0 +1,151 @@
+"""Verdict and signal rows from the judge's answers, with knock-on failure labels read from
+the probes, and the transcript rows of ``judge_calls.jsonl``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from vsb.evaluators.rules import RequirementResult
+from vsb.evaluators.vlm.answers import verdict_of
+from vsb.evaluators.vlm.execute import CallOutcome, call_answers
+from vsb.story.models import Requirement
+
+
+@dataclass(frozen=True)
+class _Probed:
+    """What the probes of one call said."""
+
+    missing: set[str]  # characters whose presence check did not pass, fewer people shown
+    unrecognised: set[str]  # ... while everyone expected is there (their look drifted)
+    seen_any: dict[str, bool]  # object kind -> seen in some colour
+    seen_colour: dict[str, bool]  # held object kind -> seen in the story's colour
+    left_of: dict[tuple[str, str], bool]  # (a, b) -> a stands left of b
+
+
+def _knock_on(req: Requirement, p: _Probed) -> str:
+    """The failure label of a question that did not pass: its root cause when the judge said
+    its subject is not there (as the rule checker labels knock-on failures)."""
+    if req.subject in p.missing and req.attribute != "present":
+        return "character_missing"
+    if req.subject in p.unrecognised:
+        return "identity_drift"
+    expected = [str(n) for n in req.expected] if isinstance(req.expected, list) else []
+    lost = p.missing | p.unrecognised
+    if req.attribute == "order" and any(n in lost for n in expected):
+        seen = [n for n in expected if n not in lost]
+        in_order = all(
+            p.left_of.get((a, b), False) for i, a in enumerate(seen) for b in seen[i + 1 :]
+        )
+        # someone not found is the root cause only when those seen stand in order
+        if not in_order:
+            return req.taxonomy
+        return "character_missing" if any(n in p.missing for n in expected) else "identity_drift"
+    if req.subject in p.seen_any and not (req.attribute == "present" and req.expected is False):
+        if not p.seen_any[req.subject]:
+            return "object_disappeared"
+        if req.attribute == "present":  # seen in some colour, not in the story's
+            return "object_color_change"
+        if req.attribute == "holder" and p.seen_colour.get(req.subject) is False:
+            return "object_color_change"
+    return req.taxonomy
+
+
+def outcome_results(out: CallOutcome, judge_model: str) -> list[RequirementResult]:
+    """One result per requirement of a finished call (a failed call gives none)."""
+    if out.reply is None:
+        return []
+    call = out.call
+    answers = call_answers(call, out.reply)
+    n = len(call.requirements)
+    n1 = n + len(call.probes)
+    n2 = n1 + len(call.colour_probes)
+    seen_any = {kind: a == "YES" for kind, a in zip(call.probes, answers[n:n1], strict=True)}
+    verdicts = [verdict_of(a, q.expect) for a, q in zip(answers, call.questions, strict=False)]
+    missing = {
+        r.subject
+        for r, v in zip(call.requirements, verdicts, strict=False)
+        if r.attribute == "present" and r.expected is True and r.subject not in seen_any
+        and v != "passed"
+    }  # fmt: skip
+    n3 = n2 + len(call.order_probes)
+    everyone = call.people_probe > 0 and answers[n3] == "YES"
+    probed = _Probed(
+        set() if everyone else missing,
+        missing if everyone else set(),
+        seen_any,
+        {k: a == "YES" for k, a in zip(call.colour_probes, answers[n1:n2], strict=True)},
+        {pair: a == "YES" for pair, a in zip(call.order_probes, answers[n2:n3], strict=True)},
+    )
+    results = []
+    for req, answer, v in zip(call.requirements, answers, verdicts, strict=False):
+        label = req.taxonomy if v == "passed" else _knock_on(req, probed)
+        results.append(
+            RequirementResult.of(
+                req,
+                answer,
+                v == "passed",
+                label,
+                call.evaluator,
+                verdict=v,
+                judge_model=judge_model,
+            )
+        )
+    return results
+
+
+def rows_from_outcomes(
+    outcomes: Sequence[CallOutcome], judge_model: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Requirement rows and ``vlm_pass_rate`` signal rows of finished calls."""
+    req_rows: list[dict[str, Any]] = []
+    frames: dict[tuple[str, str, str, str, int], list[bool]] = {}
+    for out in outcomes:
+        c = out.call
+        for r in outcome_results(out, judge_model):
+            req_rows.append(
+                r.row(model=c.model, condition=c.condition, story_id=c.story_id, scene=c.scene)
+            )
+            key = (c.evaluator, c.model, c.condition, c.story_id, c.scene)
+            frames.setdefault(key, []).append(r.passed)
+    sig_rows = [
+        {
+            "model": m,
+            "condition": cond,
+            "story_id": s,
+            "scene": k,
+            "signal": f"{ev}_pass_rate",
+            "value": sum(passed) / len(passed),
+            "evaluator": ev,
+        }
+        for (ev, m, cond, s, k), passed in frames.items()
+    ]
+    return req_rows, sig_rows
+
+
+def transcript_row(
+    out: CallOutcome, judge_model: str, endpoint: str | None = None
+) -> dict[str, Any]:
+    """One line of ``judge_calls.jsonl``: what was asked and what came back (replayable;
+    the same whether the answer came from the cache, so a release hashes the same; cache
+    hits, latency and cost are in the ledger). ``endpoint``: the judge's normalised base
+    URL, written when it has one."""
+    c, reply = out.call, out.reply
+    return {
+        "evaluator": c.evaluator,
+        "judge_model": judge_model,
+        **({"endpoint": endpoint} if endpoint is not None else {}),
+        "model": c.model,
+        "condition": c.condition,
+        "story_id": c.story_id,
+        "scene": c.scene,
+        "key": c.key,
+        "image_sha256": c.image_sha256,
+        "system": c.system,
+        "prompt": c.prompt,
+        "answer": None if reply is None else reply.text,
+        "input_tokens": None if reply is None else reply.input_tokens,
+        "output_tokens": None if reply is None else reply.output_tokens,
+    }

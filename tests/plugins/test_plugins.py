@@ -146,13 +146,25 @@ def test_factory_must_build_an_adapter(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def test_no_registry_imports_its_members() -> None:
-    """The built-ins are listed by import path: the registry module imports none of them."""
-    source = Path(registry.__file__).read_text()
-    assert "vsb.adapters.simulators import" not in source
-    assert "from vsb.adapters.providers" not in source
+    """The built-ins are listed by import path: listing them imports none of them, and a model
+    imports only its own module."""
+    code = (
+        "import sys, vsb.adapters.registry as r\n"
+        "r.model_names(); r.resolve_models('all')\n"
+        "print(sorted(m for m in sys.modules if m.startswith('vsb.adapters.')))\n"
+        "r.get_adapter('stability:core')\n"
+        "print(sorted(m for m in sys.modules if m.startswith('vsb.adapters.')))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    listed, built = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert listed == str(["vsb.adapters.base", "vsb.adapters.registry"])
+    assert "'vsb.adapters.providers.stability'" in built
+    for other in ("simulators", "providers.openai", "providers.stored", "diffusers"):
+        assert f"'vsb.adapters.{other}'" not in built, built
     for name, target in registry.BUILTIN.items():
-        module = target.partition(":")[0]
-        assert module.startswith("vsb.adapters."), name
+        assert target.partition(":")[0].startswith("vsb.adapters."), name
 
 
 def test_two_plugins_with_one_model_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,5 @@
-"""Atomic file writes, canonical JSON hashing and the one JSON reader, shared by every layer.
+"""Atomic file writes, canonical JSON hashing, the one JSON reader and the one CSV writer,
+shared by every layer.
 
 Every JSON document vsb reads from disk goes through ``load_json`` / ``loads_json`` /
 ``iter_jsonl``: a size cap and a nesting-depth scan run before parsing, and every way the text
@@ -9,17 +10,25 @@ each caller decides whether absence is an error.
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
+import itertools
 import json
 import os
 import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
 from vsb.errors import InputError
+
+#: The largest image any layer decodes, in pixels (anything larger is an error, not a
+#: picture): the adapters refuse it from a provider or a samples folder, ``vsb evaluate``
+#: reads it as unreadable. Checked from the image header, before decoding.
+MAX_PIXELS = 4096 * 4096
 
 
 def canonical_json(obj: Any) -> bytes:
@@ -251,3 +260,96 @@ def iter_jsonl(
             if not isinstance(obj, dict):
                 raise InputError("expected a JSON object", file=path, location=f"line {n}")
             yield n, obj
+
+
+class UniqueKeys:
+    """Refuses a second row with the same key in one file: ``add(key, line)`` raises
+    ``InputError`` naming the key (``fields`` name its parts), the file and both lines."""
+
+    def __init__(self, path: str | Path, fields: tuple[str, ...], what: str = "row") -> None:
+        self.path, self.fields, self.what = path, fields, what
+        self.first: dict[tuple[Any, ...], int] = {}
+
+    def add(self, key: tuple[Any, ...], line: int) -> None:
+        """Record ``key`` at ``line``; ``InputError`` if an earlier line had it."""
+        first = self.first.setdefault(key, line)
+        if first != line:
+            shown = ", ".join(f"{f} {v!r}" for f, v in zip(self.fields, key, strict=True))
+            raise InputError(
+                f"duplicate {self.what} ({shown}): the same key as line {first}; each key "
+                "must appear once",
+                file=self.path,
+                location=f"line {line}",
+            )
+
+
+#: First characters that make a spreadsheet read a cell as a formula (OWASP, CSV injection).
+FORMULA_START = frozenset("=+-@\t\r")
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def csv_cell(value: Any) -> Any:
+    """``value`` safe for a CSV cell: text that starts with ``= + - @``, a tab or a carriage
+    return gets a leading single quote (OWASP's rule), so no spreadsheet runs it as a
+    formula. Numbers (ints, floats) are written as they are, and so is text that is exactly
+    a plain number (``-0.5``, ``+0.084``: no formula can hide in it); everything else is
+    unchanged. JSON files are never escaped: only CSV cells go through here."""
+    if (
+        isinstance(value, str)
+        and value
+        and value[0] in FORMULA_START
+        and not _NUMBER.fullmatch(value)
+    ):
+        return "'" + value
+    return value
+
+
+#: Where a cell that starts a formula could begin in CSV text (after a line break or a comma,
+#: maybe inside quotes): text without a match has no such cell (false alarms only cost time).
+_CELL_START = re.compile(r'[,\n]"?[=+\-@\t\r]')
+
+
+def csv_text(
+    header: Sequence[str],
+    rows: Iterable[Sequence[Any]] | Iterable[Mapping[str, Any]],
+) -> str:
+    """CSV text: ``\\n`` line ends, None as an empty cell (pandas reads it as NaN), every text
+    cell through ``csv_cell``, a cell holding a carriage return quoted (the ``csv`` module
+    quotes only the line terminator's characters). ``rows`` are sequences in ``header``
+    order, or mappings keyed by ``header`` (missing keys empty, others ignored). Every CSV
+    vsb writes is made here."""
+    table: list[Any] = list(rows)
+    text = _write(header, table, escape=False)
+    if "\r" in text or _CELL_START.search("\n" + text):  # a cell may need care: the slow way
+        text = _write(header, table, escape=True)
+    return text
+
+
+def _write(header: Sequence[str], rows: list[Any], *, escape: bool) -> str:
+    buf = io.StringIO()
+    dicts = bool(rows) and isinstance(rows[0], Mapping)
+    if not escape:
+        if dicts:
+            d = csv.DictWriter(buf, list(header), lineterminator="\n", extrasaction="ignore")
+            d.writeheader()
+            d.writerows(rows)
+        else:
+            w = csv.writer(buf, lineterminator="\n")
+            w.writerow(header)
+            w.writerows(rows)
+        return buf.getvalue()
+    if dicts:
+        rows = [[r.get(c, "") for c in header] for r in rows]
+    w = csv.writer(buf, lineterminator="\n")
+    side = io.StringIO()
+    crlf = csv.writer(side, lineterminator="\r\n")  # quotes a cell holding \r (or \n)
+    for row in itertools.chain([header], rows):
+        cells = ["" if x is None else csv_cell(x) for x in row]
+        if any("\r" in x for x in cells if isinstance(x, str)):
+            side.seek(0)
+            side.truncate()
+            crlf.writerow(cells)
+            buf.write(side.getvalue()[:-2] + "\n")
+        else:
+            w.writerow(cells)
+    return buf.getvalue()

@@ -139,8 +139,9 @@ def _walk(
         refs = (prev,) if ctx.reference_image and prev is not None else ()
         priv = Privileged(story, sha, k, cname) if adapter.privileged else None
         req = GenerationRequest(
-            plan.model, adapter.version, scene.text, config.seed, ctx, params, refs, priv
-        )
+            plan.model, adapter.version, scene.text, config.seed, ctx,
+            adapter.request_parameters(params, priv), refs, priv,
+        )  # fmt: skip
         key = req.key()
         if key in seen:  # the same request twice in one run (scene 1): made once
             plan.cached += 1

@@ -277,8 +277,9 @@ def _run_scenes(
             refs = (prev_png,) if ctx.reference_image and prev_png is not None else ()
             priv = Privileged(story, st.shas[i], k, cname) if adapter.privileged else None
             req = GenerationRequest(
-                model, adapter.version, scene.text, st.seed, ctx, params, refs, priv
-            )
+                model, adapter.version, scene.text, st.seed, ctx,
+                adapter.request_parameters(params, priv), refs, priv,
+            )  # fmt: skip
             key = req.key()
             t0 = time.perf_counter()
             error: str | None = None

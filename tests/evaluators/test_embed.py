@@ -334,19 +334,28 @@ def test_model_option_without_its_evaluator(
     assert "--clip-model is only used by the clip evaluator" in capsys.readouterr().err
 
 
-def test_an_unreadable_image_is_one_line(
+def test_an_unreadable_image_gets_no_embedding_and_the_pass_goes_on(
     world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Issue #23 item 3: an image that does not decode used to stop the pass (exit 1, no
+    signals); now that frame has no clip/dino rows and every other frame keeps its values."""
     run = tmp_path / "run"
     shutil.copytree(world.run, run)
     rec = _records(run)[5]
     (run / rec["path"]).write_bytes(b"\x89PNG\r\n\x1a\n broken")
-    before = (run / "evaluations" / "signals.jsonl").read_bytes()
     argv = world.argv(tmp_path / "c")
     argv[1] = str(run)
-    line = _one_error(argv, capsys)
-    assert rec["path"] in line and "cannot decode image" in line
-    assert (run / "evaluations" / "signals.jsonl").read_bytes() == before
+    capsys.readouterr()
+    assert main(argv) == 0
+    cap = capsys.readouterr()
+    assert "Traceback" not in cap.err and "cannot be read" in cap.out + cap.err
+    got = _embed(_signals(run))
+    where = (rec["model"], rec["condition"], rec["story_id"], rec["scene"])
+    assert got and not [k for k in got if k[2:] == where]
+    assert all(world.first[k] == pytest.approx(v) for k, v in got.items())
+    # what is missing is that frame's rows and the pairs it anchors, in its own story only
+    missing = set(world.first) - set(got)
+    assert {k for k in missing if k[2:] == where} and all(k[2:5] == where[:3] for k in missing)
 
 
 def _script() -> Any:

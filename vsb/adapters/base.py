@@ -121,6 +121,14 @@ class ImageModelAdapter:
         """Generation parameters that go into every request (and so into the cache key)."""
         return {}
 
+    def request_parameters(
+        self, parameters: dict[str, Any], privileged: Privileged | None
+    ) -> dict[str, Any]:
+        """The parameters of one request: ``parameters`` (this adapter's ``parameters()``)
+        plus whatever names that request's own input by content, so that it is part of the
+        cache key (stored samples add the sha256 of the file they serve)."""
+        return parameters
+
     def generate(self, request: GenerationRequest) -> GenerationResult:
         """Produce one image for ``request``; raises ``AdapterError`` on failure."""
         raise NotImplementedError

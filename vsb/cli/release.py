@@ -50,7 +50,8 @@ class _RichProgress:
 @click.option(
     "--workers", default=2, show_default=True, type=click.IntRange(min=1), help="Parallel workers."
 )
-@click.option("--seed", default=0, show_default=True, help="Suite and run seed.")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**63 - 1),
+              help="Suite and run seed.")  # fmt: skip
 @click.option("--evaluator", "evaluators", default=None, metavar="NAME[,NAME…]",
               help="Evaluators (default: rules and pairwise, plus vlm with --judge).")  # fmt: skip
 @click.option("--judge", default=None, metavar="KIND:ARG",

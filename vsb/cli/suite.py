@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from vsb.story.models import CATEGORIES, DIFFICULTIES, DIMENSIONS
+from vsb.story.models import CATEGORIES, DIFFICULTIES, DIMENSIONS, MAX_SEED
 
 
 @click.group()
@@ -25,7 +25,10 @@ def suite() -> None:
     type=click.Path(file_okay=False, path_type=Path),
     help="Directory to write <story>.json files and suite.json into.",
 )
-@click.option("--seed", default=0, show_default=True, help="Suite seed (same seed, same bytes).")
+@click.option(
+    "--seed", default=0, show_default=True, type=click.IntRange(0, MAX_SEED),
+    help="Suite seed (same seed, same bytes).",
+)  # fmt: skip
 @click.option("--paraphrase", is_flag=True, help="Use the paraphrase prompt style.")
 @click.option(
     "--per-cell",
@@ -53,7 +56,10 @@ def generate(out_dir: Path, seed: int, paraphrase: bool, per_cell: int | None) -
 @suite.command("index")
 @click.argument("suite_dir", type=click.Path(path_type=Path))
 @click.option(
-    "--seed", type=int, default=None, help="Seed recorded in suite.json (default: kept, else 0)."
+    "--seed",
+    type=click.IntRange(0, MAX_SEED),
+    default=None,
+    help="Seed recorded in suite.json (default: kept, else 0).",
 )
 def index_cmd(suite_dir: Path, seed: int | None) -> None:
     """Write SUITE_DIR/suite.json for a directory of story files (hand-written stories):

@@ -13,11 +13,16 @@ and pairwise consistency apply to renders only. An image is a render when at lea
 ``RENDER_SHARE`` of its pixels lie within the tolerance of a palette colour and at least
 ``MIN_COLOURS`` palette colours each cover ``MIN_COLOUR_SHARE`` of it (a solid palette
 colour is no render).
+
+An image that cannot be read — not an image, data that does not decode, more than the
+adapters' pixel cap (``MAX_PIXELS``, checked from the header before decoding) — raises
+``InputError``; ``vsb evaluate`` turns it into ``unreadable`` rows.
 """
 
 from __future__ import annotations
 
 import io
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -25,10 +30,11 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from PIL import Image
+from PIL import Image, UnidentifiedImageError
 
 from vsb.errors import InputError
 from vsb.evaluators import robust, style
+from vsb.fsio import MAX_PIXELS
 
 Plane = NDArray[np.uint8]
 #: Index of pixels whose colour is not in the canonical palette.
@@ -140,17 +146,66 @@ def _read(image: bytes | str | Path | Image.Image | NDArray[Any]) -> tuple[Plane
         raise InputError(f"cannot read an image array of shape {image.shape}")
     if isinstance(image, Image.Image):
         return _from_image(image)
+    file = None if isinstance(image, bytes | bytearray) else image
+    source = io.BytesIO(image) if isinstance(image, bytes | bytearray) else image
     try:
-        if isinstance(image, bytes | bytearray):
-            with Image.open(io.BytesIO(image)) as im:
-                return _from_image(im)
-        with Image.open(image) as im:
+        with _open(source) as im:
             return _from_image(im)
-    except OSError as err:
-        raise InputError(
-            f"cannot decode image: {err}",
-            file=None if isinstance(image, bytes | bytearray) else image,
-        ) from err
+    except _UNREADABLE as err:
+        raise InputError(_why(err), file=file) from None
+
+
+class _OverCap(Exception):
+    """An image whose header declares more than ``MAX_PIXELS`` pixels."""
+
+
+#: What reading an image that cannot be read raises.
+_UNREADABLE = (_OverCap, Image.DecompressionBombError, OSError, ValueError, SyntaxError, EOFError)
+
+
+def _open(source: Any) -> Image.Image:
+    """``Image.open`` under the pixel cap (checked from the header, before any decoding)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        im = Image.open(source)
+    w, h = im.size
+    if w * h > MAX_PIXELS:
+        im.close()
+        side = int(MAX_PIXELS**0.5)
+        raise _OverCap(f"the image is {w}×{h} pixels, over the {side}×{side} cap")
+    return im
+
+
+def _why(err: BaseException) -> str:
+    """The reason an image cannot be read (never naming the file: rows carry it)."""
+    if isinstance(err, _OverCap):
+        return str(err)
+    if isinstance(err, Image.DecompressionBombError):
+        return f"refused a decompression bomb ({err})"
+    if isinstance(err, UnidentifiedImageError):
+        return "not an image file (no known image format)"
+    return f"cannot decode image: {err}"
+
+
+def image_problem(path: str | Path) -> str:
+    """Why the image file at ``path`` cannot be read ('' when it can): the same checks as
+    decoding it (pixel cap from the header, then every pixel decoded), without the rest."""
+    try:
+        with _open(path) as im:
+            im.load()
+    except _UNREADABLE as err:
+        return _why(err)
+    return ""
+
+
+def open_rgb(path: str | Path) -> Image.Image:
+    """The image at ``path`` decoded as RGB under the pixel cap; ``InputError`` (naming the
+    file and why) if it cannot be read."""
+    try:
+        with _open(path) as im:
+            return im.convert("RGB")
+    except _UNREADABLE as err:
+        raise InputError(_why(err), file=path) from None
 
 
 def _small(w: int, h: int) -> str:

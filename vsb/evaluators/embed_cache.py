@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from vsb.errors import CacheError, InputError
+from vsb.evaluators.decode import open_rgb
 from vsb.fsio import canonical_json, sha256_file, sha256_hex
 
 CACHE_NAME = "embeddings.sqlite"
@@ -162,11 +163,9 @@ def hash_images(sequences: Sequence[Any]) -> dict[str, str]:
 
 
 def _open_rgb(path: str) -> Image.Image:
-    try:
-        with Image.open(path) as im:
-            return im.convert("RGB")
-    except (OSError, ValueError, Image.DecompressionBombError) as err:
-        raise InputError(f"cannot decode image: {err}", file=path) from None
+    """The image at ``path`` as RGB (``vsb evaluate`` hands the embedding phase no
+    unreadable image; ``InputError`` if one still comes, under the same pixel cap)."""
+    return open_rgb(path)
 
 
 def _prefetched(

@@ -18,9 +18,7 @@ judge calls are written to ``judge_calls.jsonl``. Progress goes to ``progress(do
 
 from __future__ import annotations
 
-import csv
 import difflib
-import io
 import json
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -31,15 +29,16 @@ from typing import TYPE_CHECKING, Any
 
 from vsb.errors import InputError, RunError
 from vsb.evaluators.failed import LABEL as FAILED_LABEL
+from vsb.evaluators.failed import Image
 from vsb.evaluators.interface import (
     EvaluateOptions,
     Evaluator,
     FrameSequence,
     RunView,
 )
-from vsb.evaluators.machinery import JudgeSummary, run_evaluators
+from vsb.evaluators.machinery import JudgeSummary, run_evaluators, unreadable_images, without
 from vsb.evaluators.registry import DEFAULT_EVALUATORS, evaluator_info, get_evaluator
-from vsb.fsio import atomic_write_json, atomic_write_text, iter_jsonl
+from vsb.fsio import UniqueKeys, atomic_write_json, atomic_write_text, csv_text, iter_jsonl
 from vsb.story.io import load_suite
 from vsb.story.models import Story
 
@@ -145,7 +144,8 @@ def _jsonl(rows: Sequence[dict[str, Any]]) -> str:
 
 def _images(*tables: Sequence[dict[str, Any]]) -> int:
     """Distinct images (model, condition, story, scene) that rows evaluated, across every
-    evaluation of the run (rows of images that failed to generate left out)."""
+    evaluation of the run (rows of images that failed to generate left out; unreadable
+    images count: they exist)."""
     seen = {
         (r["model"], r["condition"], r["story_id"], r["scene"])
         for rows in tables
@@ -156,11 +156,7 @@ def _images(*tables: Sequence[dict[str, Any]]) -> int:
 
 
 def _csv(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n", extrasaction="ignore")
-    w.writeheader()
-    w.writerows(rows)
-    return buf.getvalue()
+    return csv_text(columns, rows)
 
 
 def resolve_evaluators(
@@ -232,11 +228,21 @@ def plan_judge(
     names = resolve_evaluators(evaluators, judge)
     judged = [n for n in names if evaluator_info(n).stage == "calls"]
     view = _prepare(run_dir, models, conditions)
+    view = without(view, unreadable_images(view))  # an unreadable image is never sent
     return plan_cost(_judge_calls(view, judge, options, judged), judge, options)
 
 
-def _existing(path: Path) -> list[dict[str, Any]]:
-    return [row for _, row in iter_jsonl(path)] if path.is_file() else []
+def _existing(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line, row) of an earlier evaluation's file ([] when there is none)."""
+    return list(iter_jsonl(path)) if path.is_file() else []
+
+
+#: The fields that identify a requirement row / a signal row of an evaluation (each key
+#: appears once in its file; ``vsb.scores.inputs`` refuses a file where one repeats).
+REQUIREMENT_KEY = (
+    "model", "condition", "story_id", "scene", "req_id", "evaluator", "judge_model",
+)  # fmt: skip
+SIGNAL_KEY = ("model", "condition", "story_id", "scene", "signal", "evaluator")
 
 
 def _row_evaluator(row: dict[str, Any]) -> str:
@@ -248,17 +254,33 @@ def _row_evaluator(row: dict[str, Any]) -> str:
 
 
 def _merge(
-    old: list[dict[str, Any]],
+    old: list[tuple[int, dict[str, Any]]],
     new: list[dict[str, Any]],
     names: tuple[str, ...],
     cells: set[tuple[str, str]],
+    path: Path,
+    key: tuple[str, ...] | None = None,
 ) -> list[dict[str, Any]]:
-    """Old rows not replaced by this evaluation, then the new rows."""
+    """Old rows (read from ``path``) not replaced by this evaluation, then the new rows;
+    with ``key``, an ``InputError`` names the first old row that is kept and repeats the key
+    of an earlier one (issue #23: a duplicate verdict is never carried forward)."""
     kept = [
-        r for r in old
+        (n, r) for n, r in old
         if not (_row_evaluator(r) in names and (r.get("model"), r.get("condition")) in cells)
     ]  # fmt: skip
-    return kept + new
+    if key is not None:
+        unique = UniqueKeys(path, key, "row")
+        for n, r in kept:
+            unique.add(tuple(_key_value(r, f) for f in key), n)
+    return [r for _, r in kept] + new
+
+
+def _key_value(row: dict[str, Any], name: str) -> Any:
+    if name == "evaluator":
+        return _row_evaluator(row)
+    if name == "judge_model":
+        return str(row.get("judge_model") or "")
+    return row.get(name)
 
 
 def _warnings(
@@ -277,6 +299,17 @@ def _warnings(
             "`vsb evaluate RUN --evaluator vlm --judge …`"
         )
     return out
+
+
+def _unreadable_warnings(unreadable: dict[Image, str], images: Counter[str]) -> list[str]:
+    by_model: dict[str, list[str]] = {}
+    for (model, *_), why in sorted(unreadable.items()):
+        by_model.setdefault(model, []).append(why)
+    return [
+        f"{model}: {len(whys)} of {images[model]} images cannot be read ({whys[0]}); "
+        "their checks are unreadable (they fail, like a failed generation)"
+        for model, whys in by_model.items()
+    ]
 
 
 def evaluate_run(
@@ -338,20 +371,21 @@ def _evaluate_run(
     done = run_evaluators(chosen, view, options)
     req_rows, sig_rows = done.out.requirements, done.out.signals
     out_dir = view.root / "evaluations"
-    all_req = _merge(_existing(out_dir / "requirements.jsonl"), req_rows, names, cells)
-    all_sig = _merge(_existing(out_dir / "signals.jsonl"), sig_rows, names, cells)
+    req_file, sig_file = out_dir / "requirements.jsonl", out_dir / "signals.jsonl"
+    all_req = _merge(_existing(req_file), req_rows, names, cells, req_file, REQUIREMENT_KEY)
+    all_sig = _merge(_existing(sig_file), sig_rows, names, cells, sig_file, SIGNAL_KEY)
     atomic_write_text(out_dir / "requirements.jsonl", _jsonl(all_req))
     atomic_write_text(out_dir / "requirements.csv", _csv(all_req, REQUIREMENT_COLUMNS))
     atomic_write_text(out_dir / "signals.jsonl", _jsonl(all_sig))
     atomic_write_text(out_dir / "signals.csv", _csv(all_sig, SIGNAL_COLUMNS))
     summary = done.judge
     if summary is not None:
-        old = _existing(out_dir / TRANSCRIPT_FILE)
-        atomic_write_text(
-            out_dir / TRANSCRIPT_FILE, _jsonl(_merge(old, done.transcript, names, cells))
-        )
-    images = Counter(s.model for s, _k, _p in view.frames())
+        path = out_dir / TRANSCRIPT_FILE
+        old = _existing(path)
+        atomic_write_text(path, _jsonl(_merge(old, done.transcript, names, cells, path)))
+    images = Counter(s.model for s, _k, _p in view.frames())  # unreadable ones too
     warnings = _warnings(done.not_renders, images, names)
+    warnings += _unreadable_warnings(done.unreadable, images)
     result = EvaluationResult(
         out_dir=out_dir,
         images=sum(images.values()),

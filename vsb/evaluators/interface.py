@@ -21,29 +21,38 @@ outcome is known without work: the machinery gives it one ``failed`` (or ``unrea
 per requirement for every ``verdicts`` evaluator, its requirements at that image being
 ``requirements_at(story, scene)``.
 
-A plug-in evaluator is a class; the simplest one subclasses ``StoryEvaluator``::
+A plug-in evaluator is a class; the simplest one subclasses ``StoryEvaluator`` (frames
+stage) and writes ``evaluate_story``::
 
-    from vsb.evaluators.interface import EvaluatorOutput, StoryEvaluator
+    import numpy as np
+    from PIL import Image
+
+    from vsb.evaluators.interface import EvaluatorOutput, StoryEvaluator, signal_row
 
     class Brightness(StoryEvaluator):
-        name = "brightness"          # unique; the rows' ``evaluator`` field
-        kind = "signals"             # or "verdicts": one row per (image, requirement)
-        reads = "any"                # or "renders": only vsb's palette renders
+        name = "brightness"      # unique; the rows' ``evaluator`` field
+        kind = "signals"         # or "verdicts": one row per (image, requirement)
+        reads = "any"            # or "renders": only vsb's palette renders
         description = "mean grey level of each frame"
 
         def evaluate_story(self, story, frames):
             out = EvaluatorOutput()
-            for f in frames:          # scene order; f.path is None: no picture
+            for f in frames:     # scene order; f.path is None: no picture
                 if f.path is not None:
-                    out.signals.append(signal_row(f, "brightness", grey(f.path), self.name))
+                    with Image.open(f.path) as im:
+                        grey = float(np.asarray(im.convert("L")).mean()) / 255
+                    out.signals.append(signal_row(f, "brightness_mean", grey, self.name))
             return out
 
-and is declared in its distribution's metadata under the entry-point group
-``vsb.evaluators`` (``brightness = "mypkg.evals:Brightness"``); vsb then finds it by name
-(``vsb evaluate RUN --evaluator brightness``) with no edit to vsb. Requirement rows are
-``RequirementResult.row(...)`` dicts (``vsb.evaluators.rules``); signal rows are
-``signal_row`` dicts. The class must be importable in worker processes and constructible
-without arguments.
+Its distribution declares it under the entry-point group ``vsb.evaluators``
+(``[project.entry-points."vsb.evaluators"]`` ``brightness = "mypkg.evals:Brightness"``);
+``vsb evaluate RUN --evaluator brightness`` then finds and runs it with no edit to vsb. A ``verdicts`` evaluator writes
+``RequirementResult.of(req, observed, passed, label, self.name).row(model=…, condition=…,
+story_id=…, scene=…)`` per requirement (``vsb.evaluators.rules``) and may override
+``requirements_at``. The class must be importable in worker processes and constructible
+without arguments. A paid evaluator sets ``stage = "calls"`` and ``paid = True``, plans
+``WorkItem``s whose payloads are ``JudgeCall``s (``vsb.evaluators.vlm_judge.plan_calls``) and
+turns their answers into rows in ``rows(outcomes, judge_model)``; see ``VlmJudge``.
 """
 
 from __future__ import annotations
@@ -90,6 +99,10 @@ class Frame:
     reason: str = ""
     counts: NDArray[np.intp] | None = None
     """Pixels per palette index of ``image`` when the decoder counted them (else None)."""
+    unreadable: str = ""
+    """Why the image file could not be read ('' when it could); such a frame has no
+    ``path`` (evaluators skip it, as a failed generation) and ``vsb evaluate`` gives it
+    ``unreadable`` rows (``vsb.evaluators.failed``)."""
 
 
 @dataclass
@@ -184,7 +197,9 @@ class EvaluateOptions:
 
 
 class Evaluator(Protocol):
-    """What every evaluator offers (see the module docstring)."""
+    """What every evaluator offers (see the module docstring). Besides these, a ``frames``
+    evaluator has ``evaluate_story(story, frames) -> EvaluatorOutput``, a ``calls`` one
+    ``rows(outcomes, judge_model) -> EvaluatorOutput``."""
 
     name: ClassVar[str]
     kind: ClassVar[Kind]

@@ -12,8 +12,10 @@
    evaluator; the calls go to ``judge_calls.jsonl``;
 3. ``models``: the embedding passes (``vsb.evaluators.embed.run_embeddings``), cached per
    image and text by content;
-4. known outcomes: images with no picture get ``generation_failed`` rows
-   (``vsb.evaluators.failed``) from every ``verdicts`` evaluator.
+4. known outcomes: images with no picture get ``generation_failed`` rows, and images that
+   cannot be read (found by the frames stage's decoding, else by ``unreadable_images``;
+   no later stage sees them) ``unreadable`` rows (``vsb.evaluators.failed``), from every
+   ``verdicts`` evaluator.
 
 Rows come back in that order, so an evaluation writes the same bytes whichever evaluators
 share it.
@@ -25,12 +27,12 @@ import multiprocessing
 import os
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vsb.errors import InputError, RunError
-from vsb.evaluators.decode import decode_render
+from vsb.evaluators.decode import decode_render, image_problem
 from vsb.evaluators.failed import replace_failed
 from vsb.evaluators.interface import (
     EvaluateOptions,
@@ -38,6 +40,7 @@ from vsb.evaluators.interface import (
     EvaluatorOutput,
     Frame,
     FrameSequence,
+    Image,
     RunView,
     WorkItem,
     by_stage,
@@ -79,6 +82,7 @@ class Outputs:
     judge: JudgeSummary | None = None
     embed: tuple[EmbedSummary, ...] = ()
     not_renders: list[tuple[str, str]] = field(default_factory=list)  # (model, reason)
+    unreadable: dict[Image, str] = field(default_factory=dict)  # image -> why
 
 
 # ---- frames: local work per sequence, in a process pool ---------------------------------
@@ -86,13 +90,14 @@ class Outputs:
 
 def _frame(task: FrameSequence, scene: int, path: str | None, data: bytes | None = None) -> Frame:
     """The frame of ``scene``: its image read from ``path`` (or given as ``data``: the bytes
-    of that file, as Ray workers get them; ``path`` then only names it)."""
+    of that file, as Ray workers get them; ``path`` then only names it). An image that
+    cannot be read is a frame without a path whose ``unreadable`` says why."""
     if path is None:
         return Frame(task.model, task.condition, task.story_id, scene, None)
     try:
         d = decode_render(path if data is None else data)
-    except InputError as err:
-        raise InputError(err.message, file=path, location=err.location) from None
+    except InputError as err:  # unreadable: a frame without a picture that says why
+        return Frame(task.model, task.condition, task.story_id, scene, None, unreadable=err.message)
     return Frame(
         task.model, task.condition, task.story_id, scene, d.indices if d.is_render else None,
         path=path, is_render=d.is_render, reason=d.reason, counts=d.counts,
@@ -109,7 +114,14 @@ def evaluate_task(
     ``data``: the images' bytes, in ``task.images`` order (None: read them from disk)."""
     blobs = data if data is not None else [None] * len(task.images)
     frames = [_frame(task, k, p, b) for (k, p), b in zip(task.images, blobs, strict=True)]
-    res = Outputs(not_renders=[(f.model, f.reason) for f in frames if f.path and not f.is_render])
+    res = Outputs(
+        not_renders=[(f.model, f.reason) for f in frames if f.path and not f.is_render],
+        unreadable={
+            (f.model, f.condition, f.story_id, f.scene): f.unreadable
+            for f in frames
+            if f.unreadable
+        },
+    )
     for name in names:
         part = get_evaluator(name).evaluate_story(story, frames)  # type: ignore[attr-defined]
         res.out.requirements += part.requirements
@@ -143,6 +155,7 @@ def _frames_stage(
         acc.out.requirements += res.out.requirements
         acc.out.signals += res.out.signals
         acc.not_renders += res.not_renders
+        acc.unreadable.update(res.unreadable)
         done += len(task.images)
         if options.progress:
             options.progress(done, total)
@@ -291,28 +304,48 @@ def run_evaluators(
 ) -> Outputs:
     """Plan and run the evaluators' items, stage by stage; their rows, in stage order."""
     acc = Outputs()
-    stages = (("frames", _frames_stage_all), ("calls", _calls_stage), ("models", _models_stage))
-    for stage, execute in stages:
-        evs = by_stage(evaluators, stage)  # type: ignore[arg-type]
-        if not evs:
-            continue
-        items = [item for ev in evs for item in ev.plan(run, options)]
-        execute(evs, items, run, options, acc)
     failed = [(s.model, s.condition, s.story_id, k) for s in run.sequences
               for k, p in s.images if p is None]  # fmt: skip
-    if failed:
+    frames = by_stage(evaluators, "frames")
+    if frames:
+        _frames_stage([it for ev in frames for it in ev.plan(run, options)], run, options, acc)
+    else:  # issue #23: no frames stage decoded the images; look for unreadable ones here
+        acc.unreadable = unreadable_images(run)
+    run = without(run, acc.unreadable)  # an unreadable image is no picture for any evaluator
+    for stage, execute in (("calls", _calls_stage), ("models", _models_stage)):
+        evs = by_stage(evaluators, stage)  # type: ignore[arg-type]
+        if evs:
+            execute(evs, [it for ev in evs for it in ev.plan(run, options)], run, options, acc)
+    if failed or acc.unreadable:
         jm = options.judge.judge_model if options.judge is not None else ""
         acc.out.requirements = replace_failed(
-            acc.out.requirements, failed, run.stories, list(evaluators), jm
+            acc.out.requirements, failed, run.stories, list(evaluators), jm, acc.unreadable
         )
     return acc
 
 
-def _frames_stage_all(
-    evaluators: list[Evaluator], items: list[WorkItem], run: RunView,
-    options: EvaluateOptions, acc: Outputs,
-) -> None:  # fmt: skip
-    _frames_stage(items, run, options, acc)
+def unreadable_images(run: RunView) -> dict[Image, str]:
+    """Image -> why it cannot be read, for every image of the run that cannot."""
+    out: dict[Image, str] = {}
+    for s, k, p in run.frames():
+        why = image_problem(p)
+        if why:
+            out[(s.model, s.condition, s.story_id, k)] = why
+    return out
+
+
+def without(run: RunView, unreadable: dict[Image, str]) -> RunView:
+    """The run with the unreadable images as frames without a picture."""
+    if not unreadable:
+        return run
+    seqs = tuple(
+        FrameSequence(s.model, s.condition, s.story_id, tuple(
+            (k, None if (s.model, s.condition, s.story_id, k) in unreadable else p)
+            for k, p in s.images
+        ))
+        for s in run.sequences
+    )  # fmt: skip
+    return replace(run, sequences=seqs)
 
 
 def images_of(run: RunView) -> Counter[str]:

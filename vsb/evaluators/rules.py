@@ -45,7 +45,7 @@ MAX_DISTANCE = sum(WEIGHTS.values()) + 10.0
 #: Added for characters expected absent: a seen figure is taken for an expected character
 #: unless it resembles an absent one far better (an unexpected appearance costs 0 + bias).
 #: What a requirement row can say (docs/CONTRACTS.md); ``passed`` iff verdict == "passed".
-Verdict = Literal["", "passed", "failed", "unsure", "not_applicable", "parse_failure"]
+Verdict = Literal["", "passed", "failed", "unsure", "not_applicable", "parse_failure", "unreadable"]
 ABSENT_BIAS = 6.0
 #: Added when a person stands at another rank than the character's expected place, only for
 #: pairings in which every identity attribute differs (identity then says nothing, and the
@@ -71,7 +71,10 @@ class RequirementResult(BaseModel):
     evaluator: str = Field(default="rules", description="Evaluator that produced the row.")
     verdict: Verdict = Field(
         default="",
-        description="passed | failed | unsure | not_applicable | parse_failure ('' = from passed).",
+        description=(
+            "passed | failed | unsure | not_applicable | parse_failure | unreadable "
+            "('' = from passed)."
+        ),
     )
     judge_model: str = Field(default="", description="The judge model ('' for non-judges).")
 

@@ -16,11 +16,10 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from vsb.errors import InputError
-from vsb.fsio import atomic_write_json, atomic_write_text, load_json
+from vsb.fsio import atomic_write_json, atomic_write_text, csv_text, load_json
 from vsb.human.load import LoadedFile
 from vsb.human.models import DIMENSION_KEYS, LikertItem
 from vsb.human.results import HumanReport, MixedEffectRow
-from vsb.scores.write import csv_text
 
 REPORT_FILE = "report.json"
 #: Where a release keeps its human report (the site reads it from there when present).

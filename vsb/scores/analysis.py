@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from vsb.conditions import ABLATIONS, FACT_GROUPS, PLACEBO_CONDITION, PRIMARY_CONDITION, fact_group
 from vsb.errors import InputError
-from vsb.fsio import atomic_write_json, atomic_write_text
+from vsb.fsio import atomic_write_json, atomic_write_text, csv_text
 from vsb.scores.axis import select_evaluators
 from vsb.scores.bootstrap import nan_mean, percentile_interval, resample_counts, weighted_means
 from vsb.scores.cells import compare_cells
@@ -44,7 +44,6 @@ from vsb.scores.compute import DEFAULT_RESAMPLES, ScoringInput, load_scoring_inp
 from vsb.scores.inputs import NOT_APPLICABLE, RequirementRows
 from vsb.scores.models import Comparison, MetricKind, RunIdentity
 from vsb.scores.table import StoryTable, build_story_table
-from vsb.scores.write import csv_text
 
 ANALYSIS_FORMAT_VERSION = "1.0"
 ANALYSIS_DIR = "analysis"

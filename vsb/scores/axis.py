@@ -21,6 +21,9 @@ from vsb.scores.models import NotApplicable
 
 #: The failure label of every check of an image that was not generated (vsb.evaluators.failed).
 GENERATION_FAILED = "generation_failed"
+#: The failure label of every check of an image that cannot be read (issue #23): its image
+#: counts against coverage like a failed generation.
+UNREADABLE = "unreadable"
 
 #: The evaluator that judges images which are not renders (what a refusal points to).
 JUDGE_EVALUATOR = "vlm"
@@ -96,7 +99,7 @@ class VerdictCounts:
     failed_images: Counter[tuple[str, str]] = field(default_factory=Counter)
 
     def coverage(self, key: tuple[str, str]) -> float | None:
-        """Share of the cell's images that were generated (None: no image)."""
+        """Share of the cell's images that were generated and readable (None: no image)."""
         n = self.images[key]
         return None if n == 0 else (n - self.failed_images[key]) / n
 
@@ -115,7 +118,7 @@ def verdict_counts(rows: RequirementRows) -> VerdictCounts:
         rows.model, rows.condition, rows.story_id, rows.scene, rows.failure, strict=True
     ):
         images.setdefault((m, c), set()).add((s, k))
-        if f == GENERATION_FAILED:
+        if f in (GENERATION_FAILED, UNREADABLE):
             failed.setdefault((m, c), set()).add((s, k))
     return VerdictCounts(
         counts["unsure"], counts["parse_failure"], counts[NOT_APPLICABLE],

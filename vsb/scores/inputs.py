@@ -1,7 +1,10 @@
 """Reading a run's evaluation tables (``RUN/evaluations/*.jsonl``) into column lists.
 
 Only the columns scoring and validation need are kept; every row is checked for them and a
-bad row raises ``InputError`` naming the file and line.
+bad row raises ``InputError`` naming the file and line. So does a second row with the key of
+an earlier one (issue #23: a verdict counted twice, or under another condition, would move
+every score): a requirement row's key is (model, condition, story, scene, requirement,
+evaluator, judge model), a signal row's (model, condition, story, scene, signal, evaluator).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from vsb.errors import InputError, RunError
-from vsb.fsio import iter_jsonl, load_json
+from vsb.fsio import UniqueKeys, iter_jsonl, load_json
 from vsb.story.models import DIMENSIONS
 
 REQUIREMENTS_FILE = "evaluations/requirements.jsonl"
@@ -95,7 +98,9 @@ class SignalRows:
 
 
 #: Verdicts of a requirement row (docs/CONTRACTS.md); ``passed`` is true iff verdict == "passed".
-VERDICTS: tuple[str, ...] = ("passed", "failed", "unsure", "not_applicable", "parse_failure")
+VERDICTS: tuple[str, ...] = (
+    "passed", "failed", "unsure", "not_applicable", "parse_failure", "unreadable",
+)  # fmt: skip
 #: The evaluator of rows written before the evaluator axis existed.
 DEFAULT_EVALUATOR = "rules"
 NOT_APPLICABLE = "not_applicable"
@@ -130,7 +135,21 @@ def _signal_evaluator(signal: str) -> str:
 
 
 _REQ_KEYS = ("model", "condition", "story_id", "scene", "dimension", "source", "passed")
+#: The fields that identify a requirement row / a signal row (each key appears once).
+REQUIREMENT_KEY = (
+    "model", "condition", "story_id", "scene", "req_id", "evaluator", "judge_model",
+)  # fmt: skip
+SIGNAL_KEY = ("model", "condition", "story_id", "scene", "signal", "evaluator")
 _SIG_KEYS = ("model", "condition", "story_id", "scene", "signal", "value")
+
+
+def signal_key(row: dict[str, Any]) -> tuple[Any, ...]:
+    """The key of a signal row (``SIGNAL_KEY``)."""
+    signal = str(row["signal"])
+    return (
+        row["model"], row["condition"], row["story_id"], row["scene"], signal,
+        str(row.get("evaluator") or _signal_evaluator(signal)),
+    )  # fmt: skip
 
 
 def require_run_dir(run_dir: str | Path) -> Path:
@@ -155,8 +174,12 @@ def load_requirements(run_dir: str | Path) -> RequirementRows:
         raise RunError("run has no evaluations (run `vsb evaluate` first)", file=path)
     rows = RequirementRows()
     dims = set(DIMENSIONS)
+    req_ids: list[Any] = []
+    lines: list[int] = []
     for n, obj in iter_jsonl(path):
         _check_keys(obj, _REQ_KEYS, path, n)
+        req_ids.append(obj.get("req_id"))
+        lines.append(n)
         if obj["dimension"] not in dims:
             raise InputError(
                 f"unknown dimension {obj['dimension']!r}", file=path, location=f"line {n}"
@@ -181,7 +204,25 @@ def load_requirements(run_dir: str | Path) -> RequirementRows:
         rows.append(obj)
     if not len(rows):
         raise RunError("run has no evaluations (requirements.jsonl is empty)", file=path)
+    _refuse_duplicates(rows, req_ids, lines, path)
     return rows
+
+
+def _refuse_duplicates(
+    rows: RequirementRows, req_ids: list[Any], lines: list[int], path: Path
+) -> None:
+    """``InputError`` at the first row whose key (``REQUIREMENT_KEY``) an earlier row has.
+    Checked on the loaded columns at C speed; only a file with a duplicate is walked."""
+    cols = (rows.model, rows.condition, rows.story_id, rows.scene, req_ids, rows.evaluator,
+            rows.judge_model)  # fmt: skip
+    if len(set(map(hash, zip(*cols, strict=True)))) == len(rows):
+        return  # (equal hashes of unequal keys only send the check the slow way)
+    unique = UniqueKeys(path, REQUIREMENT_KEY, "requirement row")
+    for i, key in enumerate(zip(*cols, strict=True)):
+        if key[4] is None:  # no req_id (older rows): told apart by what it checks
+            key = (*key[:4], f"{rows.subject[i]}.{rows.attribute[i]}.{rows.dimension[i]}",
+                   *key[5:])  # fmt: skip
+        unique.add(key, lines[i])
 
 
 def load_signals(run_dir: str | Path) -> SignalRows:
@@ -190,8 +231,13 @@ def load_signals(run_dir: str | Path) -> SignalRows:
     rows = SignalRows()
     if not path.is_file():
         return rows
+    unique = UniqueKeys(path, SIGNAL_KEY, "signal row")
+    first = unique.first
     for n, obj in iter_jsonl(path):
         _check_keys(obj, _SIG_KEYS, path, n)
+        key = signal_key(obj)
+        if first.setdefault(key, n) != n:
+            unique.add(key, n)  # raises, naming both lines
         value = obj["value"]
         if value is None:
             continue

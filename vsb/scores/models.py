@@ -103,8 +103,9 @@ class ModelScore(BaseModel):
         default=None,
         ge=0,
         le=1,
-        description="Share of the cell's images that were generated (a failed or refused "
-        "image fails every check, label generation_failed); null if unknown.",
+        description="Share of the cell's images that were generated and readable (a failed "
+        "or refused image fails every check, label generation_failed; an unreadable one, "
+        "label unreadable); null if unknown.",
     )
 
 

@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from vsb.errors import InputError, RunError
-from vsb.fsio import atomic_write_json, atomic_write_text, canonical_json, load_json
+from vsb.fsio import atomic_write_json, atomic_write_text, canonical_json, csv_text, load_json
 from vsb.scores.aggregate import ALL_METRICS, paired_comparisons
 from vsb.scores.bootstrap import resample_counts
 from vsb.scores.compare import choose_evaluator
@@ -28,7 +28,6 @@ from vsb.scores.compute import DEFAULT_RESAMPLES, ScoringInput, load_scoring_inp
 from vsb.scores.inputs import RequirementRows, require_run_dir
 from vsb.scores.models import MetricKind, RunIdentity
 from vsb.scores.table import N_DIMS, build_story_table
-from vsb.scores.write import csv_text
 from vsb.story.io import load_suite_index
 
 SENSITIVITY_DIR = "sensitivity"

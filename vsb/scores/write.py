@@ -6,13 +6,11 @@ pooled, so a reader filters on it first.
 
 from __future__ import annotations
 
-import csv
-import io
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from vsb.fsio import atomic_write_json, atomic_write_text
+from vsb.fsio import atomic_write_json, atomic_write_text, csv_text
 from vsb.scores.horizon import HorizonPoint
 from vsb.scores.models import (
     SUMMARIES,
@@ -40,16 +38,6 @@ SWAP_HEADER = (
     "n_separated_flips", *JudgeSwapPair.model_fields,
 )  # fmt: skip
 NA_HEADER = tuple(NotApplicable.model_fields)
-
-
-def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    """CSV text (``\\n`` line ends; None as an empty cell, which pandas reads as NaN)."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(header)
-    for row in rows:
-        w.writerow(["" if x is None else x for x in row])
-    return buf.getvalue()
 
 
 def _metrics(row: Any) -> list[tuple[str, str, Any]]:

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from vsb.errors import InputError, ReleaseError
-from vsb.fsio import iter_jsonl, load_json
+from vsb.fsio import UniqueKeys, iter_jsonl, load_json
 from vsb.release.manifest import Manifest, load_manifest
 from vsb.scores.models import ScoresReport
 from vsb.story.io import load_suite
@@ -126,12 +126,14 @@ def _load_checks(path: Path, evaluator: str) -> tuple[Checks, dict[tuple[str, st
     checks: Checks = defaultdict(lambda: defaultdict(dict))
     failures: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     intern = sys.intern
+    unique = UniqueKeys(path, ("model", "story_id", "condition", "scene", "req_id", "judge_model"))
     for n, r in iter_jsonl(path):
         if str(r.get("evaluator") or "rules") != evaluator or r.get("verdict") == "not_applicable":
             continue
         try:
             key = (intern(r["story_id"]), intern(r["condition"]), int(r["scene"]))
             model, passed = intern(r["model"]), bool(r["passed"])
+            unique.add((model, *key, r["req_id"], str(r.get("judge_model") or "")), n)
             failure = intern(str(r.get("failure") or ""))
             checks[key][intern(r["req_id"])][model] = Check(
                 passed, intern(str(r.get("observed", ""))), failure

@@ -9,14 +9,14 @@ byte-identical for identical input (sorted keys, ``\\n`` line ends, fixed float 
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from vsb import fsio
 
 DATA_DIR = "data"
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -49,13 +49,9 @@ def _plain(v: Any) -> Any:
 
 
 def csv_text(table: DataTable) -> str:
-    """The table as CSV (header first; None as an empty cell)."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(table.columns)
-    for row in table.rows:
-        w.writerow(["" if (x := _plain(v)) is None else x for v in row])
-    return buf.getvalue()
+    """The table as CSV (header first; None as an empty cell; text cells that a spreadsheet
+    would run as a formula escaped by ``vsb.fsio.csv_text``)."""
+    return fsio.csv_text(table.columns, ([_plain(v) for v in row] for row in table.rows))
 
 
 def json_text(table: DataTable, release: str, root_hash: str) -> str:
@@ -113,8 +109,12 @@ def write_requirements(requirements_jsonl: Path, out: Path) -> tuple[str, ...]:
         if df[col].dtype == object:
             df[col] = df[col].map(_cell)
     (out / DATA_DIR).mkdir(parents=True, exist_ok=True)
-    df.to_csv(out / REQUIREMENT_FILES[0], index=False, lineterminator="\n")
     df.to_parquet(out / REQUIREMENT_FILES[1], index=False, engine="pyarrow")
+    # the CSV's text cells escaped as in every CSV vsb writes (the Parquet file keeps them)
+    for col in df.columns:
+        if pd.api.types.is_object_dtype(df[col]) or pd.api.types.is_string_dtype(df[col]):
+            df[col] = df[col].map(fsio.csv_cell)
+    df.to_csv(out / REQUIREMENT_FILES[0], index=False, lineterminator="\n")
     return REQUIREMENT_FILES
 
 

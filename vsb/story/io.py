@@ -6,8 +6,10 @@ was expected; ``iter_problems`` yields them all, ``load_story`` raises the first
 A suite directory holds ``suite.json`` and one ``<id>.json`` per story. ``suite_problems``
 checks the directory as a whole: the index's file names stay inside the directory (no
 absolute path, no ``..``, no symlink leading out: ``vsb run`` copies those files by name),
-every listed file exists and holds the listed id, every story file is listed, and no story
-id is used by two files. ``load_suite`` raises the first problem before anything is written.
+every listed file exists and holds the listed id and the listed counts (scenes,
+requirements), category and difficulty, every story file is listed, and no story id is used
+by two files; the index's seed is an integer in [0, 2**63 − 1] and its counts are integers
+(``true`` is not a number). ``load_suite`` raises the first problem before anything is written.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from vsb.errors import InputError, StoryValidationError, TransitionError
 from vsb.fsio import load_json, read_limited, sha256_file
 from vsb.state import replay
 from vsb.story.invariants import story_problems
-from vsb.story.models import EVENT_TYPES, Story, SuiteIndex
+from vsb.story.models import EVENT_TYPES, Story, SuiteEntry, SuiteIndex
 from vsb.story.schema import committed_story_schema
 
 ALLOWED_SCENE_COUNTS = (3, 5, 8)
@@ -297,6 +299,7 @@ def suite_problems(root: str | Path, stories: Sequence[tuple[Path, Story]]) -> I
                 location=f"/stories/{i}/id",
             )
         elif held is not None:
+            yield from _entry_problems(entry, held, index_file, i)
             digest = sha256_file(root / entry.file)
             if digest != entry.sha256:
                 yield InputError(
@@ -309,6 +312,27 @@ def suite_problems(root: str | Path, stories: Sequence[tuple[Path, Story]]) -> I
     for p, _ in stories:
         if p.parent == root and p.name not in listed and p not in duplicates:
             yield InputError(f"story file not listed in {index_file}", file=p)
+
+
+def _entry_problems(
+    entry: SuiteEntry, story: Story, index_file: Path, i: int
+) -> Iterator[InputError]:
+    """Where an index entry's facts differ from the story file it lists."""
+    facts = {
+        "scenes": len(story.scenes),
+        "requirements": sum(len(s.requirements) for s in story.scenes),
+        "category": story.category,
+        "difficulty": story.difficulty,
+    }
+    for name, actual in facts.items():
+        listed = getattr(entry, name)
+        if listed != actual:
+            yield InputError(
+                f"says {name} {listed!r} but {entry.file} has {actual!r}; "
+                f"re-index with `vsb suite index {index_file.parent}`",
+                file=index_file,
+                location=f"/stories/{i}/{name}",
+            )
 
 
 def _index_problems(root: Path) -> tuple[SuiteIndex | None, list[InputError]]:

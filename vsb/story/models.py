@@ -389,16 +389,23 @@ class Story(BaseModel):
     causal_links: list[CausalLink] = Field(default_factory=list)
 
 
+#: The largest suite seed (a signed 64-bit integer: what SQLite and numpy hold exactly).
+MAX_SEED = 2**63 - 1
+
+
 class SuiteEntry(BaseModel):
-    """One line of the suite index."""
+    """One line of the suite index (``vsb.story.io.suite_problems`` checks its counts, category
+    and difficulty against the story file)."""
 
     model_config = _STRICT
     id: str
     file: str
     category: Category
     difficulty: Difficulty
-    scenes: int
-    requirements: int
+    scenes: int = Field(strict=True, ge=1, description="The story's number of scenes.")
+    requirements: int = Field(
+        strict=True, ge=0, description="The story's number of requirements (all scenes)."
+    )
     sha256: str
 
 
@@ -407,6 +414,6 @@ class SuiteIndex(BaseModel):
 
     model_config = _STRICT
     version: Literal["1.0"] = STORY_FORMAT_VERSION
-    seed: int
+    seed: int = Field(strict=True, ge=0, le=MAX_SEED, description="The suite's seed.")
     prompt_style: Literal["plain", "paraphrase"] = "plain"
     stories: list[SuiteEntry]

@@ -8,7 +8,8 @@ All within one image (model × condition × story × scene):
   A check *fails* when its verdict is ``failed``, ``unsure`` or ``parse_failure`` (the last
   two are "not passed" in scoring, so a judge unsure about a true fact makes a false
   violation; their label is the requirement's own taxonomy, and their rates are reported
-  apart, see ``vsb.validation.judge``); ``not_applicable`` rows are left out entirely.
+  apart, see ``vsb.validation.judge``); ``not_applicable`` rows are left out entirely, and
+  so are ``unreadable`` ones (an image that could not be read got no answer).
 
 **Strict** (the headline): a detection unit is true only when a fault has the same image,
 subject and taxonomy label; a fault is detected only by such a unit. A scene-level

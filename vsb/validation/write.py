@@ -11,8 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vsb.fsio import atomic_write_json, atomic_write_text
-from vsb.scores.write import csv_text
+from vsb.fsio import atomic_write_json, atomic_write_text, csv_text
 from vsb.validation.models import (
     JudgeReport,
     SignalAuroc,

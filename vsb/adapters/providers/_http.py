@@ -58,6 +58,7 @@ from vsb.calls import (
     redact,
 )
 from vsb.errors import AdapterError
+from vsb.fsio import MAX_PIXELS
 
 #: Generous read timeout (image models take tens of seconds), short connect timeout.
 DEFAULT_TIMEOUT = httpx.Timeout(180.0, connect=15.0)
@@ -65,8 +66,6 @@ DEFAULT_TIMEOUT = httpx.Timeout(180.0, connect=15.0)
 HTTP_CONCURRENCY = 8
 #: The largest answer body read (an image as base64 JSON is a few MB).
 MAX_BYTES = 50 * 1024 * 1024
-#: The largest image accepted, in pixels (anything larger is an error, not a picture).
-MAX_PIXELS = 4096 * 4096
 #: Same-host redirects a download follows.
 MAX_REDIRECTS = 3
 _EXCERPT = 200
@@ -111,8 +110,9 @@ def _shown(url: str) -> str:
 
 
 def to_png(data: bytes, what: str, *, max_pixels: int = MAX_PIXELS) -> bytes:
-    """``data`` (PNG, JPEG, WebP…) as PNG bytes; ``AdapterError`` if it is not an image or
-    has more than ``max_pixels`` pixels (checked from the header, before decoding)."""
+    """``data`` (PNG, JPEG, WebP…) as PNG bytes; ``AdapterError`` if it is not an image, does
+    not decode in full, or has more than ``max_pixels`` pixels (checked from the header,
+    before decoding)."""
     from PIL import Image, UnidentifiedImageError
 
     try:
@@ -127,7 +127,9 @@ def to_png(data: bytes, what: str, *, max_pixels: int = MAX_PIXELS) -> bytes:
                     f"{what}: the image is {w}×{h} pixels, over the {side}×{side} cap"
                 )
             if im.format == "PNG" and data.startswith(PNG_SIGNATURE):
-                im.verify()
+                im.verify()  # chunk CRCs; then decode every pixel (scrambled data, issue #23)
+                with Image.open(io.BytesIO(data)) as full:
+                    full.load()
                 return data
             im.load()
             img: Image.Image = im
@@ -138,7 +140,7 @@ def to_png(data: bytes, what: str, *, max_pixels: int = MAX_PIXELS) -> bytes:
             return out.getvalue()
     except Image.DecompressionBombError as err:
         raise AdapterError(f"{what}: refused a decompression bomb ({err})") from None
-    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as err:
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError) as err:
         raise AdapterError(f"{what}: the returned bytes are not a readable image ({err})") from err
 
 

@@ -5,12 +5,16 @@ directory's own ``images/`` layout, so a run's images can be served back as a mo
 ``--samples DIR`` gives the root, and several sources may run side by side, each named
 after the model that made its images (records, scores and the leaderboard say
 ``stored:SOURCE``). The adapter is privileged — it needs the story id, scene and condition
-the request carries — but has no oracle (its images were not simulated), and ``source`` is
-a request parameter, so two sources never share a cache entry.
+the request carries — but has no oracle (its images were not simulated). ``source`` and
+``sample_sha256`` (the sha256 of the file served) are request parameters, so the cache is
+keyed by the sample's bytes: two sources never share an entry, and a new file under an old
+name (another ``--samples`` folder) is never served an old image.
 
 A missing file is an ``AdapterError`` naming the path; so is a sample reached through a
-link that leads out of the samples directory, one over ``MAX_BYTES``, and an image over the
-pixel cap or a decompression bomb (``to_png``): per-image errors, never an aborted run.
+link that leads out of the samples directory, one over ``MAX_BYTES``, one that does not
+decode in full (``to_png`` decodes every pixel: scrambled data with correct CRCs, a text
+file), and an image over the pixel cap or a decompression bomb: per-image errors, never an
+aborted run.
 Without a directory and a source the model cannot run and is skipped (``CredentialMissing``,
 the runner's skip-and-report path). The bare name ``stored`` with ``source=`` is the older
 spelling of ``stored:SOURCE``.
@@ -22,9 +26,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from vsb.adapters.base import GenerationRequest, GenerationResult, ImageModelAdapter
+from vsb.adapters.base import (
+    GenerationRequest,
+    GenerationResult,
+    ImageModelAdapter,
+    Privileged,
+)
 from vsb.adapters.providers._http import MAX_BYTES, to_png
 from vsb.errors import AdapterError, CredentialMissing, InputError
+from vsb.fsio import sha256_hex
 
 
 def check_source(source: str) -> str:
@@ -63,12 +73,23 @@ class StoredSamples(ImageModelAdapter):
         assert self.root is not None and self.source
         return self.root / self.source / condition / story_id / f"scene_{scene:02d}.png"
 
-    def generate(self, request: GenerationRequest) -> GenerationResult:
-        p = request.privileged
-        if p is None:
-            raise AdapterError(f"{self.name}: needs the story, scene and condition (privileged)")
-        t0 = time.perf_counter()
-        path = self.path_for(p.condition, p.story.id, p.scene)
+    def request_parameters(
+        self, parameters: dict[str, Any], privileged: Privileged | None
+    ) -> dict[str, Any]:
+        """``parameters`` plus ``sample_sha256``, the sha256 of the file this request serves
+        (None when it cannot be read; ``generate`` then says why): the cache is keyed by the
+        sample's bytes, never by its name (issue #22)."""
+        if privileged is None:
+            return parameters
+        path = self.path_for(privileged.condition, privileged.story.id, privileged.scene)
+        try:
+            digest: str | None = sha256_hex(self._read(path))
+        except AdapterError:
+            digest = None
+        return {**parameters, "sample_sha256": digest}
+
+    def _read(self, path: Path) -> bytes:
+        """The bytes of the sample at ``path``; ``AdapterError`` if it cannot be served."""
         assert self.root is not None
         try:
             real = path.resolve(strict=True)
@@ -80,17 +101,30 @@ class StoredSamples(ImageModelAdapter):
                 raise AdapterError(f"{self.name}: {path} is not a file")
             if real.stat().st_size > MAX_BYTES:
                 raise AdapterError(f"{self.name}: {path} is over {MAX_BYTES} bytes")
-            raw = real.read_bytes()
+            return real.read_bytes()
         except FileNotFoundError as err:
             raise AdapterError(f"{self.name}: no stored sample at {path}") from err
         except (OSError, RuntimeError) as err:  # RuntimeError: a symlink loop
             raise AdapterError(f"{self.name}: cannot read {path}: {err}") from err
+
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        p = request.privileged
+        if p is None:
+            raise AdapterError(f"{self.name}: needs the story, scene and condition (privileged)")
+        t0 = time.perf_counter()
+        path = self.path_for(p.condition, p.story.id, p.scene)
+        raw = self._read(path)
+        want = request.parameters.get("sample_sha256")
+        if want is not None and sha256_hex(raw) != want:
+            raise AdapterError(f"{self.name}: {path} changed while the run read it; run again")
         meta = {
             "provider": "stored",
             "model": self.source,
             "path": str(path),
             "latency_s": round(time.perf_counter() - t0, 6),
         }
+        # to_png decodes every pixel: a file that only looks like an image is refused here,
+        # per image, rather than recorded and found by ``vsb evaluate`` (issue #23)
         return GenerationResult(png=to_png(raw, f"{self.name} {path}"), metadata=meta)
 
 

@@ -185,7 +185,7 @@ def test_a_knock_on_unit_credits_a_fault_on_another_subject_in_the_same_image_on
 def test_detection_units_group_by_subject_and_label_in_row_order() -> None:
     rows = _rows(
         [("Bo", "top", "clothing_change", "failed", ""),  # blank failure: own taxonomy
-         ("Ana", "hair", "identity_drift", "unsure", "clothing_change"),  # unsure: own label
+         ("Ana", "hair", "identity_drift", "unsure", "clothing_change"),  # unsure: its label
          ("Bo", "trousers", "clothing_change", "failed", "clothing_change"),
          ("Bo", "pose", "pose_mismatch", "failed", "character_missing"),
          ("Bo", "present", "character_missing", "failed", "character_missing"),
@@ -197,7 +197,7 @@ def test_detection_units_group_by_subject_and_label_in_row_order() -> None:
     got = [(u.subject, u.label, sorted(u.attributes), u.direct, u.knock_on) for u in units]
     assert got == [
         ("Bo", "clothing_change", ["top", "trousers"], True, False),
-        ("Ana", "identity_drift", ["hair"], True, False),
+        ("Ana", "clothing_change", ["hair"], False, True),  # a knock-on, like failed
         ("Bo", "character_missing", ["pose", "present"], True, True),
         ("Cy", "pose_mismatch", ["pose"], True, False),
     ]
@@ -333,8 +333,8 @@ def test_load_faults_reads_normalises_and_defaults_visual(tmp_path: Path) -> Non
     )  # fmt: skip
     faults = load_faults(tmp_path)
     assert faults == [
-        Fault(("m", "c", "s1", 2), "Ana", "hair", "identity_drift", True),
-        Fault(("m", "c", "s1", 2), "vase", "present", "object_color_change", False),
+        Fault(("m", "c", "s1", 2), "Ana", "hair", "identity_drift", True, recolour=False),
+        Fault(("m", "c", "s1", 2), "vase", "present", "object_color_change", False, recolour=True),
     ]
 
 

@@ -205,7 +205,10 @@ def _cells(view: RunView) -> set[tuple[str, str]]:
 
 
 def _judge_calls(
-    view: RunView, judge: VlmTransport, options: JudgeOptions, names: Sequence[str] = ("vlm",)
+    view: RunView,
+    judge: VlmTransport,
+    options: JudgeOptions,
+    names: Sequence[str] = (DEFAULT_JUDGE,),
 ) -> list[JudgeCall]:
     """The judge calls of the calls-stage evaluators ``names`` over the run's frames."""
     opts = EvaluateOptions(judge=judge, judge_options=options)

@@ -46,13 +46,14 @@ stage) and writes ``evaluate_story``::
 
 Its distribution declares it under the entry-point group ``vsb.evaluators``
 (``[project.entry-points."vsb.evaluators"]`` ``brightness = "mypkg.evals:Brightness"``);
-``vsb evaluate RUN --evaluator brightness`` then finds and runs it with no edit to vsb. A ``verdicts`` evaluator writes
-``RequirementResult.of(req, observed, passed, label, self.name).row(model=…, condition=…,
-story_id=…, scene=…)`` per requirement (``vsb.evaluators.rules``) and may override
-``requirements_at``. The class must be importable in worker processes and constructible
-without arguments. A paid evaluator sets ``stage = "calls"`` and ``paid = True``, plans
-``WorkItem``s whose payloads are ``JudgeCall``s (``vsb.evaluators.vlm_judge.plan_calls``) and
-turns their answers into rows in ``rows(outcomes, judge_model)``; see ``VlmJudge``.
+``vsb evaluate RUN --evaluator brightness`` then finds and runs it with no edit to vsb. A
+``verdicts`` evaluator writes ``RequirementResult.of(req, observed, passed, label,
+self.name).row(model=…, condition=…, story_id=…, scene=…)`` per requirement
+(``vsb.evaluators.rules``) and may override ``requirements_at``. The class must be
+importable in worker processes and constructible without arguments. A paid evaluator sets
+``stage = "calls"`` and ``paid = True``, plans ``WorkItem``s whose payloads are
+``JudgeCall``s (``vsb.evaluators.vlm_judge.plan_calls``) and turns their answers into rows
+in ``rows(outcomes, judge_model)``; see ``VlmJudge``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""The data flows one way: each layer imports only the layers below it (ast scan)."""
+"""The data flows one way: each layer imports only the layers below it, no module imports
+itself through others, and the layout stays readable (ast scan of every import statement,
+lazy ones inside functions too, except under ``if TYPE_CHECKING``)."""
 
 from __future__ import annotations
 
@@ -69,7 +71,7 @@ def test_evaluators_cannot_reach_simulators_renderer_or_oracle() -> None:
 def test_only_the_cli_imports_the_cli_and_prints() -> None:
     for path in ROOT.rglob("*.py"):
         name = _module(path)
-        if name.startswith("vsb.cli"):
+        if name.startswith("vsb.cli") or name == "vsb.__main__":  # python -m vsb: the CLI
             continue
         assert not {m for m in _imports(path) if m.startswith("vsb.cli")}, name
         tree = ast.parse(path.read_text())
@@ -79,3 +81,128 @@ def test_only_the_cli_imports_the_cli_and_prints() -> None:
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "print"
         ]
         assert not prints, f"{name} calls print() at lines {prints}"
+
+
+# --- structure: no circle, short modules, small folders -----------------------------------
+
+MAX_LINES = 450
+MAX_LOOSE = 5
+MAX_FOLDER = 14
+
+
+def _targets(name: str, path: Path, node: ast.Import | ast.ImportFrom) -> set[str]:
+    """The vsb modules an import statement of module ``name`` (file ``path``) loads."""
+    if isinstance(node, ast.Import):
+        return {a.name for a in node.names}
+    base = node.module or ""
+    if node.level:  # relative: from the package of ``name``
+        package = name.split(".")
+        keep = len(package) - node.level + (1 if path.name == "__init__.py" else 0)
+        base = ".".join(package[:keep] + ([base] if base else []))
+    return {base} | {f"{base}.{a.name}" for a in node.names}
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the vsb modules it imports anywhere in its body (not under TYPE_CHECKING)."""
+    paths = {_module(p): p for p in ROOT.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        tree = ast.parse(path.read_text())
+        typing_only = {
+            id(x)
+            for n in ast.walk(tree)
+            if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test)
+            for x in ast.walk(n)
+        }
+        found: set[str] = set()
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Import | ast.ImportFrom) and id(n) not in typing_only:
+                found |= _targets(name, path, n)
+        # importing a package's submodule runs the package's __init__ first: not an edge back
+        graph[name] = {
+            t for t in found if t in paths and t != name and not name.startswith(t + ".")
+        }
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, children = work[-1]
+            w = next(children, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    x = stack.pop()
+                    on_stack.discard(x)
+                    comp.append(x)
+                    if x == v:
+                        break
+                if len(comp) > 1:
+                    circles.append(sorted(comp))
+    return circles
+
+
+def test_circle_finder_finds_a_circle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert import_circles(graph) == [["a", "b", "c"]]
+    assert import_circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circle_counting_lazy_imports() -> None:
+    graph = import_graph()
+    assert len(graph) > 100 and sum(map(len, graph.values())) > 300  # not vacuous
+    assert "vsb.release.stages" in graph["vsb.release.build"]  # lazy imports are counted
+    assert import_circles(graph) == []
+
+
+def test_no_module_over_450_lines() -> None:
+    long = {
+        _module(p): n
+        for p in ROOT.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > MAX_LINES
+    }
+    assert not long, f"split along the data flow: {long}"
+
+
+@pytest.mark.xfail(strict=True, reason="until the layout moves land")
+def test_at_most_five_loose_modules_at_the_top() -> None:
+    loose = sorted(
+        p.name for p in ROOT.glob("*.py") if p.name not in ("__init__.py", "__main__.py")
+    )
+    assert len(loose) <= MAX_LOOSE, f"{len(loose)} loose modules in vsb/: {loose}"
+
+
+@pytest.mark.xfail(strict=True, reason="until the layout moves land")
+def test_no_folder_with_more_than_14_modules() -> None:
+    folders = [ROOT, *(d for d in ROOT.rglob("*") if d.is_dir() and d.name != "__pycache__")]
+    crowded = {
+        d.relative_to(ROOT.parent).as_posix(): n
+        for d in folders
+        if (n := sum(1 for p in d.glob("*.py") if p.name != "__init__.py")) > MAX_FOLDER
+    }
+    assert not crowded, f"folders with more than {MAX_FOLDER} modules: {crowded}"

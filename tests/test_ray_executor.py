@@ -265,14 +265,14 @@ class GpuSim(ProceduralSimulator):
 
 
 def _shipment(adapter: ProceduralSimulator, version: str | None = None) -> Any:
-    from vsb.executors_ray import _Shipment
+    from vsb.ray_worker import Shipment
 
     spec = bytes(ray.cloudpickle.dumps(adapter))
-    return _Shipment(adapter.name, spec, version or adapter.version, [], {}, [], 0, None)
+    return Shipment(adapter.name, spec, version or adapter.version, [], {}, [], 0, None)
 
 
 def test_a_gpu_worker_keeps_one_loaded_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    import vsb.executors_ray as er
+    import vsb.ray_worker as er
 
     monkeypatch.setattr(er, "_WORKER_ADAPTERS", {})
     cpu = ProceduralSimulator("procedural-sloppy", SIMULATORS["procedural-sloppy"])
@@ -289,7 +289,7 @@ def test_a_gpu_worker_keeps_one_loaded_model(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_a_worker_with_other_weights_refuses_the_task(monkeypatch: pytest.MonkeyPatch) -> None:
-    import vsb.executors_ray as er
+    import vsb.ray_worker as er
 
     monkeypatch.setattr(er, "_WORKER_ADAPTERS", {})
     sim = ProceduralSimulator("procedural-oracle", SIMULATORS["procedural-oracle"])

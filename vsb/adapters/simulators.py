@@ -40,7 +40,6 @@ import numpy as np
 
 from vsb.adapters.base import GenerationRequest, GenerationResult, ImageModelAdapter
 from vsb.adapters.faults import SceneSim, SimulatorParams, simulate_story
-from vsb.adapters.registry import ADAPTERS
 from vsb.conditions import get_condition
 from vsb.errors import AdapterError
 from vsb.fsio import canonical_json
@@ -117,5 +116,13 @@ class ProceduralSimulator(ImageModelAdapter):
         return GenerationResult(png=png, metadata=meta, cost_usd=0.0)
 
 
-for _name, _params in SIMULATORS.items():
-    ADAPTERS.add(_name, partial(ProceduralSimulator, _name, _params))
+def _simulator(name: str) -> partial[ProceduralSimulator]:
+    return partial(ProceduralSimulator, name, SIMULATORS[name])
+
+
+# one factory per simulator (vsb.adapters.registry.BUILTIN names them by import path)
+procedural_oracle = _simulator("procedural-oracle")
+procedural_drift_low = _simulator("procedural-drift-low")
+procedural_drift_mid = _simulator("procedural-drift-mid")
+procedural_amnesiac = _simulator("procedural-amnesiac")
+procedural_sloppy = _simulator("procedural-sloppy")

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from vsb import __version__
 from vsb.errors import InputError, ReleaseError
@@ -41,6 +41,7 @@ from vsb.fsio import (
     sha256_file,
     sha256_hex,
 )
+from vsb.release.config import BuildConfig, Progress
 from vsb.release.manifest import MANIFEST_NAME, Manifest, freeze
 
 RUN_COPY = ("manifest.json", "suite", "oracle")
@@ -49,15 +50,6 @@ STAGES = (
     "suite", "run", "assemble", "evaluate", "score", "validate", "paraphrase", "freeze", "site",
 )  # fmt: skip
 _PKG = Path(__file__).resolve().parents[1]
-
-
-class Progress(Protocol):
-    """How the main job reports (the CLI draws rich bars; the library never prints)."""
-
-    def start(self, stage: str, total: int | None) -> None: ...
-    def advance(self, stage: str, done: int, total: int | None) -> None: ...
-    def note(self, stage: str, message: str) -> None: ...
-    def finish(self, stage: str, seconds: float, skipped: bool) -> None: ...
 
 
 class _Silent:
@@ -72,33 +64,6 @@ class _Silent:
 
     def finish(self, stage: str, seconds: float, skipped: bool) -> None:
         pass
-
-
-@dataclass(frozen=True)
-class BuildConfig:
-    """What the main job builds."""
-
-    name: str
-    out: Path = Path("build")
-    workers: int = 2
-    seed: int = 0
-    models: tuple[str, ...] | None = None
-    conditions: tuple[str, ...] | None = None
-    #: Evaluators (None: rules and pairwise, plus vlm when ``judge`` is set).
-    evaluators: tuple[str, ...] | None = None
-    #: A judge pass: ``--judge`` spec (openai-compatible:MODEL, anthropic:MODEL, replay:DIR,
-    #: mock[:ERROR_RATE]), its base URL and call options.
-    judge: str | None = None
-    base_url: str | None = None
-    judge_batch: int = 0
-    judge_concurrency: int = 4
-    budget_usd: float | None = None
-    #: Also run the paraphrased suite and put the prompt sensitivity into the release.
-    paraphrase: bool = False
-
-    @property
-    def root(self) -> Path:
-        return self.out / self.name
 
 
 @dataclass
@@ -306,7 +271,9 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
 
     def paraphrase() -> bool:
         inputs = [*st.EVALUATION_INPUTS, "suite/suite.json"]
-        code = source_hash("scores", "evaluators", "adapters", "generator", "runner", "conditions")
+        code = source_hash(
+            "scores", "evaluators", "adapters", "generator", "runner", "conditions", "story"
+        )
         fp = sha256_hex(canonical_json([_files_hash(rel_dir, inputs), code, models, conditions]))
         if ledger.fresh("paraphrase", fp, rel_dir):
             return False

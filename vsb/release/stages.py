@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from vsb.release.config import BuildConfig, Progress
+
 if TYPE_CHECKING:
-    from vsb.release.build import BuildConfig, Progress
     from vsb.runner import RunResult
 
 #: What scoring and validation read from a release.

@@ -1,12 +1,77 @@
-"""Downloads of the stability and judge pages (their templates read scores.json and
-judge.json directly)."""
+"""Tables the pages share (estimates, the long-horizon view, paired comparisons) and the
+downloads of the stability and judge pages (their templates read scores.json and judge.json
+directly)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from vsb.scores.models import Comparison, Estimate
+from vsb.site import svg
 from vsb.site.data import SiteData
 from vsb.site.downloads import DataTable
+
+#: The fields of an estimate, as table columns ``METRIC_score``, ``METRIC_ci_low`` …
+EST_FIELDS = ("score", "ci_low", "ci_high")
+
+
+def interval(label: str, est: Estimate | None) -> svg.Interval | None:
+    """A chart interval of an estimate (None when there is none)."""
+    return None if est is None else svg.Interval(label, est.score, est.ci_low, est.ci_high)
+
+
+def est_cells(e: Estimate | None) -> tuple[Any, ...]:
+    """An estimate as the cells of ``EST_FIELDS``."""
+    return (None, None, None) if e is None else (e.score, e.ci_low, e.ci_high)
+
+
+def horizon_table(points: list[Any], title: str) -> DataTable:
+    """Long-horizon points (by scene, difficulty or length) as a downloadable table."""
+    cols = (
+        "model",
+        "condition",
+        "axis",
+        "group",
+        "metric",
+        "score",
+        "ci_low",
+        "ci_high",
+        "n_stories",
+        "n_checks",
+    )
+    return DataTable(cols, [tuple(getattr(p, c) for c in cols) for p in points], title)
+
+
+#: The columns of a downloadable table of paired comparisons.
+COMPARISON_COLUMNS = (
+    "kind",
+    "a_model",
+    "a_condition",
+    "b_model",
+    "b_condition",
+    "metric_kind",
+    "metric",
+    "a_score",
+    "b_score",
+    "diff",
+    "ci_low",
+    "ci_high",
+    "p_greater",
+    "p_equal",
+    "p_less",
+    "win_rate",
+    "n_stories",
+    "se",
+    "mdd",
+    "stories_needed",
+)
+
+
+def comparison_table(comps: list[Comparison], title: str) -> DataTable:
+    """Comparison rows as a downloadable table."""
+    return DataTable(
+        COMPARISON_COLUMNS, [tuple(getattr(c, f) for f in COMPARISON_COLUMNS) for c in comps], title
+    )
 
 
 def stability_tables(data: SiteData) -> dict[str, Any]:

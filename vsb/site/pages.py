@@ -7,15 +7,23 @@ template links under the table.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from typing import Any
 
 from vsb.scores.models import Comparison, Estimate, ModelScore
 from vsb.site import board, svg
-from vsb.site.cards import model_card
 from vsb.site.data import SiteData
 from vsb.site.downloads import DataTable
-from vsb.site.page_tables import judge_tables, stability_tables
+from vsb.site.model_page import model_page
+from vsb.site.page_tables import (
+    EST_FIELDS,
+    comparison_table,
+    est_cells,
+    horizon_table,
+    interval,
+    judge_tables,
+    stability_tables,
+)
 from vsb.site.story_pages import story_index, story_page
 from vsb.story.models import DIMENSION_LABELS
 
@@ -37,7 +45,6 @@ SUMMARY_LABELS = {
     "coherence": "memory coherence",
     "conditional_coherence": "conditional coherence",
 }
-_EST = ("score", "ci_low", "ci_high")
 #: Column headers of the dimensions where space is short (the full label is the tooltip).
 DIM_SHORT = {
     "identity": "identity",
@@ -63,18 +70,10 @@ def rows_for(data: SiteData, condition: str) -> list[ModelScore]:
     )
 
 
-def _interval(label: str, est: Estimate | None) -> svg.Interval | None:
-    return None if est is None else svg.Interval(label, est.score, est.ci_low, est.ci_high)
-
-
-def _est(e: Estimate | None) -> tuple[Any, ...]:
-    return (None, None, None) if e is None else (e.score, e.ci_low, e.ci_high)
-
-
 def _charts(data: SiteData, cond: str) -> dict[str, Any]:
     """The plots of one condition's leaderboard."""
     rows = rows_for(data, cond)
-    bars = [i for r in rows if (i := _interval(r.model, r.global_score)) is not None]
+    bars = [i for r in rows if (i := interval(r.model, r.global_score)) is not None]
     points = [
         svg.Point(r.model, r.adherence.score, r.coherence.score)
         for r in rows
@@ -126,7 +125,7 @@ def leaderboard(data: SiteData) -> dict[str, Any]:
     ]
     scene = board.horizon_points(data.scores, None, "scene", "coherence")
     lead_cols = ("condition", "rank", "rank_low", "rank_high", "tied_with_next", "model")
-    est_cols = tuple(f"{m}_{x}" for m in ("global", "adherence", "coherence") for x in _EST)
+    est_cols = tuple(f"{m}_{x}" for m in ("global", "adherence", "coherence") for x in EST_FIELDS)
     gain_cols = ("memory_gain", "memory_gain_ci_low", "memory_gain_ci_high")
     tables = {
         "leaderboard": DataTable(
@@ -148,9 +147,9 @@ def leaderboard(data: SiteData) -> dict[str, Any]:
                     r.rank_high,
                     t.other if t else None,
                     r.model,
-                    *_est(r.global_score),
-                    *_est(r.adherence),
-                    *_est(r.coherence),
+                    *est_cells(r.global_score),
+                    *est_cells(r.adherence),
+                    *est_cells(r.coherence),
                     r.conditional_coherence.score if r.conditional_coherence else None,
                     *((g.diff, g.low, g.high) if (g := gains.get(r.model)) else (None,) * 3),
                     *((e.score if (e := r.dimensions.get(d)) else None) for d in dims),
@@ -181,8 +180,8 @@ def leaderboard(data: SiteData) -> dict[str, Any]:
             [(m, *row) for m, row in zip(win_models, win, strict=True)],
             f"Win rate of the row model over the column model (global score), {cond}",
         ),
-        "horizon_scene": _horizon_table(scene, "Memory coherence by scene position"),
-        "horizon_groups": _horizon_table(groups, "By difficulty and by story length"),
+        "horizon_scene": horizon_table(scene, "Memory coherence by scene position"),
+        "horizon_groups": horizon_table(groups, "By difficulty and by story length"),
     }
     positions = sorted({int(p.group) for p in scene})
     at = {(p.condition, p.model, int(p.group)): p for p in scene}
@@ -243,22 +242,6 @@ def leaderboard(data: SiteData) -> dict[str, Any]:
     }
 
 
-def _horizon_table(points: list[Any], title: str) -> DataTable:
-    cols = (
-        "model",
-        "condition",
-        "axis",
-        "group",
-        "metric",
-        "score",
-        "ci_low",
-        "ci_high",
-        "n_stories",
-        "n_checks",
-    )
-    return DataTable(cols, [tuple(getattr(p, c) for c in cols) for p in points], title)
-
-
 def _comparisons(
     data: SiteData, kind: str
 ) -> dict[str, dict[tuple[str, str, str, str], list[Comparison]]]:
@@ -283,35 +266,6 @@ def _metric_order(data: SiteData, c: Comparison) -> int:
         return names.index(c.metric) if c.metric in names else 9
     dims = list(data.scores.dimensions)
     return dims.index(c.metric) if c.metric in dims else 99
-
-
-_CMP_COLS = (
-    "kind",
-    "a_model",
-    "a_condition",
-    "b_model",
-    "b_condition",
-    "metric_kind",
-    "metric",
-    "a_score",
-    "b_score",
-    "diff",
-    "ci_low",
-    "ci_high",
-    "p_greater",
-    "p_equal",
-    "p_less",
-    "win_rate",
-    "n_stories",
-    "se",
-    "mdd",
-    "stories_needed",
-)
-
-
-def comparison_table(comps: list[Comparison], title: str) -> DataTable:
-    """Comparison rows as a downloadable table."""
-    return DataTable(_CMP_COLS, [tuple(getattr(c, f) for f in _CMP_COLS) for c in comps], title)
 
 
 def comparisons(data: SiteData) -> dict[str, Any]:
@@ -340,120 +294,6 @@ def comparisons(data: SiteData) -> dict[str, Any]:
                 f"Win rate of the row model over the column model (global score), {primary}",
             ),
         },
-    }
-
-
-def model_page(data: SiteData, model: str) -> dict[str, Any]:
-    """One model: its card, every condition's scores, long-horizon view, comparisons, rank
-    stability, failures."""
-    rows = {r.condition: r for r in data.scores.scores if r.model == model}
-    conds = [c for c in data.conditions if c in rows]
-    bars = [i for c in conds if (i := _interval(c, rows[c].global_score)) is not None]
-    comps = [
-        c
-        for c in data.scores.comparisons
-        if c.metric_kind == "summary" and model in (c.a_model, c.b_model)
-    ]
-    comps.sort(key=lambda c: (c.kind, c.a_condition, c.b_condition, c.a_model, c.b_model))
-    stability = [(s, m) for s in data.scores.rank_stability for m in s.models if m.model == model]
-    failures = {c: data.failures.get((model, c), Counter()) for c in conds}
-    labels = sorted({t for f in failures.values() for t in f})
-    stories = [s for s in data.scores.stories if s.model == model]
-    stories.sort(key=lambda s: (data.conditions.index(s.condition), s.story_id))
-    primary_stories = [s for s in stories if s.condition == data.scores.primary_condition]
-    mine = [p for p in data.scores.horizon if p.model == model]
-    scene = [p for p in mine if p.axis == "scene" and p.metric == "coherence"]
-    groups = [p for p in mine if p.axis in ("difficulty", "length")]
-    card = model_card(data, model)
-    dims = list(data.scores.dimensions)
-    tables = {
-        "conditions": DataTable(
-            (
-                "condition",
-                "rank",
-                "rank_low",
-                "rank_high",
-                *(f"{m}_{x}" for m in ("global", "adherence", "coherence") for x in _EST),
-                *dims,
-            ),
-            [
-                (
-                    c,
-                    rows[c].rank,
-                    rows[c].rank_low,
-                    rows[c].rank_high,
-                    *_est(rows[c].global_score),
-                    *_est(rows[c].adherence),
-                    *_est(rows[c].coherence),
-                    *((e.score if (e := rows[c].dimensions.get(d)) else None) for d in dims),
-                )
-                for c in conds
-            ],
-            f"{model}: scores per condition",
-        ),
-        "coverage": DataTable(
-            ("condition", "expected_images", "images", "failed", "context_supported"),
-            [(v.condition, v.expected, v.made, v.failed, v.supported) for v in card.coverage],
-            f"{model}: coverage",
-        ),
-        "horizon": _horizon_table(scene + groups, f"{model}: long-horizon view"),
-        "comparisons": comparison_table(comps, f"{model}: paired comparisons"),
-        "stability": DataTable(
-            ("condition", "rank", "keep_rank", "mean_rank", "rank_p05", "rank_p95"),
-            [
-                (s.condition, m.rank, m.keep_rank, m.mean_rank, m.rank_p05, m.rank_p95)
-                for s, m in stability
-            ],
-            f"{model}: rank stability",
-        ),
-        "failures": DataTable(
-            ("label", *conds),
-            [(t, *(failures[c][t] for c in conds)) for t in labels],
-            f"{model}: failures by taxonomy label",
-        ),
-        "stories": DataTable(
-            (
-                "story_id",
-                "condition",
-                "global",
-                "adherence",
-                "coherence",
-                "n_images",
-                "n_requirements",
-            ),
-            [
-                (
-                    s.story_id,
-                    s.condition,
-                    s.global_score,
-                    s.adherence,
-                    s.coherence,
-                    s.n_images,
-                    s.n_requirements,
-                )
-                for s in primary_stories
-            ],
-            f"{model}: per story",
-        ),
-    }
-    return {
-        "model": model,
-        "card": card,
-        "rows": rows,
-        "conds": conds,
-        "dims": dims,
-        "ci_plot": svg.ci_chart(bars, f"Global score by condition (95% CI): {model}"),
-        "horizon_plot": board.horizon_chart(
-            scene, conds, f"Memory coherence by scene position: {model}", by="condition"
-        ),
-        "groups": groups,
-        "gain": board.memory_gain(data.scores).get(model),
-        "comparisons": comps,
-        "stability": stability,
-        "failures": failures,
-        "failure_labels": labels,
-        "story_scores": primary_stories,
-        "tables": tables,
     }
 
 

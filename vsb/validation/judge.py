@@ -202,7 +202,7 @@ def models_with_oracle(root: Path, models: set[str]) -> set[str]:
         listed = None
     if isinstance(listed, list):
         return models & {str(m) for m in listed}
-    from vsb.adapters.registry import ADAPTERS, PATTERNS, model_names
+    from vsb.adapters.registry import PATTERNS, get_factory, model_names
 
     known = set(model_names())
     out = set()
@@ -211,7 +211,7 @@ def models_with_oracle(root: Path, models: set[str]) -> set[str]:
             if m.partition(":")[0] not in PATTERNS:
                 out.add(m)  # not a known adapter (a plug-in simulator, a synthetic run)
             continue
-        factory = ADAPTERS.get(m)
+        factory = get_factory(m)
         cls = factory.func if isinstance(factory, functools.partial) else factory
         oracle = getattr(cls, "oracle", None)
         if bool(getattr(cls, "privileged", False) if oracle is None else oracle):

@@ -15,7 +15,6 @@ from typing import Any
 
 from vsb.adapters.base import GenerationRequest, GenerationResult
 from vsb.adapters.providers._http import HttpAdapter, b64decode
-from vsb.adapters.registry import ADAPTERS
 from vsb.calls import Refused
 from vsb.errors import AdapterError, InputError
 
@@ -80,5 +79,6 @@ def pattern_info() -> dict[str, Any]:
     }
 
 
-for _model in PRICING_KEYS:
-    ADAPTERS.add(f"imagen:{_model}", partial(ImagenModel, _model))
+# the listed models (vsb.adapters.registry.BUILTIN names them by import path)
+imagen_3_0_generate_002 = partial(ImagenModel, "imagen-3.0-generate-002")
+imagen_3_0_fast_generate_001 = partial(ImagenModel, "imagen-3.0-fast-generate-001")

@@ -22,7 +22,6 @@ import httpx
 
 from vsb.adapters.base import GenerationRequest, GenerationResult
 from vsb.adapters.providers._http import HttpAdapter, b64decode, is_loopback
-from vsb.adapters.registry import ADAPTERS
 from vsb.errors import AdapterError, InputError
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -124,5 +123,6 @@ def pattern_info() -> dict[str, Any]:
     }
 
 
-ADAPTERS.add("openai:gpt-image-1", partial(OpenAIImages, "gpt-image-1"))
-ADAPTERS.add("openai:dall-e-3", partial(OpenAIImages, "dall-e-3"))
+# the listed models (vsb.adapters.registry.BUILTIN names them by import path)
+gpt_image_1 = partial(OpenAIImages, "gpt-image-1")
+dall_e_3 = partial(OpenAIImages, "dall-e-3")

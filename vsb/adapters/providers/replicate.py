@@ -24,7 +24,6 @@ import httpx
 
 from vsb.adapters.base import GenerationRequest, GenerationResult
 from vsb.adapters.providers._http import HttpAdapter, data_uri
-from vsb.adapters.registry import ADAPTERS
 from vsb.calls import Refused, classify
 from vsb.errors import AdapterError, InputError
 
@@ -154,9 +153,7 @@ def pattern_info() -> dict[str, Any]:
     }
 
 
-for _model in (
-    "black-forest-labs/flux-schnell",
-    "black-forest-labs/flux-kontext-pro",
-    "black-forest-labs/flux-kontext-max",
-):
-    ADAPTERS.add(f"replicate:{_model}", partial(ReplicateModel, _model))
+# the listed models (vsb.adapters.registry.BUILTIN names them by import path)
+flux_schnell = partial(ReplicateModel, "black-forest-labs/flux-schnell")
+flux_kontext_pro = partial(ReplicateModel, "black-forest-labs/flux-kontext-pro")
+flux_kontext_max = partial(ReplicateModel, "black-forest-labs/flux-kontext-max")

@@ -18,7 +18,6 @@ import httpx
 
 from vsb.adapters.base import GenerationRequest, GenerationResult
 from vsb.adapters.providers._http import HttpAdapter
-from vsb.adapters.registry import ADAPTERS
 from vsb.calls import Refused
 from vsb.errors import AdapterError, InputError
 
@@ -107,5 +106,6 @@ def pattern_info() -> dict[str, Any]:
     }
 
 
-ADAPTERS.add("stability:core", partial(StabilityImage, "core"))
-ADAPTERS.add("stability:sd3", partial(StabilityImage, "sd3"))
+# the listed models (vsb.adapters.registry.BUILTIN names them by import path)
+core = partial(StabilityImage, "core")
+sd3 = partial(StabilityImage, "sd3")

@@ -33,7 +33,6 @@ from vsb.adapters.base import (
     Privileged,
 )
 from vsb.adapters.providers._http import MAX_BYTES, to_png
-from vsb.adapters.registry import ADAPTERS
 from vsb.errors import AdapterError, CredentialMissing, InputError
 from vsb.fsio import sha256_hex
 
@@ -143,6 +142,3 @@ def pattern_info() -> dict[str, Any]:
         "image_input": "no",
         "about": "images made elsewhere: DIR/SOURCE/<condition>/<story>/scene_<kk>.png",
     }
-
-
-ADAPTERS.add("stored", StoredSamples)

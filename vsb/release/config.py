@@ -1,0 +1,45 @@
+"""What the main job builds (``BuildConfig``) and how it reports (``Progress``): read by
+``vsb.release.build``, which orders the stages, and by ``vsb.release.stages``, which runs them
+(a leaf both import, so neither imports the other)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+
+class Progress(Protocol):
+    """How the main job reports (the CLI draws rich bars; the library never prints)."""
+
+    def start(self, stage: str, total: int | None) -> None: ...
+    def advance(self, stage: str, done: int, total: int | None) -> None: ...
+    def note(self, stage: str, message: str) -> None: ...
+    def finish(self, stage: str, seconds: float, skipped: bool) -> None: ...
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """What the main job builds."""
+
+    name: str
+    out: Path = Path("build")
+    workers: int = 2
+    seed: int = 0
+    models: tuple[str, ...] | None = None
+    conditions: tuple[str, ...] | None = None
+    #: Evaluators (None: rules and pairwise, plus vlm when ``judge`` is set).
+    evaluators: tuple[str, ...] | None = None
+    #: A judge pass: ``--judge`` spec (openai-compatible:MODEL, anthropic:MODEL, replay:DIR,
+    #: mock[:ERROR_RATE]), its base URL and call options.
+    judge: str | None = None
+    base_url: str | None = None
+    judge_batch: int = 0
+    judge_concurrency: int = 4
+    budget_usd: float | None = None
+    #: Also run the paraphrased suite and put the prompt sensitivity into the release.
+    paraphrase: bool = False
+
+    @property
+    def root(self) -> Path:
+        return self.out / self.name

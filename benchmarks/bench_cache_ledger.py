@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 
 from vsb.adapters.base import GenerationResult
-from vsb.cache import GenerationCache
-from vsb.ledger import Ledger
+from vsb.store.cache import GenerationCache
+from vsb.store.ledger import Ledger
 
 
 def _png(i: int) -> bytes:

@@ -44,7 +44,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from vsb.evaluators.embed import (
+from vsb.evaluators.embed.cache import EmbeddingCache
+from vsb.evaluators.embed.models import load_encoder, locate_weights
+from vsb.evaluators.embed.signals import (
     EmbedOptions,
     StorySequence,
     _Embedder,
@@ -52,8 +54,6 @@ from vsb.evaluators.embed import (
     _open_rgb,
     candidate_texts,
 )
-from vsb.evaluators.embed_cache import EmbeddingCache
-from vsb.evaluators.embed_models import load_encoder, locate_weights
 from vsb.generator.generate import generate_suite
 from vsb.render import render_png
 from vsb.story.models import Story

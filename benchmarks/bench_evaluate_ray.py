@@ -28,7 +28,7 @@ from pathlib import Path
 from vsb.conditions import condition_names
 from vsb.evaluators.evaluate import evaluate_run
 from vsb.generator.generate import generate_suite, write_suite
-from vsb.runner import RunConfig, run
+from vsb.run.runner import RunConfig, run
 
 MODELS = ["procedural-drift-mid", "procedural-sloppy"]
 FILES = ("requirements.jsonl", "requirements.csv", "signals.jsonl", "signals.csv")

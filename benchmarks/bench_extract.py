@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import time
 
-from vsb.evaluators.decode import load_indices
-from vsb.evaluators.detected import EntityVocabulary
 from vsb.evaluators.extractor import extract
+from vsb.evaluators.render.decode import load_indices
+from vsb.evaluators.render.detected import EntityVocabulary
 from vsb.evaluators.rules import check_scene
 from vsb.generator.generate import generate_suite
 from vsb.render import render_png

@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from vsb.evaluators.evaluate import _judge_calls, _prepare
+from vsb.evaluators.vlm.transports import OpenAICompatibleVlm, default_client
 from vsb.evaluators.vlm_judge import JudgeOptions, execute_calls
-from vsb.evaluators.vlm_transports import OpenAICompatibleVlm, default_client
 from vsb.generator.generate import generate_suite, write_suite
-from vsb.runner import RunConfig, run
+from vsb.run.runner import RunConfig, run
 from vsb.validation.sim_judge import SimJudgeServer
 
 

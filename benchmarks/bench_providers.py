@@ -37,7 +37,7 @@ from pathlib import Path
 
 from vsb.adapters.registry import get_adapter
 from vsb.generator.generate import generate_suite, write_suite
-from vsb.runner import RunConfig, run
+from vsb.run.runner import RunConfig, run
 
 SERVER = Path(__file__).resolve().parents[1] / "tests" / "openai_images_server.py"
 

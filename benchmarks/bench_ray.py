@@ -9,7 +9,7 @@ the ratio of wall times, Ray / local (1.0 = no overhead).
 
 Measured on the development container (2 CPUs shared with other agents' jobs, load 1.5–3,
 so the spread is mostly noise; Ray 2.60; 200 tasks shipped cold; same records every time),
-four runs, two before and two after the runner moved to vsb.executors' finer tasks:
+four runs, two before and two after the runner moved to vsb.run.executors' finer tasks:
 
     Ray cluster start                ≈ 5–8 s (once per cluster)
     cold: local ≈ 22–33 s, ray ≈ 22–28 s     ray / local ≈ 0.84–1.18 (median ≈ 1.0)
@@ -33,7 +33,7 @@ from pathlib import Path
 from vsb.adapters.simulators import SIMULATORS
 from vsb.conditions import condition_names
 from vsb.generator.generate import generate_suite, write_suite
-from vsb.runner import RunConfig, RunResult, run
+from vsb.run.runner import RunConfig, RunResult, run
 
 
 def _timed(config: RunConfig) -> tuple[float, RunResult]:
@@ -53,7 +53,7 @@ def main() -> None:
     args = ap.parse_args()
     import ray
 
-    from vsb.executors_ray import RayExecutor
+    from vsb.run.executors_ray import RayExecutor
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -47,9 +47,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "evaluato
 
 from lossy import TRANSFORMS, photo_like, solid, to_rgb, uniform_noise
 
-from vsb.evaluators.decode import decode_render
-from vsb.evaluators.detected import EntityVocabulary
 from vsb.evaluators.extractor import extract
+from vsb.evaluators.render.decode import decode_render
+from vsb.evaluators.render.detected import EntityVocabulary
 from vsb.evaluators.rules import check_scene
 from vsb.generator.generate import generate_suite
 from vsb.render import render_indices, render_png

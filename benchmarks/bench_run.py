@@ -31,7 +31,7 @@ from vsb.adapters.faults import simulate_story
 from vsb.adapters.simulators import SIMULATORS, chain_rng, jitter_seed
 from vsb.conditions import condition_names, get_condition
 from vsb.generator.generate import generate_suite, write_suite
-from vsb.runner import RunConfig, run
+from vsb.run.runner import RunConfig, run
 
 
 def _best(fn, repeat: int = 3) -> float:  # type: ignore[no-untyped-def]

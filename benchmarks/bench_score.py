@@ -30,9 +30,9 @@ from vsb.scores.models import RunIdentity  # noqa: E402
 
 T_IMPORT = time.perf_counter() - T0
 
-from vsb.scores.aggregate import model_estimates  # noqa: E402
-from vsb.scores.bootstrap import resample_counts  # noqa: E402
-from vsb.scores.rank import rank_stability  # noqa: E402
+from vsb.scores.stats.aggregate import model_estimates  # noqa: E402
+from vsb.scores.stats.bootstrap import resample_counts  # noqa: E402
+from vsb.scores.stats.rank import rank_stability  # noqa: E402
 from vsb.scores.table import BASE_METRICS, N_DIMS, StoryTable  # noqa: E402
 
 MODELS = ("oracle", "drift-low", "drift-mid", "amnesiac", "sloppy")

@@ -59,7 +59,7 @@ CONSTANT_MUTANTS: dict[str, list[tuple[str, str]]] = {
         ('"hair_style": "hair", "color"', '"color"'),
         ('"story_id", "scene", "subject"', '"story_id", "subject"'),
     ],
-    "vsb/scores/bootstrap.py": [
+    "vsb/scores/stats/bootstrap.py": [
         ("TIE_TOLERANCE = 1e-12", "TIE_TOLERANCE = 0.0"),
         ("TIE_TOLERANCE = 1e-12", "TIE_TOLERANCE = 1e-6"),
     ],

@@ -4,7 +4,7 @@
 # Slow (about 20 minutes on two cores); not part of .ci/run.
 #
 #   bash scripts/mutation.sh                          # all five modules
-#   bash scripts/mutation.sh vsb/scores/bootstrap.py  # one module
+#   bash scripts/mutation.sh vsb/scores/stats/bootstrap.py  # one module
 #   bash scripts/mutation.sh --jobs 1                 # fewer parallel mutants
 #
 # mutmut (the `mutation` extra) goes into a venv of its own, build/mutation/venv, that sees

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from vsb.adapters.base import GenerationResult
-from vsb.cache import INDEX_NAME, GenerationCache
 from vsb.errors import AdapterError
 from vsb.fsio import sha256_hex
+from vsb.store.cache import INDEX_NAME, GenerationCache
 
 
 def _png(i: int) -> bytes:

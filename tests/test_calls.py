@@ -1,11 +1,12 @@
-"""``vsb.calls``: the one retry layer (backoff, seeded jitter, Retry-After, what is not
+"""``vsb.store.calls``: the one retry layer (backoff, seeded jitter, Retry-After, what is not
 retried), the budget and redaction."""
 
 from __future__ import annotations
 
 import pytest
 
-from vsb.calls import (
+from vsb.errors import AdapterError
+from vsb.store.calls import (
     Budget,
     BudgetExceeded,
     CallError,
@@ -19,7 +20,6 @@ from vsb.calls import (
     parse_retry_after,
     redact,
 )
-from vsb.errors import AdapterError
 
 
 def test_classify_error_answers() -> None:
@@ -140,7 +140,7 @@ def test_the_judge_shares_the_layer_a_spent_quota_is_one_request(
 ) -> None:
     import httpx
 
-    from vsb.evaluators.vlm_transports import JudgeRequest, OpenAICompatibleVlm
+    from vsb.evaluators.vlm.transports import JudgeRequest, OpenAICompatibleVlm
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     seen: list[httpx.Request] = []

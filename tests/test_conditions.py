@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-from vsb import vocab
 from vsb.conditions import (
     ABLATIONS,
     FACT_GROUPS,
@@ -27,6 +26,7 @@ from vsb.conditions import (
 from vsb.errors import InputError, UnknownNameError
 from vsb.fsio import canonical_json
 from vsb.generator.generate import generate_story
+from vsb.story import vocab
 from vsb.story.models import Story
 
 SIX = [

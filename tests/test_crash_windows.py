@@ -20,17 +20,17 @@ from pathlib import Path
 import pytest
 
 from tests.test_paid_runs import _env, _events, images_server
-from vsb.cache import GenerationCache
 from vsb.errors import CacheError
 from vsb.generator.generate import generate_story, write_suite
-from vsb.ledger import Ledger
-from vsb.runner import RunConfig, run
+from vsb.run.runner import RunConfig, run
+from vsb.store.cache import GenerationCache
+from vsb.store.ledger import Ledger
 
 #: The child: ``python -c CHILD WHEN N MARKER vsb-argv…`` (WHEN: before|after the commit).
 CHILD = """
 import os, signal, sys
 from pathlib import Path
-from vsb.cache import GenerationCache
+from vsb.store.cache import GenerationCache
 from vsb.cli.main import main
 
 when, n, marker, argv = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3]), sys.argv[4:]

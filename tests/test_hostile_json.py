@@ -13,12 +13,12 @@ import pytest
 
 from vsb.cli.main import main
 from vsb.errors import AdapterError, InputError, ReleaseError, VsbError
-from vsb.evaluators.vlm_transports import _post
-from vsb.ledger import Pricing
+from vsb.evaluators.vlm.transports import _post
 from vsb.release.build import _Stages, assemble
 from vsb.release.manifest import load_manifest
 from vsb.scores.models import ScoresReport
 from vsb.site.data import _jsonl, _load_checks, _read_model
+from vsb.store.ledger import Pricing
 
 DEEP = "[" * 100_000
 DEEP_LINE = DEEP + "\n"
@@ -107,7 +107,7 @@ def test_deep_provider_response_is_an_adapter_error() -> None:
 
 def test_judge_pricing(tmp_path: Path) -> None:
     from vsb.errors import ConfigError
-    from vsb.evaluators.judge_store import JudgePricing
+    from vsb.evaluators.vlm.store import JudgePricing
 
     (tmp_path / "pricing.json").write_text(DEEP)
     with pytest.raises(ConfigError) as exc:
@@ -119,7 +119,7 @@ def test_tampered_cache_metadata(tmp_path: Path) -> None:
     import sqlite3
 
     from vsb.adapters.base import GenerationResult
-    from vsb.cache import INDEX_NAME, GenerationCache
+    from vsb.store.cache import INDEX_NAME, GenerationCache
 
     cache = GenerationCache(tmp_path)
     cache.open()

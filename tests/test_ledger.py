@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from vsb.errors import ConfigError, RunError
-from vsb.ledger import DEFAULT_PRICING, Ledger, LedgerEntry, Pricing, request_cost
+from vsb.store.ledger import DEFAULT_PRICING, Ledger, LedgerEntry, Pricing, request_cost
 
 
 def test_pricing_file_covers_the_providers() -> None:

@@ -1,4 +1,4 @@
-"""The run-directory lock and process liveness (vsb.locks)."""
+"""The run-directory lock and process liveness (vsb.store.locks)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from vsb.errors import RunError
-from vsb.locks import LOCK_NAME, DirectoryLock, process_alive, process_token
+from vsb.store.locks import LOCK_NAME, DirectoryLock, process_alive, process_token
 
 
 def test_second_taker_fails_at_once_and_release_removes_the_file(tmp_path: Path) -> None:

@@ -43,7 +43,7 @@ from vsb.cli.main import main
 from vsb.conditions import ConditionContext
 from vsb.errors import AdapterError, InputError
 from vsb.generator.generate import generate_story, write_suite
-from vsb.runner import RunConfig, run
+from vsb.run.runner import RunConfig, run
 
 SERVER = Path(__file__).parent / "openai_images_server.py"
 CANARY = "sk-canary-5b1e0c77d2"
@@ -306,7 +306,7 @@ def test_no_network_every_request_failed_exits_non_zero(
     suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Regression: `vsb run --model openai:dall-e-3` with no network exited 0."""
-    from vsb.calls import RetryPolicy
+    from vsb.store.calls import RetryPolicy
 
     monkeypatch.setattr(RetryPolicy, "delay", lambda self, *a, **k: 0.0)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")

@@ -19,11 +19,11 @@ from vsb.adapters.base import GenerationRequest, GenerationResult
 from vsb.adapters.simulators import SIMULATORS, ProceduralSimulator
 from vsb.cli.main import main
 from vsb.errors import InputError
-from vsb.executors_ray import RayExecutor, ray_resources
 from vsb.generator.generate import generate_story, write_suite
-from vsb.ledger import Ledger
-from vsb.ray_session import check_reachable
-from vsb.runner import RunConfig, run
+from vsb.run.executors_ray import RayExecutor, ray_resources
+from vsb.run.ray_session import check_reachable
+from vsb.run.runner import RunConfig, run
+from vsb.store.ledger import Ledger
 
 ray = pytest.importorskip("ray", reason="needs the ray extra: pip install 'vsb[ray]'")
 
@@ -265,14 +265,14 @@ class GpuSim(ProceduralSimulator):
 
 
 def _shipment(adapter: ProceduralSimulator, version: str | None = None) -> Any:
-    from vsb.ray_worker import Shipment
+    from vsb.run.ray_worker import Shipment
 
     spec = bytes(ray.cloudpickle.dumps(adapter))
     return Shipment(adapter.name, spec, version or adapter.version, [], {}, [], 0, None)
 
 
 def test_a_gpu_worker_keeps_one_loaded_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    import vsb.ray_worker as er
+    import vsb.run.ray_worker as er
 
     monkeypatch.setattr(er, "_WORKER_ADAPTERS", {})
     cpu = ProceduralSimulator("procedural-sloppy", SIMULATORS["procedural-sloppy"])
@@ -289,7 +289,7 @@ def test_a_gpu_worker_keeps_one_loaded_model(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_a_worker_with_other_weights_refuses_the_task(monkeypatch: pytest.MonkeyPatch) -> None:
-    import vsb.ray_worker as er
+    import vsb.run.ray_worker as er
 
     monkeypatch.setattr(er, "_WORKER_ADAPTERS", {})
     sim = ProceduralSimulator("procedural-oracle", SIMULATORS["procedural-oracle"])

@@ -25,12 +25,12 @@ import pytest
 from PIL import Image
 
 from vsb.adapters.base import GenerationRequest, GenerationResult, ImageModelAdapter
-from vsb.cache import INDEX_NAME
 from vsb.cli.main import main
 from vsb.generator.generate import generate_story, write_suite
-from vsb.ledger import Ledger
-from vsb.locks import LOCK_NAME
-from vsb.runner import RunConfig, run
+from vsb.run.runner import RunConfig, run
+from vsb.store.cache import INDEX_NAME
+from vsb.store.ledger import Ledger
+from vsb.store.locks import LOCK_NAME
 
 CONDITIONS = "independent,previous_image"
 #: 3 stories of 3 + 5 + 5 scenes under 2 conditions

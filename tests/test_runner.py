@@ -23,9 +23,9 @@ from vsb.cli.main import main
 from vsb.errors import AdapterError, RunError, UnknownNameError
 from vsb.fsio import sha256_hex
 from vsb.generator.generate import generate_story, write_suite
-from vsb.ledger import Ledger
-from vsb.locks import LOCK_NAME
-from vsb.runner import RunConfig, RunResult, image_path, run
+from vsb.run.runner import RunConfig, RunResult, image_path, run
+from vsb.store.ledger import Ledger
+from vsb.store.locks import LOCK_NAME
 
 CONDS = ["independent", "previous_text", "structured_memory", "previous_image"]
 

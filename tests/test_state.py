@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vsb import vocab
 from vsb.errors import TransitionError
 from vsb.state import replay
+from vsb.story import vocab
 from vsb.story.invariants import state_problems
 from vsb.story.models import (
     EVENT_TYPES,

@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
-from vsb import vocab
 from vsb.errors import TransitionError
+from vsb.story import vocab
 from vsb.story.models import (
     Appear,
     ChangeAttr,

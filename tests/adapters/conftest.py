@@ -8,7 +8,7 @@ import pytest
 
 from vsb.adapters.simulators import SIMULATORS
 from vsb.conditions import condition_names
-from vsb.runner import RunConfig, RunResult, run
+from vsb.run.runner import RunConfig, RunResult, run
 
 
 @pytest.fixture(scope="session")

@@ -127,13 +127,13 @@ def test_import_scan_sees_every_form() -> None:
         "from .. import runner\nimport importlib\nimportlib.import_module('vsb.adapters')\n"
     )
     found = _imports_of(src, ["vsb", "evaluators"])
-    assert {"vsb.render", "vsb.adapters.oracle", "vsb.runner", "vsb.adapters"} <= found
+    assert {"vsb.render", "vsb.adapters.oracle", "vsb.run.runner", "vsb.adapters"} <= found
 
 
 def test_evaluators_cannot_import_the_oracle_writer() -> None:
     """No module under vsb/evaluators imports vsb.adapters (the oracle writer, the
-    simulators), vsb.render or vsb.runner — directly, relatively or through importlib."""
-    forbidden = ("vsb.adapters", "vsb.render", "vsb.runner")
+    simulators), vsb.render or vsb.run.runner — directly, relatively or through importlib."""
+    forbidden = ("vsb.adapters", "vsb.render", "vsb.run.runner")
     for path in sorted((VSB / "evaluators").rglob("*.py")):
         for name in _imports(path):
             assert not name.startswith(forbidden), f"{path} imports {name}"

@@ -27,7 +27,7 @@ from vsb.cli.main import main
 from vsb.conditions import ConditionContext
 from vsb.errors import AdapterError, InputError
 from vsb.generator.generate import generate_story, write_suite
-from vsb.runner import RunConfig, run
+from vsb.run.runner import RunConfig, run
 
 OPTS = DiffusersOptions(steps=2, width=32, height=32, batch_size=2)
 CLI_OPTS = ["--steps", "2", "--size", "32", "--batch-size", "2", "--workers", "2"]

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from vsb import vocab
 from vsb.adapters.faults import Fault, SceneSim, fact_probability, simulate_story
 from vsb.adapters.simulators import SIMULATORS, chain_rng
 from vsb.conditions import condition_names, get_condition
+from vsb.story import vocab
 from vsb.story.models import Requirement, Story
 
 Sims = dict[tuple[str, str], list[list[SceneSim]]]

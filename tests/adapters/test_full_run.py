@@ -7,11 +7,11 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
-from vsb import vocab
 from vsb.adapters.simulators import SIMULATORS, jitter_seed
-from vsb.ledger import Ledger
 from vsb.render import render_png
-from vsb.runner import RunConfig, RunResult, run
+from vsb.run.runner import RunConfig, RunResult, run
+from vsb.store.ledger import Ledger
+from vsb.story import vocab
 from vsb.story.io import load_suite
 from vsb.story.models import Story
 

@@ -25,9 +25,9 @@ from vsb.adapters.providers.imagen import ImagenModel
 from vsb.adapters.providers.openai import OpenAIImages
 from vsb.adapters.providers.replicate import ReplicateModel
 from vsb.adapters.providers.stability import StabilityImage
-from vsb.calls import RetryPolicy
 from vsb.generator.generate import generate_story, write_suite
-from vsb.runner import RunConfig, RunResult, image_path, run
+from vsb.run.runner import RunConfig, RunResult, image_path, run
+from vsb.store.calls import RetryPolicy
 
 CAP = 50_000  # the adapters' answer-size cap in these tests
 EVIL = "evil.example"

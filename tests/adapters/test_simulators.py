@@ -11,11 +11,11 @@ from vsb.adapters.base import GenerationRequest, Privileged
 from vsb.adapters.faults import simulate_story
 from vsb.adapters.registry import get_adapter
 from vsb.adapters.simulators import SIMULATORS, chain_rng, jitter_seed
-from vsb.cache import GenerationCache
 from vsb.conditions import condition_names, get_condition
 from vsb.errors import AdapterError
 from vsb.render import render_png
-from vsb.runner import story_sha256
+from vsb.run.runner import story_sha256
+from vsb.store.cache import GenerationCache
 from vsb.story.models import Story
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vsb.evaluators.detected import EntityVocabulary
+from vsb.evaluators.render.detected import EntityVocabulary
 from vsb.story.models import Story
 
 

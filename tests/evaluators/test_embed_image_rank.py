@@ -15,7 +15,7 @@ import pytest
 from embed_helpers import save_tiny_clip
 
 from vsb.cli.main import main
-from vsb.evaluators.embed import image_reciprocal_rank
+from vsb.evaluators.embed.signals import image_reciprocal_rank
 from vsb.generator.generate import write_suite
 from vsb.story.io import load_suite
 from vsb.story.models import Story

@@ -137,7 +137,7 @@ def test_evaluators_register_by_name() -> None:
 
 
 def test_a_simulated_run_is_evaluated(tmp_path: Path, default_suite: list[Story]) -> None:
-    from vsb.runner import RunConfig, run
+    from vsb.run.runner import RunConfig, run
 
     stories = [s for s in default_suite if s.difficulty == "medium"][:2]
     write_suite(stories, tmp_path / "suite")

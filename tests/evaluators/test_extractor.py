@@ -13,10 +13,10 @@ import pytest
 from eval_helpers import character, first_state, with_char, with_obj, world
 from PIL import Image
 
-from vsb import vocab
-from vsb.evaluators.detected import DetectedState, EntityVocabulary
 from vsb.evaluators.extractor import extract
+from vsb.evaluators.render.detected import DetectedState, EntityVocabulary
 from vsb.render import render_indices, render_png
+from vsb.story import vocab
 from vsb.story.models import WorldObject
 
 TRIO = [

@@ -19,7 +19,15 @@ import pytest
 
 from tests.evaluators.judge_http import JudgeHttpServer, say
 from vsb.cli.main import main
-from vsb.evaluators.judge_store import JudgeCache, call_key
+from vsb.evaluators.vlm.questions import Question
+from vsb.evaluators.vlm.store import JudgeCache, call_key
+from vsb.evaluators.vlm.transports import (
+    AnthropicVlm,
+    JudgeReply,
+    JudgeRequest,
+    OpenAICompatibleVlm,
+    normalise_endpoint,
+)
 from vsb.evaluators.vlm_judge import (
     SYSTEM_PROMPT,
     JudgeCall,
@@ -28,14 +36,6 @@ from vsb.evaluators.vlm_judge import (
     execute_calls,
     parse_answer,
     plan_cost,
-)
-from vsb.evaluators.vlm_questions import Question
-from vsb.evaluators.vlm_transports import (
-    AnthropicVlm,
-    JudgeReply,
-    JudgeRequest,
-    OpenAICompatibleVlm,
-    normalise_endpoint,
 )
 from vsb.generator.generate import write_suite
 from vsb.story.models import Story
@@ -210,7 +210,7 @@ def test_budget_stop_exits_3_and_counts_the_calls_in_flight(
     small_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from vsb.evaluators.evaluate import _judge_calls, _prepare
-    from vsb.evaluators.judge_store import JudgePricing
+    from vsb.evaluators.vlm.store import JudgePricing
     from vsb.evaluators.vlm_judge import estimate_cost
 
     judge = "openai-compatible:gpt-4o"  # priced in config/pricing.json
@@ -382,7 +382,7 @@ def test_ledger_shows_tokens_and_prices_of_failed_calls(
 def test_ledger_is_not_cut_when_piped(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from vsb.ledger import Ledger, LedgerEntry
+    from vsb.store.ledger import Ledger, LedgerEntry
 
     long = "judge:openai-compatible:" + "a-very-long-model-name-" * 4
     with Ledger(tmp_path / "ledger.sqlite") as led:

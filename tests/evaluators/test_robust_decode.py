@@ -14,9 +14,9 @@ from lossy import TRANSFORMS, photo_like, solid, to_rgb, uniform_noise
 from numpy.typing import NDArray
 from PIL import Image
 
-from vsb import vocab
-from vsb.evaluators import robust, style
-from vsb.evaluators.decode import (
+from vsb.evaluators.extractor import extract
+from vsb.evaluators.render import robust, style
+from vsb.evaluators.render.decode import (
     MIN_COLOURS,
     RENDER_SHARE,
     SIZE,
@@ -24,10 +24,10 @@ from vsb.evaluators.decode import (
     decode_render,
     load_indices,
 )
-from vsb.evaluators.detected import EntityVocabulary
-from vsb.evaluators.extractor import extract
+from vsb.evaluators.render.detected import EntityVocabulary
 from vsb.evaluators.rules import check_scene
 from vsb.render import NAMES, PALETTE, render_indices, render_png
+from vsb.story import vocab
 from vsb.story.models import Story
 
 #: Stories (by position in the default suite) and the jitter seed base of these tests.

@@ -7,11 +7,11 @@ from collections.abc import Callable, Iterator
 import pytest
 from eval_helpers import character, first_state, scene_of, with_char, with_obj, world
 
-from vsb import vocab
-from vsb.evaluators.detected import DetectedPerson, DetectedState, EntityVocabulary
 from vsb.evaluators.extractor import extract
+from vsb.evaluators.render.detected import DetectedPerson, DetectedState, EntityVocabulary
 from vsb.evaluators.rules import RequirementResult, check_scene, match_people
 from vsb.render import render_png
+from vsb.story import vocab
 from vsb.story.models import Scene, SceneState, Story, WorldObject
 
 SEEDS = (0, 1, 2, 3)

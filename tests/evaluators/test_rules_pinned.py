@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from eval_helpers import character, first_state, scene_of, with_char, with_obj, world
 
-from vsb.evaluators.detected import DetectedObject, DetectedPerson, DetectedState
+from vsb.evaluators.render.detected import DetectedObject, DetectedPerson, DetectedState
 from vsb.evaluators.rules import (
     ABSENT_BIAS,
     MAX_DISTANCE,

@@ -108,8 +108,8 @@ def test_a_judge_pass_alone_finds_unreadable_images(run: tuple[Path, list[Story]
     """The judge (and the embedding evaluators) never see an unreadable image: without a
     local pass the images are checked before any call is planned."""
     from vsb.evaluators.evaluate import plan_judge
+    from vsb.evaluators.vlm.transports import build_transport
     from vsb.evaluators.vlm_judge import JudgeOptions
-    from vsb.evaluators.vlm_transports import build_transport
 
     root, stories = run
     before = plan_judge(root, build_transport("mock"), JudgeOptions(), evaluators=["vlm"])
@@ -131,7 +131,7 @@ def test_a_judge_pass_alone_finds_unreadable_images(run: tuple[Path, list[Story]
 
 
 def test_image_problem_checks_the_header_before_decoding(tmp_path: Path) -> None:
-    from vsb.evaluators.decode import image_problem
+    from vsb.evaluators.render.decode import image_problem
 
     big = tmp_path / "big.png"
     big.write_bytes(huge_header(5000, 5000))  # under PIL's bomb limit, over vsb's cap
@@ -139,7 +139,7 @@ def test_image_problem_checks_the_header_before_decoding(tmp_path: Path) -> None
     (tmp_path / "t.png").write_text("x")
     assert image_problem(tmp_path / "t.png") == "not an image file (no known image format)"
     from vsb.errors import InputError
-    from vsb.evaluators.decode import decode_render, open_rgb
+    from vsb.evaluators.render.decode import decode_render, open_rgb
 
     for read in (open_rgb, decode_render):  # every decoder of evaluate has the same cap
         with pytest.raises(InputError, match="over the 4096×4096 cap") as err:

@@ -13,10 +13,20 @@ from eval_helpers import character, first_state, world
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vsb.calls import Budget, BudgetExceeded, RetryableError, RetryPolicy, call_with_retries
 from vsb.errors import AdapterError, CredentialMissing, InputError
-from vsb.evaluators.judge_store import JudgeCache, JudgePrice, JudgePricing, call_key
 from vsb.evaluators.registry import evaluator_info
+from vsb.evaluators.vlm.questions import Question, question_for
+from vsb.evaluators.vlm.store import JudgeCache, JudgePrice, JudgePricing, call_key
+from vsb.evaluators.vlm.transports import (
+    AnthropicVlm,
+    JudgeReply,
+    JudgeRequest,
+    MockVlm,
+    OpenAICompatibleVlm,
+    ReplayVlm,
+    build_transport,
+    is_loopback,
+)
 from vsb.evaluators.vlm_judge import (
     SYSTEM_PROMPT,
     JudgeCall,
@@ -29,17 +39,7 @@ from vsb.evaluators.vlm_judge import (
     plan_cost,
     scene_prompt,
 )
-from vsb.evaluators.vlm_questions import Question, question_for
-from vsb.evaluators.vlm_transports import (
-    AnthropicVlm,
-    JudgeReply,
-    JudgeRequest,
-    MockVlm,
-    OpenAICompatibleVlm,
-    ReplayVlm,
-    build_transport,
-    is_loopback,
-)
+from vsb.store.calls import Budget, BudgetExceeded, RetryableError, RetryPolicy, call_with_retries
 from vsb.story.models import Requirement, SceneState, Story
 
 PNG = b"\x89PNG fake image bytes"
@@ -109,7 +109,7 @@ def test_question_wording(
 def test_questions_never_name_a_character_nor_reveal_the_asked_fact(
     default_suite: list[Story],
 ) -> None:
-    from vsb.evaluators.vlm_questions import hair_words, skin_words
+    from vsb.evaluators.vlm.questions import hair_words, skin_words
 
     n = 0
     for story in default_suite:

@@ -16,9 +16,9 @@ import pytest
 from eval_helpers import character, first_state, scene_of, with_char, with_obj, world
 
 from vsb.evaluators.registry import Frame
+from vsb.evaluators.vlm.questions import pair_questions
+from vsb.evaluators.vlm.transports import build_transport
 from vsb.evaluators.vlm_judge import VlmJudge
-from vsb.evaluators.vlm_questions import pair_questions
-from vsb.evaluators.vlm_transports import build_transport
 from vsb.render import render_png
 from vsb.story.models import SceneState, Story, World, WorldObject
 from vsb.validation.reference_judges import LiteralJudge

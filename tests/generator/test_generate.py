@@ -6,8 +6,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from vsb import vocab
 from vsb.generator.generate import generate_suite, write_suite
+from vsb.story import vocab
 from vsb.story.models import CATEGORIES, DIMENSIONS, Drop, Exit, Give, Pickup, Story
 from vsb.story.text import is_stated
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from vsb import vocab
+from vsb.story import vocab
 from vsb.story.models import SceneState, Story
 from vsb.story.text import split_sentences, subject_patterns
 

@@ -51,7 +51,7 @@ class DemoPainter(ImageModelAdapter):
 EVALUATOR_SOURCE = '''
 """A toy judge: a requirement passes when its subject is seen at all (presence only)."""
 
-from vsb.evaluators.detected import EntityVocabulary
+from vsb.evaluators.render.detected import EntityVocabulary
 from vsb.evaluators.extractor import extract
 from vsb.evaluators.interface import EvaluatorOutput, StoryEvaluator
 from vsb.evaluators.rules import RequirementResult

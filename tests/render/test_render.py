@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vsb import vocab
 from vsb.render import NAMES, PALETTE, render_indices, render_png
 from vsb.render import layout as L
 from vsb.render.palette import RENDER_COLORS
 from vsb.state import replay
+from vsb.story import vocab
 from vsb.story.models import Character, SceneState, World, WorldObject
 
 

@@ -30,7 +30,7 @@ SIMULATORS = (
 def sim_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The default suite run through the five simulators (independent, structured_memory)
     and evaluated, once per session; skipped until the runner and evaluators exist."""
-    pytest.importorskip("vsb.runner", reason="vsb run not available yet")
+    pytest.importorskip("vsb.run.runner", reason="vsb run not available yet")
     pytest.importorskip("vsb.evaluators.evaluate", reason="vsb evaluate not available yet")
     from vsb.cli.main import main
 

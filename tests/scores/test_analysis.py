@@ -184,7 +184,7 @@ def control_run(tmp_path_factory: pytest.TempPathFactory, default_suite: list) -
     placebo and the four ablations, through the rule checker (1,050 images)."""
     from vsb.evaluators.evaluate import evaluate_run
     from vsb.generator.generate import write_suite
-    from vsb.runner import RunConfig, run
+    from vsb.run.runner import RunConfig, run
 
     root = tmp_path_factory.mktemp("controls")
     write_suite([s for s in default_suite if s.id.endswith("medium-a")], root / "suite")

@@ -13,12 +13,12 @@ import pytest
 from score_synth import req_row, simulated_rows
 
 from vsb.cli.main import main
-from vsb.scores.aggregate import bootstrap_se
-from vsb.scores.bootstrap import resample_counts
 from vsb.scores.compute import load_scoring_input, score_run
 from vsb.scores.horizon import StoryInfo, horizon
 from vsb.scores.models import ScoresReport
-from vsb.scores.power import mdd_factor, min_detectable, rank_ranges, stories_needed
+from vsb.scores.stats.aggregate import bootstrap_se
+from vsb.scores.stats.bootstrap import resample_counts
+from vsb.scores.stats.power import mdd_factor, min_detectable, rank_ranges, stories_needed
 from vsb.scores.write import write_scores
 from vsb.story.models import DIMENSIONS
 
@@ -80,7 +80,7 @@ def test_se_mdd_and_stories_needed(make_run: Callable[..., Path]) -> None:
         if (c.a_model, c.b_model, c.metric, c.kind) == ("a", "c", "coherence", "model")
     )
     # independent: the paired bootstrap of the story-level coherence differences, drawn the
-    # way vsb.scores.bootstrap draws (one batch of rng.integers)
+    # way vsb.scores.stats.bootstrap draws (one batch of rng.integers)
     df = pd.DataFrame([r for r in _near_tie_rows() if r["source"] == "memory"])
     per = df.groupby(["model", "story_id"])["passed"].mean().unstack(0)
     d = (per["a"] - per["c"]).to_numpy()

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vsb.scores.bootstrap import (
+from vsb.scores.stats.bootstrap import (
     TIE_TOLERANCE,
     nan_mean,
     percentile_interval,

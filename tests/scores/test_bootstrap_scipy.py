@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from vsb.scores.aggregate import GLOBAL, model_estimates, paired_comparisons
-from vsb.scores.bootstrap import (
+from vsb.scores.stats.aggregate import GLOBAL, model_estimates, paired_comparisons
+from vsb.scores.stats.bootstrap import (
     percentile_interval,
     resample_counts,
     share_positive,

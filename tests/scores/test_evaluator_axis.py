@@ -15,8 +15,8 @@ from score_synth import Row, req_row
 
 from vsb.errors import InputError, RunError
 from vsb.scores.compute import score_run
-from vsb.scores.judge_swap import judge_swap
 from vsb.scores.models import Estimate, ModelScore, NotApplicable
+from vsb.scores.stats.judge_swap import judge_swap
 from vsb.scores.write import write_scores
 from vsb.story.models import DIMENSIONS
 

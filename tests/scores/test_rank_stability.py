@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from vsb.scores.rank import competition_ranks, kendall_tau_b, rank_stability
+from vsb.scores.stats.rank import competition_ranks, kendall_tau_b, rank_stability
 
 
 def test_competition_ranks_ties_share_best() -> None:

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from score_synth import simulated_rows
 
-from vsb.scores.bootstrap import signed_shares
 from vsb.scores.compute import score_run
+from vsb.scores.stats.bootstrap import signed_shares
 from vsb.scores.write import write_scores
 
 

@@ -135,8 +135,9 @@ def test_every_statistic_a_report_holds_is_on_the_page(page: str) -> None:
 
 def test_clip_rankings_are_defined_as_the_code_computes_them() -> None:
     """clip_rr is vsb's text-side measure; clip_image_rr ranks the frame among the reference
-    pool of oracle renders nearest the text (any story's), as vsb/evaluators/embed.py does."""
-    from vsb.evaluators.embed import EmbedOptions
+    pool of oracle renders nearest the text (any story's), as vsb/evaluators/embed/signals.py
+    does."""
+    from vsb.evaluators.embed.signals import EmbedOptions
 
     opts = EmbedOptions()
     text_side, image_side = SIGNAL_DEFINITIONS["clip_rr"], SIGNAL_DEFINITIONS["clip_image_rr"]

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from vsb import vocab
 from vsb.conditions import Condition
+from vsb.story import vocab
 from vsb.story.models import Requirement, SceneState, Story, Value
 
 

@@ -155,8 +155,8 @@ def analysis(
 
     Run the conditions first, e.g. vsb run … --condition all,random_context,ablations."""
     from vsb.errors import InputError
-    from vsb.scores.aggregate import ALL_METRICS
     from vsb.scores.analysis import analyze_run, write_analysis
+    from vsb.scores.stats.aggregate import ALL_METRICS
 
     if metric not in ALL_METRICS:
         raise InputError(f"unknown metric {metric!r}; metrics: {', '.join(ALL_METRICS)}")

@@ -64,8 +64,8 @@ def compare_runs(
     Example: vsb compare-runs run run-paraphrase --condition structured_memory"""
     from vsb.errors import InputError
     from vsb.release.manifest import refuse_frozen
-    from vsb.scores.aggregate import ALL_METRICS
     from vsb.scores.sensitivity import SENSITIVITY_DIR, compare_runs, write_sensitivity
+    from vsb.scores.stats.aggregate import ALL_METRICS
 
     if out_dir is None:
         refuse_frozen(run_a, f"{SENSITIVITY_DIR}/", "pass --out DIR")

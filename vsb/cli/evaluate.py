@@ -204,11 +204,11 @@ def evaluate(
           --base-url http://127.0.0.1:8000/v1 --model stored:flux --condition independent
       vsb evaluate run --evaluator clip,dino --clip-model ./clip-vit-base-patch32 --device cuda
     """
-    from vsb.evaluators.embed import EmbedOptions
+    from vsb.evaluators.embed.signals import EmbedOptions
     from vsb.evaluators.evaluate import evaluate_run, plan_judge
-    from vsb.evaluators.judge_store import JudgePricing
+    from vsb.evaluators.vlm.store import JudgePricing
+    from vsb.evaluators.vlm.transports import build_transport, default_client
     from vsb.evaluators.vlm_judge import JudgeOptions
-    from vsb.evaluators.vlm_transports import build_transport, default_client
     from vsb.release.manifest import refuse_frozen
 
     if not dry_run:
@@ -259,7 +259,7 @@ def evaluate(
         for (m, c), n in sorted(plan.per_cell.items()):
             click.echo(f"  {m} / {c}: {n} calls")
         return
-    from vsb.calls import BudgetExceeded
+    from vsb.store.calls import BudgetExceeded
 
     console = Console(stderr=True)
     columns = (

@@ -40,8 +40,8 @@ def _console() -> Console:
 
 def _price(model: str) -> str:
     """The list price of a ledger model (``judge:NAME`` rows are judges), or ``unknown``."""
-    from vsb.evaluators.judge_store import JudgePricing
-    from vsb.ledger import Pricing
+    from vsb.evaluators.vlm.store import JudgePricing
+    from vsb.store.ledger import Pricing
 
     if model.startswith("judge:"):
         jp = JudgePricing.load().price(model.removeprefix("judge:"))
@@ -57,7 +57,7 @@ def _price(model: str) -> str:
 @click.option("--all-sessions", is_flag=True, help="Sum every run into RUN_DIR, not the last.")
 def ledger(run_dir: Path | None, all_sessions: bool) -> None:
     """Summarise the cost ledger of RUN_DIR (default: the current directory)."""
-    from vsb.ledger import LEDGER_NAME, Ledger
+    from vsb.store.ledger import LEDGER_NAME, Ledger
 
     path = (run_dir or Path(".")) / LEDGER_NAME
     with Ledger.open_existing(path) as led:

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
-from vsb.executors import executor_names
+from vsb.run.executors import executor_names
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -78,7 +78,7 @@ def executor_from(options: dict[str, Any]) -> Any:
         if address is not None:
             raise click.UsageError("--ray-address needs --executor ray")
         return None
-    from vsb.executors import get_executor
+    from vsb.run.executors import get_executor
 
     return get_executor(name, address=address)
 

@@ -1,5 +1,5 @@
 """``vsb models`` and ``vsb conditions``: what can be run, read from the registries
-(thin wrappers over ``vsb.catalog``)."""
+(thin wrappers over ``vsb.run.catalog``)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def models(as_json: bool, pricing: Path | None) -> None:
     """List every registered model: kind, whether its credential is set (never its value),
     whether it accepts a reference image (the previous_image condition), and its list price
     per image with the price's as-of date (unknown prices say so)."""
-    from vsb.catalog import PriceList, list_models, list_patterns
+    from vsb.run.catalog import PriceList, list_models, list_patterns
 
     prices = PriceList.load(pricing)
     infos = list_models(prices)
@@ -102,7 +102,7 @@ def _credential(env_var: str, present: bool | None) -> str:
 def conditions(as_json: bool) -> None:
     """List every prompting condition: what context the model gets besides the scene text
     (which never changes across conditions)."""
-    from vsb.catalog import list_conditions
+    from vsb.run.catalog import list_conditions
 
     infos = list_conditions()
     if as_json:

@@ -1,4 +1,4 @@
-"""``vsb run``: generate a run directory (a thin wrapper over ``vsb.runner.run``).
+"""``vsb run``: generate a run directory (a thin wrapper over ``vsb.run.runner.run``).
 
 Exit status: 0 when every requested model ran to the end (single images may have failed:
 they count as failed in the scores); 3 when a requested model was skipped (no credential,
@@ -15,8 +15,8 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from vsb.cache import DEFAULT_CACHE_DIR
 from vsb.cli.model_options import executor_from, local_adapters, local_model_options
+from vsb.store.cache import DEFAULT_CACHE_DIR
 
 #: Exit status of a run that is not whole (a model skipped or all failed, a budget stop).
 INCOMPLETE = 3
@@ -122,10 +122,10 @@ def run(
     kill (see `vsb ledger`). Exit status 3 when a model was skipped, all of a model's
     requests failed, or --budget stopped the run."""
     from vsb.adapters.registry import get_adapter, resolve_models
-    from vsb.calls import RetryPolicy
     from vsb.conditions import resolve_conditions
-    from vsb.runner import RunConfig
-    from vsb.runner import run as run_suite
+    from vsb.run.runner import RunConfig
+    from vsb.run.runner import run as run_suite
+    from vsb.store.calls import RetryPolicy
 
     names = resolve_models(models)
     if samples_source:  # the older spelling: --model stored --samples-source SOURCE
@@ -189,7 +189,7 @@ def run(
 
 
 def _print_plan(config: Any, given: dict[str, Any]) -> None:
-    from vsb.run_plan import plan_run
+    from vsb.run.plan import plan_run
 
     plan = plan_run(config, given)
 

@@ -43,9 +43,9 @@ from vsb.story.io import load_suite
 from vsb.story.models import Story
 
 if TYPE_CHECKING:
-    from vsb.evaluators.embed import EmbedOptions, EmbedSummary
+    from vsb.evaluators.embed.signals import EmbedOptions, EmbedSummary
+    from vsb.evaluators.vlm.transports import VlmTransport
     from vsb.evaluators.vlm_judge import CostPlan, JudgeCall, JudgeOptions
-    from vsb.evaluators.vlm_transports import VlmTransport
 
 EVALUATIONS_FORMAT_VERSION = "2.0"
 ProgressFn = Callable[[int, int], None]
@@ -343,7 +343,7 @@ def evaluate_run(
     with ExitStack() as stack:
         ray = None
         if executor == "ray":
-            from vsb.ray_session import ray_session
+            from vsb.run.ray_session import ray_session
 
             ray = stack.enter_context(ray_session(ray_address))
         options = EvaluateOptions(

@@ -27,8 +27,8 @@ import numpy as np
 from PIL import Image
 
 from vsb.errors import InputError, VsbError
-from vsb.evaluators.embed_cache import EmbeddingCache
-from vsb.evaluators.embed_models import Weights, load_encoder, locate_weights
+from vsb.evaluators.embed.cache import EmbeddingCache
+from vsb.evaluators.embed.models import Weights, load_encoder, locate_weights
 from vsb.story.models import Story
 
 MAX_RETRIES = 3

@@ -3,8 +3,8 @@
 ``extract(image, vocab)`` never sees an expected state: it is told only which classes could
 appear (``EntityVocabulary.from_world(world)``). It finds heads by skin-tone components,
 reads hair colour/style, top, trousers, accessory and pose from geometry-anchored samples
-(``vsb.evaluators.people``), classifies objects by colour plus shape signature and counts
-small components (``vsb.evaluators.objects``), and reads location and time of day from
+(``vsb.evaluators.render.people``), classifies objects by colour plus shape signature and counts
+small components (``vsb.evaluators.render.objects``), and reads location and time of day from
 ground and sky colours and the weather from the tone of the clouds. One ``np.bincount``
 over the index plane gives every colour's presence; connected components are labelled only
 inside each colour's bounding box.
@@ -20,11 +20,11 @@ from numpy.typing import NDArray
 from PIL import Image
 from scipy import ndimage
 
-from vsb.evaluators import style as S
-from vsb.evaluators.decode import index_counts, load_indices
-from vsb.evaluators.detected import DetectedState, EntityVocabulary
-from vsb.evaluators.objects import find_objects
-from vsb.evaluators.people import find_heads, read_person
+from vsb.evaluators.render import style as S
+from vsb.evaluators.render.decode import index_counts, load_indices
+from vsb.evaluators.render.detected import DetectedState, EntityVocabulary
+from vsb.evaluators.render.objects import find_objects
+from vsb.evaluators.render.people import find_heads, read_person
 
 ImageInput = bytes | str | Path | Image.Image | NDArray[Any]
 Plane = NDArray[np.uint8]

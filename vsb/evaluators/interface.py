@@ -72,9 +72,9 @@ from numpy.typing import NDArray
 from vsb.story.models import Requirement, Story
 
 if TYPE_CHECKING:
-    from vsb.evaluators.embed import EmbedOptions
+    from vsb.evaluators.embed.signals import EmbedOptions
+    from vsb.evaluators.vlm.transports import VlmTransport
     from vsb.evaluators.vlm_judge import JudgeOptions
-    from vsb.evaluators.vlm_transports import VlmTransport
 
 Kind = Literal["verdicts", "signals"]
 Reads = Literal["renders", "any"]

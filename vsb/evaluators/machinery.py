@@ -10,7 +10,7 @@
    (``vsb.evaluators.vlm_judge.execute_calls``: answer cache, a ledger row before each call,
    concurrency, retries, budget), recorded in the ledger, then ``rows(outcomes)`` per
    evaluator; the calls go to ``judge_calls.jsonl``;
-3. ``models``: the embedding passes (``vsb.evaluators.embed.run_embeddings``), cached per
+3. ``models``: the embedding passes (``vsb.evaluators.embed.signals.run_embeddings``), cached per
    image and text by content;
 4. known outcomes: images with no picture get ``generation_failed`` rows, and images that
    cannot be read (found by the frames stage's decoding, else by ``unreadable_images``;
@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vsb.errors import InputError, RunError
-from vsb.evaluators.decode import decode_render, image_problem
 from vsb.evaluators.failed import replace_failed
 from vsb.evaluators.interface import (
     EvaluateOptions,
@@ -46,11 +45,12 @@ from vsb.evaluators.interface import (
     by_stage,
 )
 from vsb.evaluators.registry import get_evaluator
-from vsb.locks import die_with_parent
+from vsb.evaluators.render.decode import decode_render, image_problem
+from vsb.store.locks import die_with_parent
 from vsb.story.models import Story
 
 if TYPE_CHECKING:  # the judge and the embeddings are imported when they run
-    from vsb.evaluators.embed import EmbedSummary
+    from vsb.evaluators.embed.signals import EmbedSummary
     from vsb.evaluators.vlm_judge import CallOutcome, JudgeCall
 
 
@@ -207,7 +207,7 @@ class _LedgerRecorder:
         )  # fmt: skip
 
     def hit(self, out: CallOutcome) -> None:
-        from vsb.ledger import LedgerEntry
+        from vsb.store.ledger import LedgerEntry
 
         c = out.call
         self.ledger.record_many([LedgerEntry(
@@ -220,14 +220,14 @@ def _calls_stage(
     evaluators: list[Evaluator], items: list[WorkItem], run: RunView,
     options: EvaluateOptions, acc: Outputs,
 ) -> None:  # fmt: skip
+    from vsb.evaluators.vlm.transports import endpoint_of
     from vsb.evaluators.vlm_judge import (
         JudgeOptions,
         execute_calls,
         failed_calls_error,
         transcript_row,
     )
-    from vsb.evaluators.vlm_transports import endpoint_of
-    from vsb.ledger import Ledger
+    from vsb.store.ledger import Ledger
 
     judge = options.judge
     if judge is None:
@@ -279,7 +279,7 @@ def _models_stage(
     evaluators: list[Evaluator], items: list[WorkItem], run: RunView,
     options: EvaluateOptions, acc: Outputs,
 ) -> None:  # fmt: skip
-    from vsb.evaluators.embed import EmbedOptions, run_embeddings
+    from vsb.evaluators.embed.signals import EmbedOptions, run_embeddings
 
     load = None
     if options.ray is not None:

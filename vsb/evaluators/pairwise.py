@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from vsb.evaluators import style
-from vsb.evaluators.decode import index_counts, load_indices
 from vsb.evaluators.interface import EvaluatorOutput, Frame, StoryEvaluator, signal_row
+from vsb.evaluators.render import style
+from vsb.evaluators.render.decode import index_counts, load_indices
 from vsb.story.models import Story
 
 

@@ -47,8 +47,8 @@ BUILTINS: dict[str, str] = {
     "pairwise": "vsb.evaluators.pairwise:PairwiseEvaluator",
     "vlm": "vsb.evaluators.vlm_judge:VlmJudge",
     "vlm_xframe": "vsb.evaluators.vlm_judge:VlmPairJudge",
-    "clip": "vsb.evaluators.embed:ClipEvaluator",
-    "dino": "vsb.evaluators.embed:DinoEvaluator",
+    "clip": "vsb.evaluators.embed.signals:ClipEvaluator",
+    "dino": "vsb.evaluators.embed.signals:DinoEvaluator",
 }
 #: Evaluators ``vsb evaluate`` runs when none is named (a judge joins them with --judge).
 DEFAULT_EVALUATORS: tuple[str, ...] = ("rules", "pairwise")

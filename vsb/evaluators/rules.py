@@ -18,14 +18,14 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 from scipy.optimize import linear_sum_assignment
 
-from vsb.evaluators.detected import (
+from vsb.evaluators.extractor import extract
+from vsb.evaluators.interface import EvaluatorOutput, Frame, StoryEvaluator
+from vsb.evaluators.render.detected import (
     DetectedObject,
     DetectedPerson,
     DetectedState,
     EntityVocabulary,
 )
-from vsb.evaluators.extractor import extract
-from vsb.evaluators.interface import EvaluatorOutput, Frame, StoryEvaluator
 from vsb.story.models import CharacterState, Requirement, Scene, Story, Value, World
 
 #: Attribute weights of the matching distance (identity first).

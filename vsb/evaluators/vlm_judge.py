@@ -18,7 +18,7 @@ two evaluator classes.
 The judge reads the image's original bytes (the run's file), never a re-encoding. Calls use
 the same machinery as generation: the answer cache (judge_store.py), one ledger row per call
 with its cost (token prices from ``config/pricing.json``), concurrency, retries with backoff
-(vsb.calls), a budget checked before each call, and a dry run (``plan_cost``). The cache
+(vsb.store.calls), a budget checked before each call, and a dry run (``plan_cost``). The cache
 key covers the judge's endpoint (its normalised base URL), and only replies whose every answer
 parses are cached. ``UNREACHABLE_AFTER`` connection failures in a row (no server answered)
 stop the pass with ``JudgeUnreachable``; error answers of a live server are retried.
@@ -81,9 +81,9 @@ from vsb.evaluators.vlm.plan import (
     plan_pair_calls,
     probe_question,
 )
+from vsb.evaluators.vlm.questions import pair_questions
 from vsb.evaluators.vlm.rows import outcome_results, rows_from_outcomes, transcript_row
-from vsb.evaluators.vlm_questions import pair_questions
-from vsb.evaluators.vlm_transports import (
+from vsb.evaluators.vlm.transports import (
     VlmTransport,
     endpoint_of,
 )

@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from vsb import vocab
 from vsb.generator.builder import StoryBuilder, pick
+from vsb.story import vocab
 from vsb.story.models import (
     Appear,
     ChangeAttr,

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from vsb import vocab
 from vsb.state import EventContext, MutableState, apply_event, initial_state, replay
+from vsb.story import vocab
 from vsb.story.models import (
     Character,
     Event,

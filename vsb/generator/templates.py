@@ -13,7 +13,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from vsb import vocab
 from vsb.generator.beats import (
     BREAKABLE,
     Beat,
@@ -43,6 +42,7 @@ from vsb.generator.beats import (
 )
 from vsb.generator.builder import StoryBuilder, make_characters, make_object, pick
 from vsb.registry import Registry
+from vsb.story import vocab
 from vsb.story.models import World, WorldObject
 
 N_SCENES = {"easy": 3, "medium": 5, "hard": 8}

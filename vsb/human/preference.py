@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from vsb.scores.bootstrap import percentile_interval, resample_counts
+from vsb.scores.stats.bootstrap import percentile_interval, resample_counts
 
 FloatArray = NDArray[np.float64]
 PRIOR_TIES = 0.1

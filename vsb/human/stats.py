@@ -16,7 +16,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from vsb.scores.bootstrap import percentile_interval, resample_counts, weighted_means
+from vsb.scores.stats.bootstrap import percentile_interval, resample_counts, weighted_means
 
 FloatArray = NDArray[np.float64]
 Level = Literal["nominal", "ordinal", "interval"]

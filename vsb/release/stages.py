@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from vsb.release.config import BuildConfig, Progress
 
 if TYPE_CHECKING:
-    from vsb.runner import RunResult
+    from vsb.run.runner import RunResult
 
 #: What scoring and validation read from a release.
 EVALUATION_INPUTS: tuple[str, ...] = (
@@ -59,7 +59,7 @@ def run_models(
     progress: Progress,
 ) -> RunResult:
     """``vsb run`` over every model and condition, through the generation cache."""
-    from vsb.runner import RunConfig, run
+    from vsb.run.runner import RunConfig, run
 
     cfg = RunConfig(
         suite_dir=suite,
@@ -81,9 +81,9 @@ def evaluate(
     import shutil
 
     from vsb.evaluators.evaluate import evaluate_run
-    from vsb.evaluators.judge_store import JudgePricing
+    from vsb.evaluators.vlm.store import JudgePricing
+    from vsb.evaluators.vlm.transports import build_transport
     from vsb.evaluators.vlm_judge import JudgeOptions
-    from vsb.evaluators.vlm_transports import build_transport
 
     judge = build_transport(config.judge, base_url=config.base_url) if config.judge else None
     options = JudgeOptions(
@@ -185,7 +185,7 @@ def paraphrase_sensitivity(
 
     from vsb.evaluators.evaluate import evaluate_run
     from vsb.generator.generate import generate_suite, write_suite
-    from vsb.runner import RunConfig, run
+    from vsb.run.runner import RunConfig, run
     from vsb.scores.sensitivity import SENSITIVITY_DIR, compare_runs, write_sensitivity
 
     suite, run_dir = root / "suite-paraphrase", root / "run-paraphrase"

@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from vsb import vocab
 from vsb.render import layout as L
 from vsb.render.palette import INDEX, fx
 from vsb.render.shapes import Plane, disc_mask, paste_mask, rect
+from vsb.story import vocab
 
 _SUN = disc_mask(36, 36, 18, 18, 18, 18)
 _SUN_SMALL = disc_mask(18, 18, 9, 9, 9, 9)

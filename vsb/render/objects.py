@@ -16,10 +16,10 @@ from functools import cache
 import numpy as np
 from numpy.typing import NDArray
 
-from vsb import vocab
 from vsb.render.layout import ITEM_H, ITEM_STEP, ITEM_W, OBJECT_BOX
 from vsb.render.palette import INDEX, fx
 from vsb.render.shapes import OBJ, Plane, disc_mask, paste_sprite, rect
+from vsb.story import vocab
 
 Cells = NDArray[np.int16]
 

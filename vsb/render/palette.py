@@ -3,16 +3,16 @@
 ``PALETTE[i]`` is the RGB triple of palette index ``i``; ``NAMES[i]`` says what it means as
 ``"<group>:<name>"`` (``sky:noon``, ``ground:park``, ``skin:tone-3``, ``hair:blond``,
 ``cloth:red``, ``acc:hat``, ``obj:teal``, ``fx:rain``…). The vocabulary colours come from
-``vsb.vocab``; the renderer-only colours below (backgrounds, props, object details, weather
+``vsb.story.vocab``; the renderer-only colours below (backgrounds, props, object details, weather
 marks) are disjoint from them, so a colour identifies its role exactly. They are also placed
 at least 16 units from every other colour in the decoder's luma-weighted YCbCr space
-(``vsb.evaluators.robust.MIN_SEPARATION``), so a render that travels as a JPEG still reads
+(``vsb.evaluators.render.robust.MIN_SEPARATION``), so a render that travels as a JPEG still reads
 back: a closed box's outline never passes for an open box's interior.
 """
 
 from __future__ import annotations
 
-from vsb import vocab
+from vsb.story import vocab
 
 RGB = tuple[int, int, int]
 

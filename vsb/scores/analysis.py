@@ -38,11 +38,16 @@ from vsb.conditions import ABLATIONS, FACT_GROUPS, PLACEBO_CONDITION, PRIMARY_CO
 from vsb.errors import InputError
 from vsb.fsio import atomic_write_json, atomic_write_text, csv_text
 from vsb.scores.axis import select_evaluators
-from vsb.scores.bootstrap import nan_mean, percentile_interval, resample_counts, weighted_means
 from vsb.scores.cells import compare_cells
 from vsb.scores.compute import DEFAULT_RESAMPLES, ScoringInput, load_scoring_input
 from vsb.scores.inputs import NOT_APPLICABLE, RequirementRows
 from vsb.scores.models import Comparison, MetricKind, RunIdentity
+from vsb.scores.stats.bootstrap import (
+    nan_mean,
+    percentile_interval,
+    resample_counts,
+    weighted_means,
+)
 from vsb.scores.table import StoryTable, build_story_table
 
 ANALYSIS_FORMAT_VERSION = "1.0"

@@ -17,10 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vsb.errors import InputError
-from vsb.scores.aggregate import ALL_METRICS, GLOBAL, Cell, Estimates, model_estimates
-from vsb.scores.aggregate import paired_comparisons as _paired
 from vsb.scores.axis import VerdictCounts
-from vsb.scores.bootstrap import resample_counts
 from vsb.scores.horizon import HorizonPoint, StoryInfo, horizon
 from vsb.scores.inputs import DEFAULT_EVALUATOR, RequirementRows
 from vsb.scores.models import (
@@ -33,8 +30,11 @@ from vsb.scores.models import (
     RankStabilityModel,
     StoryScore,
 )
-from vsb.scores.power import min_detectable, rank_ranges, stories_needed
-from vsb.scores.rank import rank_stability
+from vsb.scores.stats.aggregate import ALL_METRICS, GLOBAL, Cell, Estimates, model_estimates
+from vsb.scores.stats.aggregate import paired_comparisons as _paired
+from vsb.scores.stats.bootstrap import resample_counts
+from vsb.scores.stats.power import min_detectable, rank_ranges, stories_needed
+from vsb.scores.stats.rank import rank_stability
 from vsb.scores.table import (
     ADHERENCE,
     COHERENCE,

@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 
 from vsb.errors import InputError, UnknownNameError
-from vsb.scores.aggregate import Cell
 from vsb.scores.axis import (
     advice,
     not_applicable_models,
@@ -23,11 +22,12 @@ from vsb.scores.axis import (
     select_evaluators,
     unparsable_refusal,
 )
-from vsb.scores.bootstrap import resample_counts
 from vsb.scores.cells import compare_cells
 from vsb.scores.compute import DEFAULT_RESAMPLES, ScoringInput, load_scoring_input
 from vsb.scores.inputs import DEFAULT_EVALUATOR
 from vsb.scores.models import PRIMARY_CONDITION, Comparison
+from vsb.scores.stats.aggregate import Cell
+from vsb.scores.stats.bootstrap import resample_counts
 from vsb.scores.table import CONDITION_ORDER, StoryTable
 
 

@@ -3,7 +3,7 @@
 Each evaluator present in ``requirements.jsonl`` (``vsb.scores.axis``) is scored on its own
 rows, as if it were the only one: its own story table, bootstrap, comparisons and rank
 stability (``vsb.scores.cells``, which also describes the seeding). Judge-swap stability
-(``vsb.scores.judge_swap``) then sets the evaluators side by side.
+(``vsb.scores.stats.judge_swap``) then sets the evaluators side by side.
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ from vsb.scores.inputs import (
     release_name,
     require_run_dir,
 )
-from vsb.scores.judge_swap import judge_swap
 from vsb.scores.models import NotApplicable, RunIdentity, ScoresReport
 from vsb.scores.signals import SignalScore, signal_scores
+from vsb.scores.stats.judge_swap import judge_swap
 from vsb.scores.table import CONDITION_ORDER, StoryTable, build_story_table, ordered_names
 from vsb.story.models import DIMENSIONS
 

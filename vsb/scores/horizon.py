@@ -27,8 +27,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from vsb.scores.bootstrap import FloatArray, nan_mean, percentile_interval, weighted_means
 from vsb.scores.inputs import NOT_APPLICABLE, RequirementRows
+from vsb.scores.stats.bootstrap import FloatArray, nan_mean, percentile_interval, weighted_means
 from vsb.scores.table import ADHERENCE, COHERENCE, StoryTable
 
 HorizonAxis = Literal["scene", "difficulty", "length"]

@@ -15,7 +15,7 @@ never pooled. ``not_applicable`` verdicts are left out of every rate; ``unsure``
 
 Format 2.1 adds (all optional, so 2.0 files still load): each model's bootstrap rank range
 (``rank_low``/``rank_high``), each comparison's bootstrap standard error, minimum detectable
-difference at 80 % power and the stories needed to detect its Δ (``vsb.scores.power``), and
+difference at 80 % power and the stories needed to detect its Δ (``vsb.scores.stats.power``), and
 the long-horizon view (``horizon``: by scene position, difficulty and story length).
 """
 
@@ -82,7 +82,9 @@ class ModelScore(BaseModel):
     )
     rank_low: int | None = Field(
         default=None,
-        description="Best rank in the central bootstrap interval of ranks (vsb.scores.power).",
+        description=(
+            "Best rank in the central bootstrap interval of ranks (vsb.scores.stats.power)."
+        ),
     )
     rank_high: int | None = Field(
         default=None, description="Worst rank in the central bootstrap interval of ranks."

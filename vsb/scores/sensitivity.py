@@ -5,7 +5,7 @@ requirements) worded differently, so two runs of them pair up story by story. Fo
 (model, condition) that both runs evaluated, ``compare_runs`` gives the paired story-level
 difference A − B of every metric (the ten dimensions, adherence, coherence, conditional
 coherence and global) with its percentile bootstrap CI, the statistic of ``vsb compare``
-(``vsb.scores.aggregate.paired_comparisons``; bootstrap counts from
+(``vsb.scores.stats.aggregate.paired_comparisons``; bootstrap counts from
 ``numpy.random.default_rng(seed)``). A CI that excludes 0 says the wording moved the score.
 """
 
@@ -21,12 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from vsb.errors import InputError, RunError
 from vsb.fsio import atomic_write_json, atomic_write_text, canonical_json, csv_text, load_json
-from vsb.scores.aggregate import ALL_METRICS, paired_comparisons
-from vsb.scores.bootstrap import resample_counts
 from vsb.scores.compare import choose_evaluator
 from vsb.scores.compute import DEFAULT_RESAMPLES, ScoringInput, load_scoring_input
 from vsb.scores.inputs import RequirementRows, require_run_dir
 from vsb.scores.models import MetricKind, RunIdentity
+from vsb.scores.stats.aggregate import ALL_METRICS, paired_comparisons
+from vsb.scores.stats.bootstrap import resample_counts
 from vsb.scores.table import N_DIMS, build_story_table
 from vsb.story.io import load_suite_index
 

@@ -2,10 +2,10 @@
 
 A signal's value for one story run (story × model × condition) is the mean over its frames;
 the score is the macro-average over stories with a story-clustered percentile bootstrap CI
-(``vsb.scores.bootstrap``), like every other score. Two means are mean reciprocal ranks:
+(``vsb.scores.stats.bootstrap``), like every other score. Two means are mean reciprocal ranks:
 ``clip_rr`` (text side, vsb's own: a frame's scene text among negative texts) and
 ``clip_image_rr`` (image side, VinaBench's CLIP-T-MRR ranking: the generated image among the
-reference renders nearest the text); see ``vsb.evaluators.embed``.
+reference renders nearest the text); see ``vsb.evaluators.embed.signals``.
 
 Randomness: one generator per (evaluator, signal), ``numpy.random.default_rng([seed, 2,
 key])`` with ``key`` from the sha256 of the names, so a signal's interval does not depend
@@ -23,8 +23,8 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from vsb.scores.bootstrap import percentile_interval, resample_counts, weighted_means
 from vsb.scores.inputs import SignalRows
+from vsb.scores.stats.bootstrap import percentile_interval, resample_counts, weighted_means
 
 #: The signal whose mean is the text-side mean reciprocal rank (vsb's own).
 MRR_SIGNAL = "clip_rr"

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vsb.scores.bootstrap import FloatArray, nan_mean
 from vsb.scores.inputs import NOT_APPLICABLE, RequirementRows
 from vsb.scores.knockon import knock_on_mask
+from vsb.scores.stats.bootstrap import FloatArray, nan_mean
 from vsb.story.models import DIMENSIONS
 
 #: Story-level metric columns: the ten dimensions, adherence, coherence (strict) and

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from vsb.catalog import ModelInfo, PriceList, describe_model, list_patterns
 from vsb.errors import UnknownNameError, VsbError
+from vsb.run.catalog import ModelInfo, PriceList, describe_model, list_patterns
 from vsb.site.data import SiteData
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from vsb.evaluators.embed import EmbedOptions
+from vsb.evaluators.embed.signals import EmbedOptions
 from vsb.site.data import SiteData
 
 _EMB = EmbedOptions()
@@ -100,7 +100,7 @@ def _stability(d: SiteData) -> str:
 
 
 def _embed_models(_: SiteData) -> str:
-    from vsb.evaluators.embed_models import DEFAULT_MODELS
+    from vsb.evaluators.embed.models import DEFAULT_MODELS
 
     return f"CLIP ViT-B/32 ({DEFAULT_MODELS['clip']}), DINOv2-small ({DEFAULT_MODELS['dino']})"
 
@@ -227,7 +227,7 @@ def evaluator_rows(data: SiteData, held: set[str]) -> list[tuple[str, str, str, 
         )
         params = info.needs or "none beyond the run"
         if name in ("clip", "dino"):
-            from vsb.evaluators.embed_models import DEFAULT_MODELS
+            from vsb.evaluators.embed.models import DEFAULT_MODELS
 
             hub = DEFAULT_MODELS["clip"] if name == "clip" else DEFAULT_MODELS["dino"]
             arch = "CLIP ViT-B/32" if name == "clip" else "DINOv2-small"

@@ -71,9 +71,9 @@ def release_facts(data: SiteData, *, evaluate_page: bool = False) -> dict[str, A
     from vsb.adapters.faults import SimulatorParams
     from vsb.adapters.registry import model_names
     from vsb.adapters.simulators import SIMULATORS
-    from vsb.catalog import PriceList, list_patterns
     from vsb.conditions import CONDITIONS, PRIMARY_CONDITION, get_condition
     from vsb.evaluators.registry import evaluator_names
+    from vsb.run.catalog import PriceList, list_patterns
     from vsb.story.io import read_suite_index
 
     stories = data.stories

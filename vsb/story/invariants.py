@@ -25,8 +25,8 @@ import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from vsb import vocab
 from vsb.errors import StoryValidationError
+from vsb.story import vocab
 from vsb.story.models import Requirement, SceneState, Story, World
 from vsb.story.requirements import derive_story
 

@@ -88,13 +88,13 @@ class Character(BaseModel):
 
     model_config = _STRICT
     name: str = Field(description="Short unique name used in every scene text.")
-    skin: str = Field(description="Neutral skin-tone label (vsb.vocab.SKIN_TONES).")
-    hair_color: str = Field(description="Hair colour (vsb.vocab.HAIR_COLORS).")
-    hair_style: str = Field(description="Hair style (vsb.vocab.HAIR_STYLES).")
-    top: str = Field(description="Colour of the top (vsb.vocab.CLOTHING_COLORS).")
-    trousers: str = Field(description="Colour of the trousers (vsb.vocab.CLOTHING_COLORS).")
-    accessory: str = Field(description="Accessory worn, or 'none' (vsb.vocab.ACCESSORIES).")
-    pose: str = Field(default="standing", description="Initial pose (vsb.vocab.POSES).")
+    skin: str = Field(description="Neutral skin-tone label (vsb.story.vocab.SKIN_TONES).")
+    hair_color: str = Field(description="Hair colour (vsb.story.vocab.HAIR_COLORS).")
+    hair_style: str = Field(description="Hair style (vsb.story.vocab.HAIR_STYLES).")
+    top: str = Field(description="Colour of the top (vsb.story.vocab.CLOTHING_COLORS).")
+    trousers: str = Field(description="Colour of the trousers (vsb.story.vocab.CLOTHING_COLORS).")
+    accessory: str = Field(description="Accessory worn, or 'none' (vsb.story.vocab.ACCESSORIES).")
+    pose: str = Field(default="standing", description="Initial pose (vsb.story.vocab.POSES).")
     initially_present: bool = Field(default=True, description="Present in scene 1.")
 
 
@@ -102,8 +102,8 @@ class WorldObject(BaseModel):
     """An object of the world; its kind is its identifier within the story."""
 
     model_config = _STRICT
-    kind: str = Field(description="Object kind (vsb.vocab.OBJECT_KINDS); unique in a story.")
-    color: str = Field(description="Object colour (vsb.vocab.OBJECT_COLORS).")
+    kind: str = Field(description="Object kind (vsb.story.vocab.OBJECT_KINDS); unique in a story.")
+    color: str = Field(description="Object colour (vsb.story.vocab.OBJECT_COLORS).")
     initial_state: str = Field(description="State before the first scene.")
     count: int | None = Field(default=None, description="How many, for counted kinds only.")
     initial_holder: str | None = Field(
@@ -121,8 +121,8 @@ class World(BaseModel):
     characters: list[Character] = Field(min_length=1, max_length=3)
     objects: list[WorldObject] = Field(default_factory=list, max_length=3)
     locations: list[str] = Field(min_length=1, description="Locations visited, in order.")
-    start_time: str = Field(description="Time of day in scene 1 (vsb.vocab.TIMES).")
-    start_weather: str = Field(description="Weather in scene 1 (vsb.vocab.WEATHERS).")
+    start_time: str = Field(description="Time of day in scene 1 (vsb.story.vocab.TIMES).")
+    start_weather: str = Field(description="Weather in scene 1 (vsb.story.vocab.WEATHERS).")
 
 
 # --- events ------------------------------------------------------------------------------

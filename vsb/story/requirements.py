@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from vsb import vocab
+from vsb.story import vocab
 from vsb.story.models import (
     CausalLink,
     ChangeState,

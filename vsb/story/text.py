@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from vsb import vocab
+from vsb.story import vocab
 from vsb.story.models import (
     Appear,
     ChangeAttr,

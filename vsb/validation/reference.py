@@ -96,8 +96,8 @@ def validate_reference_judges(
     """Judge the (model, condition) frames of ``run_dir`` with every reference judge (in
     scratch copies under ``work_dir``, removed after) and validate each against the oracle."""
     from vsb.evaluators.evaluate import evaluate_run
+    from vsb.evaluators.vlm.transports import build_transport
     from vsb.evaluators.vlm_judge import JudgeOptions
-    from vsb.evaluators.vlm_transports import build_transport
     from vsb.validation.judge import validate_run
     from vsb.validation.reference_judges import REFERENCE_JUDGES
     from vsb.validation.sim_judge import JudgeServer

@@ -25,10 +25,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from vsb import vocab
-from vsb.evaluators.detected import DetectedPerson, DetectedState, EntityVocabulary
 from vsb.evaluators.extractor import extract
-from vsb.evaluators.vlm_questions import ORDER_LEAD
+from vsb.evaluators.render.detected import DetectedPerson, DetectedState, EntityVocabulary
+from vsb.evaluators.vlm.questions import ORDER_LEAD
+from vsb.story import vocab
 
 Answer = str
 _SKIN = {

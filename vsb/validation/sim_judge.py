@@ -29,6 +29,7 @@ from typing import Any, Protocol, Self
 
 import numpy as np
 
+from vsb.evaluators.vlm.questions import order_probe, pair_questions, question_for
 from vsb.evaluators.vlm_judge import (
     colour_probe_question,
     held_objects,
@@ -36,7 +37,6 @@ from vsb.evaluators.vlm_judge import (
     people_count,
     people_question,
 )
-from vsb.evaluators.vlm_questions import order_probe, pair_questions, question_for
 from vsb.fsio import iter_jsonl
 from vsb.story.io import load_suite
 from vsb.validation.truth import PairTruth, requirement_true

@@ -2,7 +2,7 @@
 bounded image decoding.
 
 ``HttpAdapter`` holds an ``httpx.Client`` (injected, or a real one made on first use) and
-makes ONE attempt per ``generate`` call; the runner retries it (``vsb.calls``), writing every
+makes ONE attempt per ``generate`` call; the runner retries it (``vsb.store.calls``), writing every
 attempt to the ledger before it is sent. Its rules:
 
 - **Credentials go only to the provider's own API host** (``api_base``): ``send(…, auth=True)``
@@ -11,7 +11,7 @@ attempt to the ledger before it is sent. Its rules:
   are never followed for API calls, and downloads follow at most a few, on the same host.
 - **Size caps**: no answer body over ``max_bytes`` is read (declared or streamed).
 - **Errors**: transport failures and timeouts raise ``RetryableError`` (billed: the provider
-  may have done the work), error answers are classified by ``vsb.calls.classify``
+  may have done the work), error answers are classified by ``vsb.store.calls.classify``
   (``RetryableError``, ``QuotaExceeded``, ``Refused``, ``AdapterError``) with the status and a
   short body excerpt; no error text holds the credential (redacted, even when a server
   echoes the request) or a query string.
@@ -20,7 +20,7 @@ attempt to the ledger before it is sent. Its rules:
   evaluator; whatever format comes back is re-encoded as PNG.
 
 Free sub-requests (polling a prediction, downloading its output) are retried here with the
-same policy (``vsb.calls.call_with_retries``); they are not billed and not in the ledger.
+same policy (``vsb.store.calls.call_with_retries``); they are not billed and not in the ledger.
 """
 
 from __future__ import annotations
@@ -46,7 +46,9 @@ from vsb.adapters.base import (
     ImageModelAdapter,
     require_env,
 )
-from vsb.calls import (
+from vsb.errors import AdapterError
+from vsb.fsio import MAX_PIXELS
+from vsb.store.calls import (
     CallError,
     QuotaExceeded,
     Refused,
@@ -57,8 +59,6 @@ from vsb.calls import (
     parse_retry_after,
     redact,
 )
-from vsb.errors import AdapterError
-from vsb.fsio import MAX_PIXELS
 
 #: Generous read timeout (image models take tens of seconds), short connect timeout.
 DEFAULT_TIMEOUT = httpx.Timeout(180.0, connect=15.0)
@@ -269,7 +269,7 @@ class HttpAdapter(ImageModelAdapter):
         **kwargs: Any,
     ) -> httpx.Response:
         """One HTTP exchange (no redirect followed); ``auth`` adds the credential, to the API
-        host only. Failures raise the ``vsb.calls`` errors (see the module docstring)."""
+        host only. Failures raise the ``vsb.store.calls`` errors (see the module docstring)."""
         resp = self._exchange(method, url, auth=auth, headers=headers, **kwargs)
         if 300 <= resp.status_code < 400:
             raise CallError(

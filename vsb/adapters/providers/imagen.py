@@ -15,8 +15,8 @@ from typing import Any
 
 from vsb.adapters.base import GenerationRequest, GenerationResult
 from vsb.adapters.providers._http import HttpAdapter, b64decode
-from vsb.calls import Refused
 from vsb.errors import AdapterError, InputError
+from vsb.store.calls import Refused
 
 ROOT = "https://generativelanguage.googleapis.com"
 API = f"{ROOT}/v1beta/models"

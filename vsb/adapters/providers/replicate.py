@@ -24,8 +24,8 @@ import httpx
 
 from vsb.adapters.base import GenerationRequest, GenerationResult
 from vsb.adapters.providers._http import HttpAdapter, data_uri
-from vsb.calls import Refused, classify
 from vsb.errors import AdapterError, InputError
+from vsb.store.calls import Refused, classify
 
 API = "https://api.replicate.com/v1"
 _TERMINAL = ("succeeded", "failed", "canceled")

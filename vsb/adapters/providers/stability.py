@@ -18,8 +18,8 @@ import httpx
 
 from vsb.adapters.base import GenerationRequest, GenerationResult
 from vsb.adapters.providers._http import HttpAdapter
-from vsb.calls import Refused
 from vsb.errors import AdapterError, InputError
+from vsb.store.calls import Refused
 
 ROOT = "https://api.stability.ai"
 API = f"{ROOT}/v2beta/stable-image/generate"

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from vsb.evaluators.rules import Verdict
-from vsb.evaluators.vlm_questions import Question
+from vsb.evaluators.vlm.questions import Question
 
 Answer = Literal["YES", "NO", "UNSURE"]
 

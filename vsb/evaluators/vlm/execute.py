@@ -16,22 +16,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from vsb.calls import (
+from vsb.errors import AdapterError, RunError
+from vsb.evaluators.vlm.answers import SYSTEM_PROMPT_SINGLE, Answer, parse_answer, parse_batch
+from vsb.evaluators.vlm.plan import JudgeCall, estimate_cost
+from vsb.evaluators.vlm.store import JudgeCache, JudgePricing
+from vsb.evaluators.vlm.transports import (
+    JudgeReply,
+    JudgeRequest,
+    Unreachable,
+    VlmTransport,
+)
+from vsb.store.calls import (
     Budget,
     BudgetExceeded,
     RetryPolicy,
     call_with_retries,
     jitter_rng,
-)
-from vsb.errors import AdapterError, RunError
-from vsb.evaluators.judge_store import JudgeCache, JudgePricing
-from vsb.evaluators.vlm.answers import SYSTEM_PROMPT_SINGLE, Answer, parse_answer, parse_batch
-from vsb.evaluators.vlm.plan import JudgeCall, estimate_cost
-from vsb.evaluators.vlm_transports import (
-    JudgeReply,
-    JudgeRequest,
-    Unreachable,
-    VlmTransport,
 )
 
 #: Connection failures in a row that make the judge's endpoint count as down.

@@ -11,14 +11,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from vsb.evaluators.judge_store import JudgePricing, call_key
 from vsb.evaluators.vlm.answers import (
     SYSTEM_PROMPT,
     SYSTEM_PROMPT_PAIRS,
     SYSTEM_PROMPT_SINGLE,
     scene_prompt,
 )
-from vsb.evaluators.vlm_questions import Question, order_probe, pair_questions, question_for
+from vsb.evaluators.vlm.questions import Question, order_probe, pair_questions, question_for
+from vsb.evaluators.vlm.store import JudgePricing, call_key
 from vsb.story.models import Requirement, Scene
 
 EVALUATOR_NAME = "vlm"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from vsb import vocab
+from vsb.story import vocab
 from vsb.story.models import Requirement, SceneState, Story, Value
 
 PRIMARY_CONDITION = "structured_memory"

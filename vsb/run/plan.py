@@ -5,7 +5,7 @@ it, without calling any adapter and without writing anything: a request whose ke
 generation cache costs nothing; a request refused before in the run directory is not sent
 again; under previous_image, a scene whose previous frame is not cached cannot have its
 request known yet (its reference image does not exist), so it and the rest of its chain
-count as to be sent. Costs come from ``config/pricing.json`` (``vsb.catalog.PriceList``,
+count as to be sent. Costs come from ``config/pricing.json`` (``vsb.run.catalog.PriceList``,
 with the price's as-of date); a model whose price is unknown has an unknown estimate —
 never zero — unless it is not a paid adapter (simulators, stored samples, local models).
 """
@@ -18,12 +18,12 @@ from pathlib import Path
 
 from vsb.adapters.base import GenerationRequest, GenerationResult, ImageModelAdapter, Privileged
 from vsb.adapters.registry import get_adapter
-from vsb.cache import INDEX_NAME, GenerationCache
-from vsb.catalog import PriceList
 from vsb.conditions import get_condition
 from vsb.errors import CredentialMissing
-from vsb.ledger import LEDGER_NAME, Ledger
-from vsb.runner import REFUSED_PREFIX, RunConfig, not_supported, story_sha256
+from vsb.run.catalog import PriceList
+from vsb.run.runner import REFUSED_PREFIX, RunConfig, not_supported, story_sha256
+from vsb.store.cache import INDEX_NAME, GenerationCache
+from vsb.store.ledger import LEDGER_NAME, Ledger
 from vsb.story.io import load_suite
 from vsb.story.models import Story
 

@@ -46,8 +46,8 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 
 from vsb.errors import InputError
-from vsb.evaluators.embed_cache import Embedder, EmbeddingCache, Vectors, hash_images
-from vsb.evaluators.embed_models import (
+from vsb.evaluators.embed.cache import Embedder, EmbeddingCache, Vectors, hash_images
+from vsb.evaluators.embed.models import (
     DEFAULT_MODELS,
     Kind,
     Weights,

@@ -20,9 +20,9 @@ from statistics import NormalDist
 
 import numpy as np
 
-from vsb.scores.aggregate import GLOBAL, _with_global
-from vsb.scores.bootstrap import FloatArray, nan_mean, weighted_means
-from vsb.scores.rank import competition_ranks
+from vsb.scores.stats.aggregate import GLOBAL, _with_global
+from vsb.scores.stats.bootstrap import FloatArray, nan_mean, weighted_means
+from vsb.scores.stats.rank import competition_ranks
 from vsb.scores.table import N_DIMS, StoryTable
 
 #: Power of the minimum detectable difference.

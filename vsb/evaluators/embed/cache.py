@@ -2,7 +2,7 @@
 
 A vector is stored under ``vector_key(model_ident, kind, sha256)``: sha256 over the canonical
 JSON of the model's identity (``hub:NAME@COMMIT`` or ``dir:SHA256``, see
-``vsb.evaluators.embed_models``), what was embedded (``image`` or ``text``) and the sha256 of
+``vsb.evaluators.embed.models``), what was embedded (``image`` or ``text``) and the sha256 of
 the image file's bytes or of the UTF-8 text. Vectors are unit-norm float32, stored as raw
 little-endian bytes with their dimension, so a rerun computes nothing.
 
@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from vsb.errors import CacheError, InputError
-from vsb.evaluators.decode import open_rgb
+from vsb.evaluators.render.decode import open_rgb
 from vsb.fsio import canonical_json, sha256_file, sha256_hex
 
 CACHE_NAME = "embeddings.sqlite"
@@ -187,7 +187,7 @@ def _prefetched(
 class Embedder:
     """Embeds distinct images and texts through the cache, counting what it computed."""
 
-    encoder: Any  # an Encoder (vsb.evaluators.embed_models) or a remote one
+    encoder: Any  # an Encoder (vsb.evaluators.embed.models) or a remote one
     cache: EmbeddingCache
     batch_size: int
     progress: Callable[[int], None] = lambda _n: None

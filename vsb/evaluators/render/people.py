@@ -6,8 +6,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import ndimage
 
-from vsb.evaluators import style as S
-from vsb.evaluators.detected import DetectedPerson, EntityVocabulary
+from vsb.evaluators.render import style as S
+from vsb.evaluators.render.detected import DetectedPerson, EntityVocabulary
 
 Plane = NDArray[np.uint8]
 Box = tuple[int, int, int, int]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vsb.scores.bootstrap import (
+from vsb.scores.stats.bootstrap import (
     FloatArray,
     nan_mean,
     percentile_interval,

@@ -1,4 +1,4 @@
-"""Joining a Ray cluster, shared by ``vsb run --executor ray`` (``vsb.executors_ray``) and
+"""Joining a Ray cluster, shared by ``vsb run --executor ray`` (``vsb.run.executors_ray``) and
 ``vsb evaluate --executor ray`` (``vsb.evaluators.evaluate_ray``): the ``ray`` import with
 the install hint, a reachability check of ``HOST:PORT`` addresses (Ray itself retries for
 minutes), and a session that starts a local cluster when no address is given and shuts

@@ -8,7 +8,7 @@ and head-top row; boxes are half-open ``(x0, x1, y0, y1)``.
 
 from __future__ import annotations
 
-from vsb import vocab
+from vsb.story import vocab
 
 RGB = tuple[int, int, int]
 

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from vsb.errors import InputError
 from vsb.story.models import Requirement, Scene, SceneState
-from vsb.vocab import OBJECT_KINDS
+from vsb.story.vocab import OBJECT_KINDS
 
 _SKIN = {
     "tone-1": "very light",

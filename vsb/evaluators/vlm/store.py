@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vsb.errors import CacheError, ConfigError, InputError
-from vsb.evaluators.vlm_transports import JudgeReply
+from vsb.evaluators.vlm.transports import JudgeReply
 from vsb.fsio import canonical_json, load_json, sha256_hex
 
-DEFAULT_PRICING = Path(__file__).resolve().parents[2] / "config" / "pricing.json"
+DEFAULT_PRICING = Path(__file__).resolve().parents[3] / "config" / "pricing.json"
 CACHE_NAME = "judge.sqlite"
 _SCHEMA = """CREATE TABLE IF NOT EXISTS answers (
     key TEXT PRIMARY KEY, judge_model TEXT NOT NULL, text TEXT NOT NULL,

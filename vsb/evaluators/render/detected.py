@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vsb import vocab
+from vsb.story import vocab
 from vsb.story.models import World
 
 

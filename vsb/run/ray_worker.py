@@ -1,5 +1,5 @@
 """What runs on Ray's side of ``vsb run --executor ray`` (the driver is
-``vsb.executors_ray``; its docstring tells the whole flow): the in-memory cache and ledger a
+``vsb.run.executors_ray``; its docstring tells the whole flow): the in-memory cache and ledger a
 worker runs the runner's scene loop against, the run's desk (an actor on the driver's node
 that writes a paid model's calls into the ledger and cache as they happen), what travels
 between driver and worker, and ``work`` itself."""
@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from vsb.adapters.base import GenerationResult, ImageModelAdapter
-from vsb.cache import GenerationCache
 from vsb.errors import InputError
-from vsb.executors import TaskOutput
-from vsb.ledger import Ledger, LedgerEntry
-from vsb.runner import _run_scenes, _Shared
+from vsb.run.executors import TaskOutput
+from vsb.run.runner import _run_scenes, _Shared
+from vsb.store.cache import GenerationCache
+from vsb.store.ledger import Ledger, LedgerEntry
 
 
 def ray_resources(adapter: ImageModelAdapter) -> dict[str, float]:

@@ -1,6 +1,6 @@
 """Executors: where the runner's tasks run (a local pool, or a cluster), chosen by name.
 
-The runner (``vsb.runner``) cuts a run into ``Task``\\ s and hands them, with its shared
+The runner (``vsb.run.runner``) cuts a run into ``Task``\\ s and hands them, with its shared
 ``RunState``, to one executor; nothing else in the runner knows which executor runs.
 
 The interface every executor implements::
@@ -14,7 +14,7 @@ The interface every executor implements::
   ledger (``begin`` before the call is sent, ``finish`` after its image is in the state's
   cache) as it happens, and its image the state's cache before the output is yielded.
   ``state.run_task(task)`` does exactly that in the calling process or thread; an executor
-  that runs tasks elsewhere (``vsb.executors_ray``) has its workers write through an actor
+  that runs tasks elsewhere (``vsb.run.executors_ray``) has its workers write through an actor
   on the driver's node.
 - A ``Task`` is requests of one story for one model: under one condition, every scene in
   order (a condition whose request carries the previous frame: previous_image) or one scene
@@ -36,7 +36,7 @@ extra such as Ray is needed only when chosen):
   simulators, stored samples), a thread pool per other adapter (HTTP providers: 8 threads
   by default), all at once; a model whose concurrency is 1 runs in the calling thread when
   every model's is.
-- ``ray``: ``vsb.executors_ray.RayExecutor`` (``pip install 'vsb[ray]'``).
+- ``ray``: ``vsb.run.executors_ray.RayExecutor`` (``pip install 'vsb[ray]'``).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from typing import Any, Protocol
 
 from vsb.adapters.base import ImageModelAdapter
 from vsb.errors import UnknownNameError
-from vsb.locks import die_with_parent
+from vsb.store.locks import die_with_parent
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ class TaskOutput:
 
 
 class RunState(Protocol):
-    """What an executor may use of the runner's shared state (``vsb.runner._Shared``)."""
+    """What an executor may use of the runner's shared state (``vsb.run.runner._Shared``)."""
 
     @property
     def adapters(self) -> Mapping[str, ImageModelAdapter]:
@@ -109,8 +109,8 @@ class Executor(Protocol):
 
 #: Executor name -> "module:Class" (constructed with keyword options; imported on use).
 EXECUTORS: dict[str, str] = {
-    "local": "vsb.executors:LocalExecutor",
-    "ray": "vsb.executors_ray:RayExecutor",
+    "local": "vsb.run.executors:LocalExecutor",
+    "ray": "vsb.run.executors_ray:RayExecutor",
 }
 
 

@@ -4,7 +4,7 @@ Renders are indexed PNGs whose palette is the canonical one (``style.PALETTE``),
 is ``np.asarray(Image.open(...))`` with no per-pixel work. Other palettes are remapped
 through a 256-entry table, and RGB input is first matched exactly against the canonical
 colours. Anything else — a render saved as JPEG, resized, or with noise — goes through
-``vsb.evaluators.robust``: the size is normalised to the render size (block means for
+``vsb.evaluators.render.robust``: the size is normalised to the render size (block means for
 larger images, nearest-neighbour scaling of the labels of smaller ones) and colours are
 snapped to the palette with a tolerance, edges resolved from their neighbours.
 
@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 from PIL import Image, UnidentifiedImageError
 
 from vsb.errors import InputError
-from vsb.evaluators import robust, style
+from vsb.evaluators.render import robust, style
 from vsb.fsio import MAX_PIXELS
 
 Plane = NDArray[np.uint8]

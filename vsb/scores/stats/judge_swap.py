@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from vsb.scores.models import Estimate, JudgeSwap, JudgeSwapPair, ModelScore
-from vsb.scores.rank import kendall_tau_b
+from vsb.scores.stats.rank import kendall_tau_b
 
 
 def _apart(x: Estimate, y: Estimate) -> bool:

@@ -1,16 +1,16 @@
 """What one task of ``vsb run`` does: its scene loop, with the cache, the ledger and retries.
 
-``_Shared`` is the run's state every task reads (``vsb.executors.RunState``: adapters,
+``_Shared`` is the run's state every task reads (``vsb.run.executors.RunState``: adapters,
 per-model concurrency, ``run_task``); ``_run_scenes`` builds a task's requests in order and
 takes each from the generation cache or, on a miss, from ``_call``: the adapter called
-through ``vsb.calls.call_with_retries`` — every attempt written to the ledger before it is
+through ``vsb.store.calls.call_with_retries`` — every attempt written to the ledger before it is
 sent, a failed one finished after it, a successful one finished only once the cache has
 stored its image (``_cached_call``), the budget reserved before a paid attempt and settled
 after —
 and one record per image (``error`` and ``refused`` for images that did not come). A
 refusal is recorded in the ledger with ``REFUSED_PREFIX`` so a rerun of the directory reuses
 it; a spent quota blocks the model; a budget stop halts every task at its next request.
-``vsb.runner`` cuts the run into tasks and writes the run directory; ``vsb.executors_ray``
+``vsb.run.runner`` cuts the run into tasks and writes the run directory; ``vsb.run.executors_ray``
 runs this same loop on its workers.
 """
 
@@ -35,8 +35,12 @@ from vsb.adapters.base import (
     writes_oracle,
 )
 from vsb.adapters.oracle import fault_row
-from vsb.cache import GenerationCache
-from vsb.calls import (
+from vsb.conditions import get_condition
+from vsb.errors import AdapterError, CredentialMissing
+from vsb.fsio import atomic_write_bytes, canonical_json, sha256_hex
+from vsb.run.executors import Task, TaskOutput
+from vsb.store.cache import GenerationCache
+from vsb.store.calls import (
     Budget,
     BudgetExceeded,
     CallError,
@@ -46,11 +50,7 @@ from vsb.calls import (
     call_with_retries,
     jitter_rng,
 )
-from vsb.conditions import get_condition
-from vsb.errors import AdapterError, CredentialMissing
-from vsb.executors import Task, TaskOutput
-from vsb.fsio import atomic_write_bytes, canonical_json, sha256_hex
-from vsb.ledger import Ledger, LedgerEntry, Pricing, request_cost
+from vsb.store.ledger import Ledger, LedgerEntry, Pricing, request_cost
 from vsb.story.models import Story
 
 #: Ledger errors of refusals start so (a rerun of the directory does not send them again).
@@ -95,7 +95,7 @@ class _Shared:
         self.halt.set()
 
     def run_task(self, task: Task) -> TaskOutput:
-        """Do ``task`` in this process and thread (``vsb.executors.RunState``)."""
+        """Do ``task`` in this process and thread (``vsb.run.executors.RunState``)."""
         out = TaskOutput(task.model)
         if os.getpid() != self.parent and os.getppid() != self.parent:
             return out  # the run was killed: nobody will collect this task, generate nothing
@@ -148,7 +148,7 @@ def _call(
     where: tuple[str, str, str, int],
     stored: list[_Unfinished],
 ) -> GenerationResult:
-    """One request, retried on transient failures (``vsb.calls``); every attempt recorded in
+    """One request, retried on transient failures (``vsb.store.calls``); every attempt recorded in
     the ledger before it is sent (``begin``, committed). A failed attempt is finished at once;
     the successful one is appended to ``stored`` unfinished, with its attempt id: the caller
     finishes it only after the cache has committed the image (an image is paid for once:

@@ -31,7 +31,7 @@ from vsb.errors import ConfigError, InputError, RunError
 from vsb.fsio import load_json
 
 LEDGER_NAME = "ledger.sqlite"
-DEFAULT_PRICING = Path(__file__).resolve().parents[1] / "config" / "pricing.json"
+DEFAULT_PRICING = Path(__file__).resolve().parents[2] / "config" / "pricing.json"
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS sessions (

@@ -3,7 +3,7 @@
 ``vsb run … --executor ray [--ray-address ADDR]`` sends the run's (story, model) tasks to a
 Ray cluster (``ADDR``: ``auto``, ``HOST:PORT`` or ``ray://HOST:PORT``; none starts a local
 one and shuts it down after). The runner hands over its task list and shared state
-(``RayExecutor.run``, the ``vsb.executors.Executor`` interface) and gets the same
+(``RayExecutor.run``, the ``vsb.run.executors.Executor`` interface) and gets the same
 ``TaskOutput``\\ s back as from the local executor; nothing else in the runner knows which
 executor ran. The runner's tasks of one story and model (one per previous-frame chain, one
 per scene of other conditions) travel together as one (story, model) task: a worker runs
@@ -59,10 +59,9 @@ from typing import Any
 
 from vsb.adapters.base import GenerationResult, ImageModelAdapter
 from vsb.errors import InputError, VsbError
-from vsb.executors import Task, TaskOutput
-from vsb.ledger import LedgerEntry
-from vsb.ray_session import connect, import_ray
-from vsb.ray_worker import (
+from vsb.run.executors import Task, TaskOutput
+from vsb.run.ray_session import connect, import_ray
+from vsb.run.ray_worker import (
     Miss,
     Returned,
     Shipment,
@@ -74,7 +73,8 @@ from vsb.ray_worker import (
     start_desk,
     work,
 )
-from vsb.runner import _run_scenes, _Shared, _write_image
+from vsb.run.runner import _run_scenes, _Shared, _write_image
+from vsb.store.ledger import LedgerEntry
 
 __all__ = ["DEFAULT_MAX_RETRIES", "RayExecutor", "ray_resources"]
 

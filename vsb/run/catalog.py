@@ -17,7 +17,7 @@ from typing import Any
 
 from vsb.errors import ConfigError, InputError
 from vsb.fsio import load_json
-from vsb.ledger import DEFAULT_PRICING
+from vsb.store.ledger import DEFAULT_PRICING
 
 
 @dataclass(frozen=True)

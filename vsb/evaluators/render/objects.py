@@ -15,9 +15,9 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import ndimage
 
-from vsb import vocab
-from vsb.evaluators import style as S
-from vsb.evaluators.detected import DetectedObject, DetectedPerson, EntityVocabulary
+from vsb.evaluators.render import style as S
+from vsb.evaluators.render.detected import DetectedObject, DetectedPerson, EntityVocabulary
+from vsb.story import vocab
 
 Plane = NDArray[np.uint8]
 _EIGHT = np.ones((3, 3), dtype=bool)

@@ -7,17 +7,17 @@ The layout is the one of docs/CONTRACTS.md::
 
 Every request goes through the generation cache, so an interrupted run resumes where it
 stopped and an identical run makes no adapter call. The run is cut into tasks
-(``vsb.executors.Task``): one per (story, model, condition) where a request carries the
+(``vsb.run.executors.Task``): one per (story, model, condition) where a request carries the
 previous frame (previous_image: scenes in order), one per (story, model, condition, scene)
-otherwise; an executor runs them (``vsb.executors``: the local one runs process-safe
+otherwise; an executor runs them (``vsb.run.executors``: the local one runs process-safe
 adapters in a fork pool and every other model in its own thread pool, ``--concurrency``
 requests at a time, HTTP providers 8 by default). A model without image input is not run
 under previous_image (the manifest's ``not_supported``). The manifest is written last: a
 run directory without one is incomplete. Progress goes to a callback
 ``progress(done_images, total_images)``; the library never prints.
 
-What one task does — its scene loop, the calls, the records — is in ``vsb.run_tasks``.
-Paid calls (``vsb.calls``, the one retry layer): each attempt is written to the ledger
+What one task does — its scene loop, the calls, the records — is in ``vsb.run.tasks``.
+Paid calls (``vsb.store.calls``, the one retry layer): each attempt is written to the ledger
 before it is sent and completed after it; transient failures are retried with backoff and
 seeded jitter, honouring Retry-After; a content-policy refusal is a recorded result
 (``refused``: not retried, not sent again by a rerun of this directory); a spent quota
@@ -29,17 +29,17 @@ Crash safety and concurrency:
 
 - the process that calls an adapter records the call in the ledger itself before the call
   (``begin``), lets the cache store the image, and only then finishes the row
-  (``vsb.ledger``): no call whose image reached the cache is missing from the ledger, and no
+  (``vsb.store.ledger``): no call whose image reached the cache is missing from the ledger, and no
   call finished in the ledger lacks its image in the cache (so none is paid for twice),
   however the run dies; a row the killed run left unfinished whose image the cache holds
   (the same attempt id) is reconciled by the next run, and the others stay *interrupted*
   (docs/CRASH_SAFETY.md);
-- a run holds ``RUN/.vsb-run.lock`` (``vsb.locks.DirectoryLock``) from before it touches the
+- a run holds ``RUN/.vsb-run.lock`` (``vsb.store.locks.DirectoryLock``) from before it touches the
   directory until it is done: a second run on the same directory fails at once, naming the
   pid that holds it; the lock goes with its process, so a killed run never blocks the next;
 - runs on different directories that share a cache never generate a key twice: the cache
-  claims each key while it is being generated (``vsb.cache``);
-- a fork worker dies with its ``vsb run`` process (``vsb.locks.die_with_parent``: the
+  claims each key while it is being generated (``vsb.store.cache``);
+- a fork worker dies with its ``vsb run`` process (``vsb.store.locks.die_with_parent``: the
   kernel kills it; fork workers run only simulators and stored samples, which cost
   nothing), so a killed run leaves no orphan behind.
 """
@@ -57,15 +57,11 @@ from typing import Any
 from vsb.adapters.base import ImageModelAdapter, writes_oracle
 from vsb.adapters.oracle import write_faults
 from vsb.adapters.registry import get_adapter
-from vsb.cache import DEFAULT_CACHE_DIR, GenerationCache
-from vsb.calls import Budget, RetryPolicy
 from vsb.conditions import get_condition
 from vsb.errors import CredentialMissing, InputError
-from vsb.executors import Task, TaskOutput, get_executor
 from vsb.fsio import atomic_write_json, atomic_write_text, sha256_file
-from vsb.ledger import LEDGER_NAME, Ledger, Pricing
-from vsb.locks import DirectoryLock
-from vsb.run_tasks import (  # noqa: F401 - re-exported: vsb.executors_ray and tests use them
+from vsb.run.executors import Task, TaskOutput, get_executor
+from vsb.run.tasks import (  # noqa: F401 - re-exported: vsb.run.executors_ray and tests use them
     REFUSED_PREFIX,
     _run_scenes,
     _Shared,
@@ -74,6 +70,10 @@ from vsb.run_tasks import (  # noqa: F401 - re-exported: vsb.executors_ray and t
     not_supported,
     story_sha256,
 )
+from vsb.store.cache import DEFAULT_CACHE_DIR, GenerationCache
+from vsb.store.calls import Budget, RetryPolicy
+from vsb.store.ledger import LEDGER_NAME, Ledger, Pricing
+from vsb.store.locks import DirectoryLock
 from vsb.story.io import load_suite, load_suite_index
 from vsb.story.models import Story
 
@@ -96,8 +96,8 @@ class RunConfig:
     workers: int = 1
     cache_dir: Path = Path(DEFAULT_CACHE_DIR)
     pricing: Path | None = None
-    #: where tasks run: None = the local executor; else a ``vsb.executors.Executor``
-    #: (``vsb.executors_ray.RayExecutor``)
+    #: where tasks run: None = the local executor; else a ``vsb.run.executors.Executor``
+    #: (``vsb.run.executors_ray.RayExecutor``)
     executor: Any = None
     #: requests at a time per model (None: the adapter's own, else ``workers``)
     concurrency: int | None = None

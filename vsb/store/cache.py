@@ -18,7 +18,7 @@ directories, fork workers, threads): before ``compute()`` a miss *claims* its ke
 is committed together with the claim's release, right after ``compute()``. Another process
 wanting a claimed key waits (polling) until the claim is gone, then reads the entry (or, if
 the owner failed, claims the key itself). A claim whose owner process is dead (SIGKILLed;
-``vsb.locks.process_alive``) is taken over. Claims are held only while ``compute()`` runs,
+``vsb.store.locks.process_alive``) is taken over. Claims are held only while ``compute()`` runs,
 never while waiting for another key, so two processes can never wait on each other.
 
 An object whose bytes no longer match its hash is detected on read, deleted and
@@ -42,7 +42,7 @@ from typing import Any
 from vsb.adapters.base import GenerationResult
 from vsb.errors import CacheError
 from vsb.fsio import atomic_write_bytes, loads_json, sha256_hex
-from vsb.locks import process_alive, process_token
+from vsb.store.locks import process_alive, process_token
 
 log = logging.getLogger(__name__)
 

@@ -41,9 +41,9 @@ from urllib.parse import urlsplit
 import httpx
 import numpy as np
 
-from vsb.calls import QuotaExceeded, RetryableError, classify, parse_retry_after, redact
 from vsb.errors import AdapterError, CredentialMissing, InputError
 from vsb.fsio import iter_jsonl
+from vsb.store.calls import QuotaExceeded, RetryableError, classify, parse_retry_after, redact
 
 #: Read timeout for a judge call (a batched scene can take a while), short connect timeout.
 DEFAULT_TIMEOUT = httpx.Timeout(120.0, connect=15.0)
@@ -177,7 +177,7 @@ def _post(
     if resp.status_code >= 300:
         flat = " ".join(resp.text.split())[:_EXCERPT]
         msg = redact(f"VLM request to {url} failed: HTTP {resp.status_code}: {flat}", secret)
-        kind = classify(resp.status_code, resp.text)  # vsb.calls: the one retry layer
+        kind = classify(resp.status_code, resp.text)  # vsb.store.calls: the one retry layer
         if kind == "retry":
             raise RetryableError(
                 msg, retry_after=parse_retry_after(resp.headers.get("retry-after"))

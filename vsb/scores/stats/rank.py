@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vsb.scores.bootstrap import FloatArray
+from vsb.scores.stats.bootstrap import FloatArray
 
 
 def competition_ranks(scores: FloatArray) -> np.ndarray:

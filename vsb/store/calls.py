@@ -1,7 +1,7 @@
 """Paid calls done safely: retries with backoff, a spending budget, redaction of secrets.
 
 The one retry layer of vsb: the VLM judge (``vsb.evaluators.vlm_judge``) and the image
-providers (``vsb.runner`` around ``vsb.adapters.providers``) both go through it.
+providers (``vsb.run.runner`` around ``vsb.adapters.providers``) both go through it.
 
 - ``RetryPolicy`` + ``call_with_retries(fn, policy, rng=…)``: ``fn`` raises
   ``RetryableError`` for a transient failure (a timeout, a dropped connection, HTTP

@@ -20,7 +20,7 @@ luma sharp and blurs chroma. Steps:
 A mixed edge pixel therefore never takes a third colour that happens to lie between its two
 sides (a red top against the sky never leaves an object-red outline). ``palette_share`` — the
 share of pixels within the tolerance of a palette colour after the denoising step — is what
-``vsb.evaluators.decode`` uses to tell renders from other images.
+``vsb.evaluators.render.decode`` uses to tell renders from other images.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.spatial import cKDTree
 
-from vsb.evaluators import style
+from vsb.evaluators.render import style
 
 Plane = NDArray[np.uint8]
 Floats = NDArray[np.float32]

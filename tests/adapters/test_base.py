@@ -124,7 +124,7 @@ def _imports_of(source: str, package: list[str]) -> set[str]:
 def test_import_scan_sees_every_form() -> None:
     src = (
         "import vsb.render\nfrom ..adapters.oracle import write_faults\n"
-        "from .. import runner\nimport importlib\nimportlib.import_module('vsb.adapters')\n"
+        "from ..run import runner\nimport importlib\nimportlib.import_module('vsb.adapters')\n"
     )
     found = _imports_of(src, ["vsb", "evaluators"])
     assert {"vsb.render", "vsb.adapters.oracle", "vsb.run.runner", "vsb.adapters"} <= found

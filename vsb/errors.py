@@ -16,13 +16,18 @@ Hierarchy::
 
 The CLI turns any ``VsbError`` into one line on stderr and exit status 1; ``str(err)``
 is that line: ``FILE: LOCATION: MESSAGE`` with absent parts left out.
+``invalid_input(err, what, file)`` turns a pydantic ``ValidationError`` into that shape.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 class VsbError(Exception):
@@ -58,8 +63,7 @@ class UnknownNameError(InputError):
 
     def __init__(self, kind: str, name: str, known: Iterable[str]) -> None:
         known_sorted = sorted(known)
-        close = difflib.get_close_matches(name, known_sorted, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        hint = did_you_mean(name, known_sorted)
         super().__init__(f"unknown {kind} {name!r}{hint}; known: {', '.join(known_sorted)}")
         self.kind = kind
         self.name = name
@@ -99,3 +103,31 @@ class RunError(VsbError):
 
 class ReleaseError(VsbError):
     """A release cannot be frozen or fails verification."""
+
+
+def invalid_input(err: ValidationError, what: str, file: str | Path) -> InputError:
+    """The first problem ``err`` names, as ``InputError("WHAT: msg")`` at its JSON pointer."""
+    first = err.errors()[0]
+    loc = "/" + "/".join(str(x) for x in first["loc"])
+    return InputError(f"{what}: {first['msg']}", file=file, location=loc)
+
+
+def did_you_mean(name: str, known: Sequence[str]) -> str:
+    """`` (did you mean 'x'?)`` naming the closest of ``known`` to ``name``, or ``""``."""
+    close = difflib.get_close_matches(name, known, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def select_present(
+    wanted: Sequence[str] | None,
+    present: list[str],
+    message: Callable[[list[str], str], str],
+) -> set[str]:
+    """The names ``wanted`` (every one ``present`` when None); ``InputError(message(unknown,
+    hint))`` when some are not present (``hint`` is ``did_you_mean`` of the first of them)."""
+    if wanted is None:
+        return set(present)
+    unknown = [w for w in wanted if w not in present]
+    if unknown:
+        raise InputError(message(unknown, did_you_mean(unknown[0], present)))
+    return set(wanted)

@@ -5,7 +5,8 @@ Every JSON document vsb reads from disk goes through ``load_json`` / ``loads_jso
 ``iter_jsonl``: a size cap and a nesting-depth scan run before parsing, and every way the text
 can be wrong (not UTF-8, bad syntax, too deep, an absurd number) becomes one ``InputError``
 carrying the file and the line and column. A missing file raises ``FileNotFoundError`` so that
-each caller decides whether absence is an error.
+each caller decides whether absence is an error. ``hf_hub_cache`` says where downloaded model
+weights live (the image adapters and the embedding evaluators both look there).
 """
 
 from __future__ import annotations
@@ -353,3 +354,13 @@ def _write(header: Sequence[str], rows: list[Any], *, escape: bool) -> str:
         else:
             w.writerow(cells)
     return buf.getvalue()
+
+
+def hf_hub_cache() -> Path:
+    """The Hugging Face hub cache as huggingface_hub resolves it (read when called)."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path("~/.cache").expanduser())
+    return Path(xdg) / "huggingface" / "hub"

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from vsb.errors import InputError
+from vsb.errors import InputError, invalid_input
 from vsb.fsio import atomic_write_json, atomic_write_text, csv_text, load_json
 from vsb.human.load import LoadedFile
 from vsb.human.models import DIMENSION_KEYS, LikertItem
@@ -107,9 +107,7 @@ def load_report(path: str | Path) -> HumanReport:
     except FileNotFoundError:
         raise InputError("no human report here (run `vsb human import`)", file=p) from None
     except ValidationError as err:
-        first = err.errors()[0]
-        loc = "/" + "/".join(str(x) for x in first["loc"])
-        raise InputError(f"not a human report: {first['msg']}", file=p, location=loc) from None
+        raise invalid_input(err, "not a human report", p) from None
 
 
 def release_report(release_dir: str | Path) -> HumanReport | None:

@@ -16,7 +16,7 @@ from markupsafe import Markup, escape
 from pydantic import ValidationError
 
 from vsb.conditions import ABLATIONS, PLACEBO_CONDITION, PRIMARY_CONDITION
-from vsb.errors import InputError
+from vsb.errors import invalid_input
 from vsb.fsio import load_json
 from vsb.scores.analysis import Effect, effects_from_comparisons
 from vsb.scores.sensitivity import SENSITIVITY_FILE, SensitivityReport, SensitivityRow
@@ -137,11 +137,7 @@ def load_sensitivity(data: SiteData) -> SensitivityReport | None:
     try:
         return SensitivityReport.model_validate(load_json(path))
     except ValidationError as err:
-        first = err.errors()[0]
-        loc = "/" + "/".join(str(x) for x in first["loc"])
-        raise InputError(
-            f"does not match SensitivityReport: {first['msg']}", file=path, location=loc
-        ) from err
+        raise invalid_input(err, "does not match SensitivityReport", path) from err
 
 
 def analysis_page(data: SiteData) -> dict[str, Any]:

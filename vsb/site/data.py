@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from vsb.errors import InputError, ReleaseError
+from vsb.errors import InputError, ReleaseError, invalid_input
 from vsb.fsio import UniqueKeys, iter_jsonl, load_json
 from vsb.release.manifest import Manifest, load_manifest
 from vsb.scores.models import ScoresReport
@@ -96,11 +96,7 @@ def _read_model(path: Path, model: type[BaseModel]) -> Any:
     except FileNotFoundError as err:
         raise ReleaseError("release is missing this file", file=path) from err
     except ValidationError as err:
-        first = err.errors()[0]
-        loc = "/" + "/".join(str(x) for x in first["loc"])
-        raise InputError(
-            f"does not match {model.__name__}: {first['msg']}", file=path, location=loc
-        ) from err
+        raise invalid_input(err, f"does not match {model.__name__}", path) from err
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:

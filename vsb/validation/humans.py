@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from vsb.errors import InputError, RunError
+from vsb.errors import RunError, invalid_input
 from vsb.fsio import load_json
 from vsb.scores.inputs import load_signals
 from vsb.scores.models import ScoresReport
@@ -77,9 +77,7 @@ def load_scores(release_dir: str | Path) -> ScoresReport:
     except FileNotFoundError:
         raise RunError("no scores (run `vsb score` first)", file=path) from None
     except ValidationError as err:
-        first = err.errors()[0]
-        loc = "/" + "/".join(str(x) for x in first["loc"])
-        raise InputError(f"not a scores report: {first['msg']}", file=path, location=loc) from None
+        raise invalid_input(err, "not a scores report", path) from None
 
 
 def evaluator_signals(

@@ -16,7 +16,6 @@ Hierarchy::
 
 The CLI turns any ``VsbError`` into one line on stderr and exit status 1; ``str(err)``
 is that line: ``FILE: LOCATION: MESSAGE`` with absent parts left out.
-``invalid_input(err, what, file)`` turns a pydantic ``ValidationError`` into that shape.
 """
 
 from __future__ import annotations
@@ -24,10 +23,6 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from pydantic import ValidationError
 
 
 class VsbError(Exception):
@@ -103,13 +98,6 @@ class RunError(VsbError):
 
 class ReleaseError(VsbError):
     """A release cannot be frozen or fails verification."""
-
-
-def invalid_input(err: ValidationError, what: str, file: str | Path) -> InputError:
-    """The first problem ``err`` names, as ``InputError("WHAT: msg")`` at its JSON pointer."""
-    first = err.errors()[0]
-    loc = "/" + "/".join(str(x) for x in first["loc"])
-    return InputError(f"{what}: {first['msg']}", file=file, location=loc)
 
 
 def did_you_mean(name: str, known: Sequence[str]) -> str:

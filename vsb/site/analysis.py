@@ -13,11 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from markupsafe import Markup, escape
-from pydantic import ValidationError
 
 from vsb.conditions import ABLATIONS, PLACEBO_CONDITION, PRIMARY_CONDITION
-from vsb.errors import invalid_input
-from vsb.fsio import load_json
+from vsb.fsio import load_model
 from vsb.scores.analysis import Effect, effects_from_comparisons
 from vsb.scores.sensitivity import SENSITIVITY_FILE, SensitivityReport, SensitivityRow
 from vsb.site.data import SiteData
@@ -134,10 +132,7 @@ def load_sensitivity(data: SiteData) -> SensitivityReport | None:
     path = data.root / SENSITIVITY_FILE
     if not path.is_file():
         return None
-    try:
-        return SensitivityReport.model_validate(load_json(path))
-    except ValidationError as err:
-        raise invalid_input(err, "does not match SensitivityReport", path) from err
+    return load_model(path, SensitivityReport, "does not match SensitivityReport")
 
 
 def analysis_page(data: SiteData) -> dict[str, Any]:

@@ -21,7 +21,7 @@ is that line: ``FILE: LOCATION: MESSAGE`` with absent parts left out.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 
@@ -58,8 +58,7 @@ class UnknownNameError(InputError):
 
     def __init__(self, kind: str, name: str, known: Iterable[str]) -> None:
         known_sorted = sorted(known)
-        close = difflib.get_close_matches(name, known_sorted, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        hint = did_you_mean(name, known_sorted)
         super().__init__(f"unknown {kind} {name!r}{hint}; known: {', '.join(known_sorted)}")
         self.kind = kind
         self.name = name
@@ -99,3 +98,24 @@ class RunError(VsbError):
 
 class ReleaseError(VsbError):
     """A release cannot be frozen or fails verification."""
+
+
+def did_you_mean(name: str, known: Sequence[str]) -> str:
+    """`` (did you mean 'x'?)`` naming the closest of ``known`` to ``name``, or ``""``."""
+    close = difflib.get_close_matches(name, known, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def select_present(
+    wanted: Sequence[str] | None,
+    present: list[str],
+    message: Callable[[list[str], str], str],
+) -> set[str]:
+    """The names ``wanted`` (every one ``present`` when None); ``InputError(message(unknown,
+    hint))`` when some are not present (``hint`` is ``did_you_mean`` of the first of them)."""
+    if wanted is None:
+        return set(present)
+    unknown = [w for w in wanted if w not in present]
+    if unknown:
+        raise InputError(message(unknown, did_you_mean(unknown[0], present)))
+    return set(wanted)

@@ -5,7 +5,9 @@ Every JSON document vsb reads from disk goes through ``load_json`` / ``loads_jso
 ``iter_jsonl``: a size cap and a nesting-depth scan run before parsing, and every way the text
 can be wrong (not UTF-8, bad syntax, too deep, an absurd number) becomes one ``InputError``
 carrying the file and the line and column. A missing file raises ``FileNotFoundError`` so that
-each caller decides whether absence is an error.
+each caller decides whether absence is an error. ``load_model`` reads one typed document
+(``InputError`` at the first field that does not match). ``hf_hub_cache`` says where
+downloaded model weights live (the image adapters and the embedding evaluators look there).
 """
 
 from __future__ import annotations
@@ -21,9 +23,13 @@ import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from vsb.errors import InputError
+
+M = TypeVar("M", bound=BaseModel)
 
 #: The largest image any layer decodes, in pixels (anything larger is an error, not a
 #: picture): the adapters refuse it from a provider or a samples folder, ``vsb evaluate``
@@ -353,3 +359,24 @@ def _write(header: Sequence[str], rows: list[Any], *, escape: bool) -> str:
         else:
             w.writerow(cells)
     return buf.getvalue()
+
+
+def hf_hub_cache() -> Path:
+    """The Hugging Face hub cache as huggingface_hub resolves it (read when called)."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path("~/.cache").expanduser())
+    return Path(xdg) / "huggingface" / "hub"
+
+
+def load_model(path: str | Path, model: type[M], what: str) -> M:
+    """``model`` from the JSON document at ``path``: ``FileNotFoundError`` when it is absent,
+    ``InputError("WHAT: why")`` at the first field that does not match."""
+    try:
+        return model.model_validate(load_json(path))
+    except ValidationError as err:
+        first = err.errors()[0]
+        loc = "/" + "/".join(str(x) for x in first["loc"])
+        raise InputError(f"{what}: {first['msg']}", file=path, location=loc) from err

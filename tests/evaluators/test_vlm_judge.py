@@ -25,7 +25,6 @@ from vsb.evaluators.vlm.transports import (
     OpenAICompatibleVlm,
     ReplayVlm,
     build_transport,
-    is_loopback,
 )
 from vsb.evaluators.vlm_judge import (
     SYSTEM_PROMPT,
@@ -39,7 +38,14 @@ from vsb.evaluators.vlm_judge import (
     plan_cost,
     scene_prompt,
 )
-from vsb.store.calls import Budget, BudgetExceeded, RetryableError, RetryPolicy, call_with_retries
+from vsb.store.calls import (
+    Budget,
+    BudgetExceeded,
+    RetryableError,
+    RetryPolicy,
+    call_with_retries,
+    is_loopback,
+)
 from vsb.story.models import Requirement, SceneState, Story
 
 PNG = b"\x89PNG fake image bytes"

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from vsb.errors import InputError
+from vsb.fsio import hf_hub_cache
 
 INSTALL_HINT = "pip install 'vsb[diffusers]'"
 _FILES = (
@@ -26,16 +26,6 @@ _FILES = (
     "text_encoder/, tokenizer/, scheduler/) as save_pretrained writes them"
 )
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
-
-
-def hf_hub_cache() -> Path:
-    """The Hugging Face hub cache as huggingface_hub resolves it (read when called)."""
-    if os.environ.get("HF_HUB_CACHE"):
-        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
-    if os.environ.get("HF_HOME"):
-        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path("~/.cache").expanduser())
-    return Path(xdg) / "huggingface" / "hub"
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ judge calls are written to ``judge_calls.jsonl``. Progress goes to ``progress(do
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -27,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vsb.errors import InputError, RunError
+from vsb.errors import InputError, RunError, select_present
 from vsb.evaluators.failed import LABEL as FAILED_LABEL
 from vsb.evaluators.failed import Image
 from vsb.evaluators.interface import (
@@ -99,17 +98,14 @@ def _read_records(run_dir: Path) -> list[dict[str, Any]]:
 
 def _select(records: list[dict[str, Any]], key: str, wanted: Sequence[str] | None) -> set[str]:
     present = list(dict.fromkeys(str(r[key]) for r in records))
-    if wanted is None:
-        return set(present)
-    unknown = [w for w in wanted if w not in present]
-    if unknown:
-        close = difflib.get_close_matches(unknown[0], present, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise InputError(
+    return select_present(
+        wanted,
+        present,
+        lambda unknown, hint: (
             f"{key} {', '.join(map(repr, unknown))} is not in this run{hint} "
             f"(it has: {', '.join(present)})"
-        )
-    return set(wanted)
+        ),
+    )
 
 
 def _tasks(

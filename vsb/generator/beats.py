@@ -272,22 +272,23 @@ def leave(b: StoryBuilder, rng: np.random.Generator) -> bool:
     return True
 
 
+def _enter_first(b: StoryBuilder, rng: np.random.Generator, names: list[str]) -> bool:
+    """The first of ``names`` enters at a random place in the line (False: nobody to)."""
+    if not names:
+        return False
+    b.add(Enter(character=names[0], position=int(rng.integers(len(b.present()) + 1))))
+    return True
+
+
 def arrive(b: StoryBuilder, rng: np.random.Generator) -> bool:
     """A character not yet seen enters (and is described in full)."""
-    unseen = [n for n, c in sorted(b.state.characters.items()) if not c.seen]
-    if not unseen:
-        return False
-    b.add(Enter(character=unseen[0], position=int(rng.integers(len(b.present()) + 1))))
-    return True
+    return _enter_first(b, rng, [n for n, c in sorted(b.state.characters.items()) if not c.seen])
 
 
 def come_back(b: StoryBuilder, rng: np.random.Generator) -> bool:
     """Someone who left, or has not yet appeared, comes in."""
     away = [n for n, c in sorted(b.state.characters.items()) if not c.present]
-    if not away:
-        return False
-    b.add(Enter(character=away[0], position=int(rng.integers(len(b.present()) + 1))))
-    return True
+    return _enter_first(b, rng, away)
 
 
 # --- the reversal traps of the hard variants ----------------------------------------------------

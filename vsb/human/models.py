@@ -146,14 +146,15 @@ class SyntheticTruth(BaseModel):
     careless: bool = Field(description="Whether this synthetic rater answers carelessly.")
 
 
-class RatingFile(BaseModel):
-    """One rater's exported session."""
+class _Session(BaseModel):
+    """The header both rating file formats open with: who rated which release, and when."""
 
     model_config = _STRICT
-    version: Literal["1.0"] = Field(description="Rating file format version.")
+    # version, synthetic and note: each format pins and describes its own
+    version: str = Field(description="Rating file format version.")
     format: Literal["vsb-ratings"] = Field(description="Marks a vsb rating file.")
-    synthetic: bool = Field(description="True for files written by vsb human simulate.")
-    note: str = Field(default="", max_length=500, description="Free text (synthetic: a label).")
+    synthetic: bool
+    note: str
     rater_id: str = Field(
         description=f"Who rated: {RATER_ID_RULE}.",
         json_schema_extra={"pattern": f"^{_RATER_ID.pattern}$"},
@@ -163,13 +164,6 @@ class RatingFile(BaseModel):
     root_hash: str = Field(pattern=r"^[0-9a-f]{64}$", description="That release's root hash.")
     started_at: str = Field(max_length=40, description="ISO 8601 time the session started.")
     finished_at: str = Field(max_length=40, description="ISO 8601 time of the export.")
-    letters: dict[Letter, Name] = Field(
-        max_length=52, description="The session's blinding: letter -> model (export only)."
-    )
-    items: list[Item] = Field(max_length=5000, description="Answered items, session order.")
-    truth: SyntheticTruth | None = Field(
-        default=None, description="Synthetic files only: the generating parameters."
-    )
 
     @field_validator("rater_id")
     @classmethod
@@ -177,6 +171,21 @@ class RatingFile(BaseModel):
         if not _RATER_ID.fullmatch(v):
             raise ValueError(f"rater_id must be {RATER_ID_RULE}")
         return v
+
+
+class RatingFile(_Session):
+    """One rater's exported session."""
+
+    version: Literal["1.0"] = Field(description="Rating file format version.")
+    synthetic: bool = Field(description="True for files written by vsb human simulate.")
+    note: str = Field(default="", max_length=500, description="Free text (synthetic: a label).")
+    letters: dict[Letter, Name] = Field(
+        max_length=52, description="The session's blinding: letter -> model (export only)."
+    )
+    items: list[Item] = Field(max_length=5000, description="Answered items, session order.")
+    truth: SyntheticTruth | None = Field(
+        default=None, description="Synthetic files only: the generating parameters."
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> RatingFile:
@@ -252,28 +261,10 @@ class BlindPairItem(_BlindItem):
 BlindItem = Annotated[BlindLikertItem | BlindPairItem, Field(discriminator="kind")]
 
 
-class BlindRatingFile(BaseModel):
+class BlindRatingFile(_Session):
     """One rater's session as the blinded ``/evaluate`` page exports it."""
 
-    model_config = _STRICT
     version: Literal["2.0"] = Field(description="Rating file format version.")
-    format: Literal["vsb-ratings"] = Field(description="Marks a vsb rating file.")
     synthetic: bool = Field(description="True for files not made by a person.")
     note: str = Field(default="", max_length=500, description="Free text.")
-    rater_id: str = Field(
-        description=f"Who rated: {RATER_ID_RULE}.",
-        json_schema_extra={"pattern": f"^{_RATER_ID.pattern}$"},
-    )
-    session_id: str = Field(pattern=r"^[0-9a-f]{8,64}$", description="Random id of the session.")
-    release: Name = Field(description="Release the images came from.")
-    root_hash: str = Field(pattern=r"^[0-9a-f]{64}$", description="That release's root hash.")
-    started_at: str = Field(max_length=40, description="ISO 8601 time the session started.")
-    finished_at: str = Field(max_length=40, description="ISO 8601 time of the export.")
     items: list[BlindItem] = Field(max_length=5000, description="Answered items, session order.")
-
-    @field_validator("rater_id")
-    @classmethod
-    def _rater_id(cls, v: str) -> str:
-        if not _RATER_ID.fullmatch(v):
-            raise ValueError(f"rater_id must be {RATER_ID_RULE}")
-        return v

@@ -13,10 +13,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from vsb.errors import InputError
-from vsb.fsio import atomic_write_json, atomic_write_text, csv_text, load_json
+from vsb.fsio import atomic_write_json, atomic_write_text, csv_text, load_model
 from vsb.human.load import LoadedFile
 from vsb.human.models import DIMENSION_KEYS, LikertItem
 from vsb.human.results import HumanReport, MixedEffectRow
@@ -103,13 +103,9 @@ def load_report(path: str | Path) -> HumanReport:
     if p.is_dir():
         p = p / REPORT_FILE
     try:
-        return HumanReport.model_validate(load_json(p))
+        return load_model(p, HumanReport, "not a human report")
     except FileNotFoundError:
         raise InputError("no human report here (run `vsb human import`)", file=p) from None
-    except ValidationError as err:
-        first = err.errors()[0]
-        loc = "/" + "/".join(str(x) for x in first["loc"])
-        raise InputError(f"not a human report: {first['msg']}", file=p, location=loc) from None
 
 
 def release_report(release_dir: str | Path) -> HumanReport | None:

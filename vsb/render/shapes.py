@@ -25,25 +25,31 @@ def disc_mask(w: int, h: int, cx: float, cy: float, rx: float, ry: float) -> NDA
     return ((xx + 0.5 - cx) / rx) ** 2 + ((yy + 0.5 - cy) / ry) ** 2 <= 1.0
 
 
-def paste_mask(img: Plane, mask: NDArray[np.bool_], x: int, y: int, v: int) -> None:
-    """Set the pixels of ``mask`` (top-left at ``x, y``) to ``v``, clipped to ``img``."""
-    h, w = mask.shape
+def _clipped(
+    img: Plane, shape: tuple[int, ...], x: int, y: int
+) -> tuple[Plane, tuple[slice, slice]] | None:
+    """The part of ``img`` a ``shape``-sized patch at ``x, y`` covers, and the patch's part
+    that lands there (None when nothing does)."""
+    h, w = shape
     H, W = img.shape
     sx0, sy0 = max(0, -x), max(0, -y)
     sx1, sy1 = min(w, W - x), min(h, H - y)
     if sx0 >= sx1 or sy0 >= sy1:
-        return
-    view = img[y + sy0 : y + sy1, x + sx0 : x + sx1]
-    view[mask[sy0:sy1, sx0:sx1]] = v
+        return None
+    return img[y + sy0 : y + sy1, x + sx0 : x + sx1], (slice(sy0, sy1), slice(sx0, sx1))
+
+
+def paste_mask(img: Plane, mask: NDArray[np.bool_], x: int, y: int, v: int) -> None:
+    """Set the pixels of ``mask`` (top-left at ``x, y``) to ``v``, clipped to ``img``."""
+    clipped = _clipped(img, mask.shape, x, y)
+    if clipped is not None:
+        view, part = clipped
+        view[mask[part]] = v
 
 
 def paste_sprite(img: Plane, spr: Plane, mask: NDArray[np.bool_], x: int, y: int) -> None:
     """Copy the opaque pixels of a coloured sprite (top-left at ``x, y``), clipped."""
-    h, w = spr.shape
-    H, W = img.shape
-    sx0, sy0 = max(0, -x), max(0, -y)
-    sx1, sy1 = min(w, W - x), min(h, H - y)
-    if sx0 >= sx1 or sy0 >= sy1:
-        return
-    view = img[y + sy0 : y + sy1, x + sx0 : x + sx1]
-    np.copyto(view, spr[sy0:sy1, sx0:sx1], where=mask[sy0:sy1, sx0:sx1])
+    clipped = _clipped(img, spr.shape, x, y)
+    if clipped is not None:
+        view, part = clipped
+        np.copyto(view, spr[part], where=mask[part])

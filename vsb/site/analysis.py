@@ -13,11 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from markupsafe import Markup, escape
-from pydantic import ValidationError
 
 from vsb.conditions import ABLATIONS, PLACEBO_CONDITION, PRIMARY_CONDITION
-from vsb.errors import InputError
-from vsb.fsio import load_json
+from vsb.fsio import load_model
 from vsb.scores.analysis import Effect, effects_from_comparisons
 from vsb.scores.sensitivity import SENSITIVITY_FILE, SensitivityReport, SensitivityRow
 from vsb.site.data import SiteData
@@ -134,14 +132,7 @@ def load_sensitivity(data: SiteData) -> SensitivityReport | None:
     path = data.root / SENSITIVITY_FILE
     if not path.is_file():
         return None
-    try:
-        return SensitivityReport.model_validate(load_json(path))
-    except ValidationError as err:
-        first = err.errors()[0]
-        loc = "/" + "/".join(str(x) for x in first["loc"])
-        raise InputError(
-            f"does not match SensitivityReport: {first['msg']}", file=path, location=loc
-        ) from err
+    return load_model(path, SensitivityReport, "does not match SensitivityReport")
 
 
 def analysis_page(data: SiteData) -> dict[str, Any]:

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from vsb.errors import InputError, ReleaseError
-from vsb.fsio import UniqueKeys, iter_jsonl, load_json
+from vsb.fsio import UniqueKeys, iter_jsonl, load_model
 from vsb.release.manifest import Manifest, load_manifest
 from vsb.scores.models import ScoresReport
 from vsb.story.io import load_suite
@@ -92,15 +92,9 @@ def model_slug(name: str) -> str:
 
 def _read_model(path: Path, model: type[BaseModel]) -> Any:
     try:
-        return model.model_validate(load_json(path))
+        return load_model(path, model, f"does not match {model.__name__}")
     except FileNotFoundError as err:
         raise ReleaseError("release is missing this file", file=path) from err
-    except ValidationError as err:
-        first = err.errors()[0]
-        loc = "/" + "/".join(str(x) for x in first["loc"])
-        raise InputError(
-            f"does not match {model.__name__}: {first['msg']}", file=path, location=loc
-        ) from err
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ is therefore safe to inline in an autoescaped template.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from markupsafe import Markup, escape
@@ -120,6 +120,37 @@ class Point:
     y: float
 
 
+def _framed(title: str, left: float, top: float, w: float, h: float) -> list[str]:
+    """A chart's title and the frame of its plot area, the first parts of its body."""
+    return [
+        f'<text x="{_n(left)}" y="18" font-weight="600">{escape(title)}</text>',
+        f'<rect x="{_n(left)}" y="{_n(top)}" width="{_n(w)}" height="{_n(h)}" '
+        f'fill="none" stroke="#999"/>',
+    ]
+
+
+def _y_grid(
+    ticks: Iterable[float], left: float, w: float, py: Callable[[float], float]
+) -> list[str]:
+    """A horizontal grid line and a label at each tick of the y axis."""
+    return [
+        f'<line x1="{_n(left)}" x2="{_n(left + w)}" y1="{_n(py(t))}" y2="{_n(py(t))}" '
+        f'stroke="#eee"/><text x="{_n(left - 6)}" y="{_n(py(t) + 4)}" text-anchor="end" '
+        f'fill="#555">{t:g}</text>'
+        for t in ticks
+    ]
+
+
+def _axis_titles(left: float, top: float, w: float, h: float, x_axis: str, y_axis: str) -> str:
+    """The x axis title under the plot area and the y axis title, turned, left of it."""
+    return (
+        f'<text x="{_n(left + w / 2)}" y="{_n(top + h + 36)}" text-anchor="middle" '
+        f'fill="#555">{escape(x_axis)}</text>'
+        f'<text transform="translate(14 {_n(top + h / 2)}) rotate(-90)" '
+        f'text-anchor="middle" fill="#555">{escape(y_axis)}</text>'
+    )
+
+
 def scatter(points: Sequence[Point], title: str, x_axis: str, y_axis: str) -> Markup:
     """A labelled scatter with a legend (colours match ``ci_chart`` row order)."""
     left, top, size, legend_w = 56.0, 30.0, 320.0, 220.0
@@ -132,29 +163,15 @@ def scatter(points: Sequence[Point], title: str, x_axis: str, y_axis: str) -> Ma
     def py(v: float) -> float:
         return top + size - (v - ylo) / (yhi - ylo) * size
 
-    body = [
-        f'<text x="{_n(left)}" y="18" font-weight="600">{escape(title)}</text>',
-        f'<rect x="{_n(left)}" y="{_n(top)}" width="{_n(size)}" height="{_n(size)}" '
-        f'fill="none" stroke="#999"/>',
-    ]
+    body = _framed(title, left, top, size, size)
     for t in _ticks(xlo, xhi):
         body.append(
             f'<line x1="{_n(px(t))}" x2="{_n(px(t))}" y1="{_n(top)}" y2="{_n(top + size)}" '
             f'stroke="#eee"/><text x="{_n(px(t))}" y="{_n(top + size + 16)}" '
             f'text-anchor="middle" fill="#555">{t:g}</text>'
         )
-    for t in _ticks(ylo, yhi):
-        body.append(
-            f'<line x1="{_n(left)}" x2="{_n(left + size)}" y1="{_n(py(t))}" y2="{_n(py(t))}" '
-            f'stroke="#eee"/><text x="{_n(left - 6)}" y="{_n(py(t) + 4)}" text-anchor="end" '
-            f'fill="#555">{t:g}</text>'
-        )
-    body.append(
-        f'<text x="{_n(left + size / 2)}" y="{_n(top + size + 36)}" text-anchor="middle" '
-        f'fill="#555">{escape(x_axis)}</text>'
-        f'<text transform="translate(14 {_n(top + size / 2)}) rotate(-90)" '
-        f'text-anchor="middle" fill="#555">{escape(y_axis)}</text>'
-    )
+    body += _y_grid(_ticks(ylo, yhi), left, size, py)
+    body.append(_axis_titles(left, top, size, size, x_axis, y_axis))
     for i, p in enumerate(points):
         color = PALETTE[i % len(PALETTE)]
         ly = top + 10 + 20 * i
@@ -251,28 +268,14 @@ def line_chart(series: Sequence[Series], title: str, x_axis: str, y_axis: str) -
     def py(v: float) -> float:
         return top + plot_h - (min(max(v, lo), hi) - lo) / (hi - lo) * plot_h
 
-    body = [
-        f'<text x="{_n(left)}" y="18" font-weight="600">{escape(title)}</text>',
-        f'<rect x="{_n(left)}" y="{_n(top)}" width="{_n(plot_w)}" height="{_n(plot_h)}" '
-        f'fill="none" stroke="#999"/>',
-    ]
-    for t in _ticks(lo, hi):
-        body.append(
-            f'<line x1="{_n(left)}" x2="{_n(left + plot_w)}" y1="{_n(py(t))}" y2="{_n(py(t))}" '
-            f'stroke="#eee"/><text x="{_n(left - 6)}" y="{_n(py(t) + 4)}" text-anchor="end" '
-            f'fill="#555">{t:g}</text>'
-        )
+    body = _framed(title, left, top, plot_w, plot_h)
+    body += _y_grid(_ticks(lo, hi), left, plot_w, py)
     for x in xs:
         body.append(
             f'<text x="{_n(left + step * (xs.index(x) + 0.5))}" y="{_n(top + plot_h + 16)}" '
             f'text-anchor="middle" fill="#555">{x}</text>'
         )
-    body.append(
-        f'<text x="{_n(left + plot_w / 2)}" y="{_n(top + plot_h + 36)}" text-anchor="middle" '
-        f'fill="#555">{escape(x_axis)}</text>'
-        f'<text transform="translate(14 {_n(top + plot_h / 2)}) rotate(-90)" '
-        f'text-anchor="middle" fill="#555">{escape(y_axis)}</text>'
-    )
+    body.append(_axis_titles(left, top, plot_w, plot_h, x_axis, y_axis))
     for i, s in enumerate(series):
         color = PALETTE[i % len(PALETTE)]
         path = " ".join(f"{_n(px(p.x, i))},{_n(py(p.y))}" for p in s.points)

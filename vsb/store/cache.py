@@ -32,7 +32,6 @@ import json
 import logging
 import os
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -42,6 +41,7 @@ from typing import Any
 from vsb.adapters.base import GenerationResult
 from vsb.errors import CacheError
 from vsb.fsio import atomic_write_bytes, loads_json, sha256_hex
+from vsb.store.conns import ThreadConnections
 from vsb.store.locks import process_alive, process_token
 
 log = logging.getLogger(__name__)
@@ -92,11 +92,8 @@ class GenerationCache:
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
-        self._local = threading.local()
         self._token: tuple[int, str] | None = None
-        self._conns: list[tuple[int, sqlite3.Connection]] = []
-        self._conns_lock = threading.Lock()
-        self._generation = 0
+        self._conns = ThreadConnections(self._connect)
 
     # --- storage -----------------------------------------------------------------------
 
@@ -105,14 +102,7 @@ class GenerationCache:
         return self.root / "objects" / sha256[:2] / f"{sha256}.png"
 
     def _db(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None or getattr(self._local, "key", None) != (os.getpid(), self._generation):
-            # A connection inherited through fork belongs to the parent: leave it alone.
-            conn = self._connect()
-            self._local.conn, self._local.key = conn, (os.getpid(), self._generation)
-            with self._conns_lock:
-                self._conns.append((os.getpid(), conn))
-        return conn
+        return self._conns.get()
 
     def _connect(self) -> sqlite3.Connection:
         # Switching a new database to WAL needs a moment alone; workers starting together
@@ -296,11 +286,4 @@ class GenerationCache:
 
     def close(self) -> None:
         """Close the connections this process opened, every thread's (safe to call twice)."""
-        pid = os.getpid()
-        with self._conns_lock:
-            mine = [c for p, c in self._conns if p == pid]
-            self._conns = [(p, c) for p, c in self._conns if p != pid]
-            self._generation += 1  # other threads' connections are closed: reopen on use
-        for conn in mine:
-            conn.close()
-        self._local.conn = None
+        self._conns.close()

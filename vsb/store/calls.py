@@ -18,18 +18,21 @@ providers (``vsb.run.runner`` around ``vsb.adapters.providers``) both go through
   before it is made. Thread-safe (calls run concurrently).
 - ``redact(text, *secrets)``: every secret replaced by ``***`` (errors quote response
   bodies, which a hostile or echoing server can fill with the request's key).
+- ``is_loopback(url)``: whether a URL points at this machine (a local server needs no key).
 """
 
 from __future__ import annotations
 
 import email.utils
 import hashlib
+import ipaddress
 import re
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, TypeVar
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -225,3 +228,14 @@ def redact(text: str, *secrets: str | None) -> str:
             for form in {s, quote(s, safe=""), quote_plus(s)}:
                 text = text.replace(form, "***")
     return text
+
+
+def is_loopback(url: str) -> bool:
+    """Whether ``url`` points at this machine (a local server or judge needs no key)."""
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -20,15 +20,17 @@ writes through its own connection.
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from vsb.errors import ConfigError, InputError, RunError
 from vsb.fsio import load_json
+from vsb.store.conns import ThreadConnections
+
+T = TypeVar("T")
 
 LEDGER_NAME = "ledger.sqlite"
 DEFAULT_PRICING = Path(__file__).resolve().parents[2] / "config" / "pricing.json"
@@ -62,6 +64,23 @@ _COLUMNS = (
 STARTED, DONE, RECONCILED = "started", "done", "reconciled"
 
 
+def read_pricing(path: Path, section: Callable[[Any], T], malformed: str) -> tuple[str | None, T]:
+    """The pricing file's ``as_of`` and ``section(document)``; ``ConfigError`` when the file
+    is missing or unreadable, or ``section`` finds it malformed (``malformed: detail``)."""
+    try:
+        obj = load_json(path)
+        parsed = section(obj)
+    except FileNotFoundError as err:
+        raise ConfigError("pricing file not found", file=path) from err
+    except InputError as err:
+        raise ConfigError(
+            f"malformed pricing file: {err.message}", file=path, location=err.location
+        ) from None
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise ConfigError(f"{malformed}: {err}", file=path) from err
+    return obj.get("as_of"), parsed
+
+
 @dataclass(frozen=True)
 class Pricing:
     """Per-image prices by model name; ``price`` is None when unknown."""
@@ -76,23 +95,16 @@ class Pricing:
         if path is None and not DEFAULT_PRICING.is_file():
             return cls(None, {})
         p = Path(path) if path is not None else DEFAULT_PRICING
-        try:
-            obj = load_json(p)
-            models = obj["models"]
-            prices = {
+        as_of, prices = read_pricing(
+            p,
+            lambda obj: {
                 str(m): float(e["usd_per_image"])
-                for m, e in models.items()
+                for m, e in obj["models"].items()
                 if e.get("usd_per_image") is not None
-            }
-        except FileNotFoundError as err:
-            raise ConfigError("pricing file not found", file=p) from err
-        except InputError as err:
-            raise ConfigError(
-                f"malformed pricing file: {err.message}", file=p, location=err.location
-            ) from None
-        except (KeyError, TypeError, ValueError, AttributeError) as err:
-            raise ConfigError(f"malformed pricing file: {err}", file=p) from err
-        return cls(obj.get("as_of"), prices, str(p))
+            },
+            "malformed pricing file",
+        )
+        return cls(as_of, prices, str(p))
 
     def price(self, model: str) -> float | None:
         """USD per image, or None when the price is unknown."""
@@ -155,10 +167,7 @@ class Ledger:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
-        self._conns: list[tuple[int, sqlite3.Connection]] = []
-        self._conns_lock = threading.Lock()
-        self._generation = 0
+        self._conns = ThreadConnections(self._connect)
         db = self._conn()
         with db:
             db.execute("PRAGMA journal_mode=WAL")
@@ -176,13 +185,11 @@ class Ledger:
 
     def _conn(self) -> sqlite3.Connection:
         """This process's and thread's connection (a forked child opens its own)."""
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None or getattr(self._local, "key", None) != (os.getpid(), self._generation):
-            conn = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False)
-            conn.execute("PRAGMA synchronous=NORMAL")
-            self._local.conn, self._local.key = conn, (os.getpid(), self._generation)
-            with self._conns_lock:
-                self._conns.append((os.getpid(), conn))
+        return self._conns.get()
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False)
+        conn.execute("PRAGMA synchronous=NORMAL")
         return conn
 
     def open(self) -> None:
@@ -380,14 +387,7 @@ class Ledger:
 
     def close(self) -> None:
         """Close the connections this process opened, every thread's (safe to call twice)."""
-        pid = os.getpid()
-        with self._conns_lock:
-            mine = [c for p, c in self._conns if p == pid]
-            self._conns = [(p, c) for p, c in self._conns if p != pid]
-            self._generation += 1  # other threads' connections are closed: reopen on use
-        for conn in mine:
-            conn.close()
-        self._local.conn = None
+        self._conns.close()
 
     def __enter__(self) -> Ledger:
         return self

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from vsb.errors import InputError, RunError
-from vsb.fsio import load_json
+from vsb.errors import RunError
+from vsb.fsio import load_model
 from vsb.scores.inputs import load_signals
 from vsb.scores.models import ScoresReport
 from vsb.validation.metrics import rank_correlations
@@ -73,13 +73,9 @@ def load_scores(release_dir: str | Path) -> ScoresReport:
     """``RELEASE/scores/scores.json``; ``RunError`` if absent, ``InputError`` if malformed."""
     path = Path(release_dir) / SCORES_FILE
     try:
-        return ScoresReport.model_validate(load_json(path))
+        return load_model(path, ScoresReport, "not a scores report")
     except FileNotFoundError:
         raise RunError("no scores (run `vsb score` first)", file=path) from None
-    except ValidationError as err:
-        first = err.errors()[0]
-        loc = "/" + "/".join(str(x) for x in first["loc"])
-        raise InputError(f"not a scores report: {first['msg']}", file=path, location=loc) from None
 
 
 def evaluator_signals(

@@ -32,11 +32,10 @@ unknown, not absent.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from vsb.errors import InputError, RunError
+from vsb.errors import RunError, select_present
 from vsb.fsio import sha256_file
 from vsb.scores.inputs import (
     REQUIREMENTS_FILE,
@@ -95,16 +94,13 @@ def present_evaluators(rows: RequirementRows, signals: SignalTable) -> list[str]
 
 
 def _select(present: list[str], wanted: Sequence[str] | None) -> set[str]:
-    if wanted is None:
-        return set(present)
-    unknown = [w for w in wanted if w not in present]
-    if unknown:
-        close = difflib.get_close_matches(unknown[0], present, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise InputError(
+    return select_present(
+        wanted,
+        present,
+        lambda unknown, hint: (
             f"unknown evaluator {unknown[0]!r}{hint}; present in this run: {', '.join(present)}"
-        )
-    return set(wanted)
+        ),
+    )
 
 
 def verdict_counts(rows: RequirementRows) -> VerdictCounts:

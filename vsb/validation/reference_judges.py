@@ -166,20 +166,7 @@ class LiteralJudge:
             if hit is None and kinds is None:
                 hit = next((v for k, v in self._seen.items() if k[0] == sha), None)
         if hit is None:
-            voc = EntityVocabulary(
-                skin_tones=tuple(vocab.SKIN_TONES),
-                hair_colors=tuple(vocab.HAIR_COLORS),
-                hair_styles=vocab.HAIR_STYLES,
-                clothing_colors=tuple(vocab.CLOTHING_COLORS),
-                accessories=vocab.ACCESSORIES,
-                poses=vocab.POSES,
-                object_kinds=kinds or (),
-                object_colors=tuple(vocab.OBJECT_COLORS),
-                locations=tuple(vocab.LOCATIONS),
-                times=vocab.TIMES,
-                weathers=vocab.WEATHERS,
-            )
-            hit = extract(image, voc)
+            hit = extract(image, EntityVocabulary.of_kinds(kinds or ()))
             with self._lock:
                 self._seen[key] = hit
         return hit

@@ -28,7 +28,6 @@ from __future__ import annotations
 import base64
 import binascii
 import io
-import ipaddress
 import os
 import threading
 import time
@@ -56,6 +55,7 @@ from vsb.store.calls import (
     RetryPolicy,
     call_with_retries,
     classify,
+    is_loopback,
     parse_retry_after,
     redact,
 )
@@ -80,17 +80,6 @@ def excerpt(text: str, limit: int = _EXCERPT) -> str:
     """``text`` with whitespace collapsed, cut to ``limit`` characters."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def is_loopback(url: str) -> bool:
-    """Whether ``url`` points at this machine."""
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def check_url(url: str, what: str) -> None:

@@ -21,8 +21,9 @@ from typing import Any
 import httpx
 
 from vsb.adapters.base import GenerationRequest, GenerationResult
-from vsb.adapters.providers._http import HttpAdapter, b64decode, is_loopback
+from vsb.adapters.providers._http import HttpAdapter, b64decode
 from vsb.errors import AdapterError, InputError
+from vsb.store.calls import is_loopback
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 BASE_URL_ENV = "OPENAI_BASE_URL"

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from vsb.errors import InputError
+from vsb.fsio import hf_hub_cache
 
 Kind = Literal["clip", "dino"]
 Vectors = NDArray[np.float32]
@@ -70,16 +70,6 @@ def require_extra(evaluator: str) -> None:
             f"the {evaluator} evaluator needs torch and transformers ({module} is not "
             f"installed): {INSTALL_HINT}"
         )
-
-
-def hf_hub_cache() -> Path:
-    """The Hugging Face hub cache as huggingface_hub resolves it (read when called)."""
-    if os.environ.get("HF_HUB_CACHE"):
-        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
-    if os.environ.get("HF_HOME"):
-        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path("~/.cache").expanduser())
-    return Path(xdg) / "huggingface" / "hub"
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,11 @@ class EntityVocabulary:
     def from_world(cls, world: World) -> EntityVocabulary:
         """The vocabulary of one world: its object kinds; every value a character, an object
         colour or the environment could take (clothes change, drift can recolour)."""
+        return cls.of_kinds(tuple(o.kind for o in world.objects))
+
+    @classmethod
+    def of_kinds(cls, object_kinds: tuple[str, ...]) -> EntityVocabulary:
+        """Every value of the shared vocabulary, looking for these kinds of object."""
         return cls(
             skin_tones=tuple(vocab.SKIN_TONES),
             hair_colors=tuple(vocab.HAIR_COLORS),
@@ -40,7 +45,7 @@ class EntityVocabulary:
             clothing_colors=tuple(vocab.CLOTHING_COLORS),
             accessories=vocab.ACCESSORIES,
             poses=vocab.POSES,
-            object_kinds=tuple(o.kind for o in world.objects),
+            object_kinds=object_kinds,
             object_colors=tuple(vocab.OBJECT_COLORS),
             locations=tuple(vocab.LOCATIONS),
             times=vocab.TIMES,

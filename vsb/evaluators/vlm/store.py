@@ -21,9 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from vsb.errors import CacheError, ConfigError, InputError
+from vsb.errors import CacheError
 from vsb.evaluators.vlm.transports import JudgeReply
-from vsb.fsio import canonical_json, load_json, sha256_hex
+from vsb.fsio import canonical_json, sha256_hex
+from vsb.store.ledger import read_pricing
 
 DEFAULT_PRICING = Path(__file__).resolve().parents[3] / "config" / "pricing.json"
 CACHE_NAME = "judge.sqlite"
@@ -124,26 +125,19 @@ class JudgePricing:
         p = Path(path) if path is not None else DEFAULT_PRICING
         if path is None and not p.is_file():
             return cls(None, {})
-        try:
-            obj = load_json(p)
-            judges = obj.get("judges", {})
-            prices = {
+        as_of, prices = read_pricing(
+            p,
+            lambda obj: {
                 str(name): JudgePrice(
                     float(e["usd_per_mtok_input"]),
                     float(e["usd_per_mtok_output"]),
                     int(e["image_tokens"]),
                 )
-                for name, e in judges.items()
-            }
-        except FileNotFoundError:
-            raise ConfigError("pricing file not found", file=p) from None
-        except InputError as err:
-            raise ConfigError(
-                f"malformed pricing file: {err.message}", file=p, location=err.location
-            ) from None
-        except (KeyError, TypeError, ValueError, AttributeError) as err:
-            raise ConfigError(f"malformed judges section: {err}", file=p) from None
-        return cls(obj.get("as_of"), prices)
+                for name, e in obj.get("judges", {}).items()
+            },
+            "malformed judges section",
+        )
+        return cls(as_of, prices)
 
     def price(self, judge_model: str) -> JudgePrice | None:
         """The judge's prices, or None when unknown."""

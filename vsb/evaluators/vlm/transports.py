@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import ipaddress
 import json
 import os
 from dataclasses import dataclass
@@ -43,7 +42,14 @@ import numpy as np
 
 from vsb.errors import AdapterError, CredentialMissing, InputError
 from vsb.fsio import iter_jsonl
-from vsb.store.calls import QuotaExceeded, RetryableError, classify, parse_retry_after, redact
+from vsb.store.calls import (
+    QuotaExceeded,
+    RetryableError,
+    classify,
+    is_loopback,
+    parse_retry_after,
+    redact,
+)
 
 #: Read timeout for a judge call (a batched scene can take a while), short connect timeout.
 DEFAULT_TIMEOUT = httpx.Timeout(120.0, connect=15.0)
@@ -132,17 +138,6 @@ def endpoint_of(transport: object) -> str | None:
 def default_client() -> httpx.Client:
     """A real client: generous read timeout, no redirects (a key never follows one)."""
     return httpx.Client(timeout=DEFAULT_TIMEOUT, follow_redirects=False)
-
-
-def is_loopback(url: str) -> bool:
-    """Whether ``url`` points at this machine (a local judge needs no key)."""
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _key(env: str, *, optional: bool) -> str | None:

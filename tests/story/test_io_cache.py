@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,7 @@ def checks(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     seen: list[Path] = []
     real = io._check_story
 
-    def counting(path: Path, found: list[io.Story]):  # type: ignore[no-untyped-def]
+    def counting(path: Path, found: list[io.Story]) -> Iterator[StoryValidationError]:
         seen.append(path)
         return real(path, found)
 

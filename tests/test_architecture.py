@@ -210,3 +210,54 @@ def test_no_folder_with_more_than_14_modules() -> None:
         if (n := sum(1 for p in d.glob("*.py") if p.name != "__init__.py")) > MAX_FOLDER
     }
     assert not crowded, f"folders with more than {MAX_FOLDER} modules: {crowded}"
+
+
+#: The layers, lowest first: a module imports only modules of its own layer or below (the
+#: longest matching prefix names a module's layer). ARCHITECTURE.md draws the same picture.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("vsb", "vsb.errors", "vsb.fsio", "vsb.registry"),
+    ("vsb.story", "vsb.state"),
+    ("vsb.generator", "vsb.conditions"),
+    ("vsb.render",),
+    ("vsb.adapters.base", "vsb.run.ray_session"),  # the adapter interface; a Ray connection
+    ("vsb.store",),
+    ("vsb.adapters",),
+    ("vsb.run",),
+    ("vsb.evaluators",),
+    ("vsb.scores",),
+    ("vsb.validation",),
+    ("vsb.release.manifest", "vsb.release.signing", "vsb.release.config"),  # the format
+    ("vsb.site.data",),  # reading a release for display
+    ("vsb.human",),
+    ("vsb.site",),
+    ("vsb.release",),
+    ("vsb.cli", "vsb.__main__"),
+)
+
+
+def layer_of(module: str) -> int:
+    best, layer = -1, -1
+    for i, prefixes in enumerate(LAYERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > best:
+                best, layer = len(p), i
+    assert layer >= 0, f"{module} is in no layer"
+    return layer
+
+
+def test_layer_of_takes_the_longest_prefix() -> None:
+    assert layer_of("vsb.adapters.base") < layer_of("vsb.store.cache") < layer_of("vsb.adapters")
+    assert layer_of("vsb.release.manifest") < layer_of("vsb.human.report")
+    assert layer_of("vsb.human.report") < layer_of("vsb.release.build")
+
+
+def test_no_import_from_a_lower_layer_to_a_higher_one() -> None:
+    graph = import_graph()
+    upward = sorted(
+        f"{m} (layer {layer_of(m)}) imports {t} (layer {layer_of(t)})"
+        for m, targets in graph.items()
+        for t in targets
+        if layer_of(t) > layer_of(m)
+    )
+    assert len(graph) > 100  # not vacuous
+    assert not upward, "\n".join(upward)

@@ -18,8 +18,8 @@ import pytest
 from embed_helpers import CLIP_DIM, DINO_DIM, save_tiny_clip, save_tiny_dino
 
 from vsb.cli.main import main
+from vsb.evaluators.embed import models as embed_models
 from vsb.evaluators.embed.signals import EmbedOptions, candidate_texts
-from vsb.evaluators.embed.signals import models as embed_models
 from vsb.evaluators.registry import Frame, get_evaluator
 from vsb.generator.generate import write_suite
 from vsb.story.io import load_suite

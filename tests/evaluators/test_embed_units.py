@@ -10,6 +10,7 @@ import pytest
 import scipy.stats
 
 from vsb.errors import InputError
+from vsb.evaluators.embed import cache as embed_cache
 from vsb.evaluators.embed.cache import EmbeddingCache, vector_key
 from vsb.evaluators.embed.models import locate_weights
 from vsb.evaluators.embed.signals import (
@@ -18,7 +19,6 @@ from vsb.evaluators.embed.signals import (
     check_embeddings,
     reciprocal_rank,
 )
-from vsb.evaluators.embed.signals import cache as embed_cache
 from vsb.evaluators.registry import evaluator_info
 from vsb.scores.inputs import SignalRows
 from vsb.scores.signals import _key, signal_scores

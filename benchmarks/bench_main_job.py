@@ -1,30 +1,61 @@
-"""Time the main job (``vsb release build``) cold and warm: wall time, peak memory, and the
-share of each stage.
+"""Time the main job (``vsb release build``) against a baseline commit built in the same run:
+per-image build time, peak memory and build-folder bytes per image as ratios, and each
+stage's share.
 
-Cold: an empty build directory (no generation cache). Warm: the same command again (every
-image from the cache, up-to-date stages skipped). Peak memory is the largest sum of the
-resident set sizes of this process and all its descendants (fork workers included), sampled
-every 20 ms from /proc, and the kernel's ru_maxrss of this process as a cross-check.
+The baseline (default: commit 4c04088, the last fast one; issue #25) is extracted from git
+(``git archive``, so the shared repository's worktree list is not touched) into a temp folder
+and built cold, its own code imported through PYTHONPATH with this interpreter, into a fresh
+build folder; then this working tree (uncommitted edits included) is built the same way. Each
+build runs in a child process (``vsb.release.build.build_release``), so neither inherits the
+other's imports or caches. Both compile from source alike: the extracted tree holds no
+bytecode, and PYTHONDONTWRITEBYTECODE is passed on as it is.
 
-Targets (2 CPU cores): cold ≤ 45 s, warm ≤ 10% of cold, peak memory ≤ 2 GiB.
+Peak memory is the largest sum of the resident set sizes of the child and all its descendants
+(fork workers included), sampled every 20 ms from /proc. Build-folder bytes count every file
+once (hard links once per inode). With ``--warm`` the current tree is then rebuilt in place
+(every image from the cache, up-to-date stages skipped) and the warm/cold ratio printed.
 
-Run: ``.venv/bin/python benchmarks/bench_main_job.py [--workers N] [--out DIR] [--keep]``
+Targets (issue #25): per image ≤ 0.80×, peak memory ≤ 1.25×, bytes per image ≤ 0.80× the
+baseline's; warm ≤ 10% of cold. A full comparison takes 3-5 minutes on an idle 2-core machine;
+the ratios mean something only when nothing else is running.
+
+Run: ``.venv/bin/python benchmarks/bench_main_job.py [--baseline REV] [--workers N]
+[--out DIR] [--keep] [--warm] [--skip-baseline]``
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import resource
 import shutil
+import subprocess
+import sys
+import tarfile
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from vsb.release.build import STAGES, BuildConfig, BuildResult, build_release
+REPO = Path(__file__).resolve().parents[1]
+MIB = 1 << 20
+TARGETS = {"per image": 0.80, "peak memory": 1.25, "bytes per image": 0.80}
 
-GIB = 1024**3
+# Run in the child, with the tree under test first on PYTHONPATH: one build, then one JSON line.
+_DRIVER = """
+import json, sys, time
+from pathlib import Path
+import vsb
+from vsb.release.build import STAGES, BuildConfig, build_release
+t0 = time.perf_counter()
+r = build_release(BuildConfig(name=sys.argv[1], out=Path(sys.argv[2]), workers=int(sys.argv[3])))
+wall = time.perf_counter() - t0
+root = r.manifest.root_hash if r.manifest is not None else None
+print("BENCH " + json.dumps({"vsb": vsb.__file__, "stages": list(STAGES), "wall": wall,
+    "seconds": r.seconds, "skipped": list(r.skipped), "images": r.images,
+    "cached": getattr(r, "cached", 0), "root_hash": root}))
+"""
 
 
 def _tree_rss(root_pid: int) -> int:
@@ -40,7 +71,7 @@ def _tree_rss(root_pid: int) -> int:
                 stat = fh.read()
             with open(f"/proc/{entry}/statm") as fh:
                 resident = int(fh.read().split()[1]) * page
-        except OSError:
+        except (OSError, IndexError, ValueError):
             continue
         fields = stat[stat.rindex(")") + 2 :].split()
         parents[int(entry)] = int(fields[1])
@@ -56,66 +87,199 @@ def _tree_rss(root_pid: int) -> int:
 
 
 class _Sampler(threading.Thread):
-    def __init__(self) -> None:
+    def __init__(self, pid: int) -> None:
         super().__init__(daemon=True)
+        self.pid = pid
         self.peak = 0
         self.stop = threading.Event()
 
     def run(self) -> None:
-        pid = os.getpid()
         while not self.stop.is_set():
-            self.peak = max(self.peak, _tree_rss(pid))
+            self.peak = max(self.peak, _tree_rss(self.pid))
             self.stop.wait(0.02)
 
 
-def _measure(config: BuildConfig) -> tuple[float, int, BuildResult]:
-    sampler = _Sampler()
-    sampler.start()
-    t0 = time.perf_counter()
-    result = build_release(config)
-    wall = time.perf_counter() - t0
-    sampler.stop.set()
-    sampler.join()
-    return wall, sampler.peak, result
+def _folder_bytes(root: Path) -> int:
+    """Bytes of every file under ``root``, each inode once."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(dirpath, name))
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_size
+    return total
 
 
-def _report(label: str, wall: float, peak: int, result: BuildResult) -> None:
-    print(f"{label}: {wall:6.2f} s wall, peak memory {peak / GIB:.2f} GiB ({peak >> 20} MiB)")
-    for stage in STAGES:
-        dt = result.seconds.get(stage, 0.0)
-        skipped = " (skipped: up to date)" if stage in result.skipped else ""
-        print(f"    {stage:<9} {dt:7.2f} s  {100 * dt / wall:5.1f}%{skipped}")
+@dataclass
+class Build:
+    """One measured build."""
+
+    label: str
+    wall: float
+    peak: int
+    bytes: int
+    images: int
+    root_hash: str | None
+    stages: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def per_image_ms(self) -> float:
+        return 1000 * self.wall / max(self.images, 1)
+
+    @property
+    def bytes_per_image(self) -> float:
+        return self.bytes / max(self.images, 1)
+
+
+def _build(label: str, tree: Path, out: Path, workers: int, name: str) -> Build:
+    """Build ``name`` with the code of ``tree`` into ``out`` in a child process."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    cmd = [sys.executable, "-c", _DRIVER, name, str(out), str(workers)]
+    with tempfile.TemporaryFile("w+") as log:
+        t0 = time.perf_counter()
+        child = subprocess.Popen(
+            cmd, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=log, text=True
+        )
+        sampler = _Sampler(child.pid)
+        sampler.start()
+        stdout, _ = child.communicate()
+        wall = time.perf_counter() - t0
+        sampler.stop.set()
+        sampler.join()
+        if child.returncode != 0:
+            log.seek(0)
+            sys.exit(f"{label}: the build failed (exit {child.returncode}):\n{log.read()[-4000:]}")
+    line = next(ln for ln in stdout.splitlines() if ln.startswith("BENCH "))
+    facts = json.loads(line[len("BENCH ") :])
+    if not Path(facts["vsb"]).resolve().is_relative_to(tree.resolve()):
+        sys.exit(f"{label}: imported vsb from {facts['vsb']}, not from {tree}")
+    return Build(
+        label=label,
+        wall=wall,
+        peak=sampler.peak,
+        bytes=_folder_bytes(out),
+        images=int(facts["images"]),
+        root_hash=facts["root_hash"],
+        stages=facts["stages"],
+        seconds={k: float(v) for k, v in facts["seconds"].items()},
+        skipped=facts["skipped"],
+    )
+
+
+def _extract(rev: str, dest: Path) -> str:
+    """The tree of commit ``rev`` under ``dest``; returns the full commit id."""
+    sha = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--verify", f"{rev}^{{commit}}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if sha.returncode != 0:
+        sys.exit(f"--baseline {rev}: not a commit of {REPO} ({sha.stderr.strip()})")
+    commit = sha.stdout.strip()
+    dest.mkdir(parents=True)
+    with tempfile.TemporaryFile() as tar:
+        subprocess.run(["git", "-C", str(REPO), "archive", commit], stdout=tar, check=True)
+        tar.seek(0)
+        with tarfile.open(fileobj=tar) as tf:
+            tf.extractall(dest, filter="data")
+    return commit
+
+
+def _show(b: Build) -> None:
+    print(
+        f"{b.label}: {b.images} images, {b.wall:6.1f} s wall, {b.per_image_ms:5.2f} ms/image, "
+        f"peak {b.peak // MIB} MiB, build folder {b.bytes // MIB} MiB "
+        f"({b.bytes_per_image / 1024:.1f} KiB/image)"
+    )
+    print(f"    root hash {b.root_hash}")
+
+
+def _stage_table(builds: list[Build]) -> None:
+    stages = list(dict.fromkeys(s for b in builds for s in b.stages))
+    head = "".join(f"{b.label[:22]:>26}" for b in builds)
+    print(
+        f"    {'stage':<11}{head}{'ratio':>8}" if len(builds) == 2 else f"    {'stage':<11}{head}"
+    )
+    for stage in stages:
+        cells = ""
+        for b in builds:
+            dt = b.seconds.get(stage)
+            cell = "-" if dt is None else f"{dt:6.1f} s {100 * dt / b.wall:5.1f}%"
+            cell += " (skip)" if stage in b.skipped else ""
+            cells += f"{cell:>26}"
+        ratio = ""
+        if len(builds) == 2:
+            a, c = (b.seconds.get(stage) for b in builds)
+            ratio = f"{c / a:7.2f}x" if a and c is not None else "       -"
+        print(f"    {stage:<11}{cells}{ratio}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--baseline", default="4c04088", help="Commit to compare with (default: %(default)s)."
+    )
+    ap.add_argument("--skip-baseline", action="store_true", help="Build only this tree.")
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--out", type=Path, default=None, help="Build directory (default: a temp dir)")
-    ap.add_argument("--keep", action="store_true", help="Keep the build directory.")
+    ap.add_argument("--name", default="v0.1.0", help="Release name (default: %(default)s).")
+    ap.add_argument("--out", type=Path, default=None, help="Scratch folder (default: a temp dir).")
+    ap.add_argument("--keep", action="store_true", help="Keep the scratch folder.")
+    ap.add_argument("--warm", action="store_true", help="Also rebuild this tree warm.")
     args = ap.parse_args()
-    out = args.out or Path(tempfile.mkdtemp(prefix="vsb-bench-"))
-    config = BuildConfig(name="v0.1.0", out=out, workers=args.workers)
-    if config.root.exists():
-        shutil.rmtree(config.root)
+    scratch = args.out or Path(tempfile.mkdtemp(prefix="vsb-bench-"))
+    if args.out is not None and args.out.exists() and any(args.out.iterdir()):
+        sys.exit(f"--out {args.out}: not empty (each build needs a fresh folder)")
+    print(f"load before: {os.getloadavg()[0]:.2f} (the ratios mean little on a busy machine)")
+    builds: list[Build] = []
     try:
-        cold_wall, cold_peak, cold = _measure(config)
-        _report(f"cold ({args.workers} workers, {cold.images} images)", cold_wall, cold_peak, cold)
-        warm_wall, warm_peak, warm = _measure(config)
-        _report(f"warm ({warm.cached} from cache)", warm_wall, warm_peak, warm)
-        same = cold.manifest is not None and warm.manifest is not None
-        same = same and cold.manifest.root_hash == warm.manifest.root_hash  # type: ignore[union-attr]
-        maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10
-        kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss << 10
-        print(f"warm / cold: {100 * warm_wall / cold_wall:.1f}%   (target ≤ 10%)")
-        print(f"cold ≤ 45 s: {'yes' if cold_wall <= 45 else 'NO'}")
-        peak = max(cold_peak, warm_peak)
-        print(f"peak memory ≤ 2 GiB: {'yes' if peak <= 2 * GIB else 'NO'} "
-              f"(ru_maxrss: main {maxrss >> 20} MiB, largest child {kids >> 20} MiB)")  # fmt: skip
-        print(f"same root hash cold and warm: {'yes' if same else 'NO'}")
-        print(f"site: {cold.index}")
+        if not args.skip_baseline:
+            commit = _extract(args.baseline, scratch / "baseline-src")
+            builds.append(
+                _build(
+                    f"baseline {commit[:7]}",
+                    scratch / "baseline-src",
+                    scratch / "baseline-build",
+                    args.workers,
+                    args.name,
+                )
+            )
+            _show(builds[-1])
+        current = _build("current tree", REPO, scratch / "current-build", args.workers, args.name)
+        builds.append(current)
+        _show(current)
+        print("stages (seconds, share of the build's wall time):")
+        _stage_table(builds)
+        if len(builds) == 2:
+            base = builds[0]
+            ratios = {
+                "per image": current.per_image_ms / base.per_image_ms,
+                "peak memory": current.peak / max(base.peak, 1),
+                "bytes per image": current.bytes_per_image / max(base.bytes_per_image, 1),
+            }
+            for what, r in ratios.items():
+                ok = "yes" if r <= TARGETS[what] else "NO"
+                print(f"{what:<16} {r:5.2f}x the baseline's  (target ≤ {TARGETS[what]:.2f}x: {ok})")
+        if args.warm:
+            warm = _build("current warm", REPO, scratch / "current-build", args.workers, args.name)
+            _show(warm)
+            _stage_table([warm])
+            print(f"warm / cold: {100 * warm.wall / current.wall:.1f}%   (target ≤ 10%)")
+            same = warm.root_hash == current.root_hash
+            print(f"same root hash cold and warm: {'yes' if same else 'NO'}")
+        print(f"load after: {os.getloadavg()[0]:.2f}")
     finally:
-        if not args.keep and args.out is None:
-            shutil.rmtree(out, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(scratch, ignore_errors=True)
+        else:
+            print(f"kept: {scratch}")
 
 
 if __name__ == "__main__":

@@ -88,3 +88,15 @@ def test_pip_when_asked_or_when_there_is_no_uv(tmp_path: Path) -> None:
     lines = _run(tmp_path / "b", uv=False)
     assert "python -m pip install --quiet --disable-pip-version-check uv" in lines
     assert "python -m pip install --quiet --disable-pip-version-check -e ." in lines
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a bash script")
+@pytest.mark.parametrize("args", [(), ("--test",), ("--pip",)])
+def test_bytecode_is_compiled_at_set_up(tmp_path: Path, args: tuple[str, ...]) -> None:
+    """Issue #25: every process compiled ~1,000 modules (none kept under
+    PYTHONDONTWRITEBYTECODE); set-up compiles them once, through uv, pip and compileall."""
+    lines = _run(tmp_path, *args)
+    uv = [ln for ln in lines if ln.startswith("uv pip install")]
+    assert all("--compile-bytecode" in ln for ln in uv), uv
+    assert not any("--no-compile" in ln for ln in lines)
+    assert "python -m compileall -q -j 0 vsb" in lines, lines

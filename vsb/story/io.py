@@ -177,10 +177,12 @@ def _structure_problems(story: Story, path: Path) -> Iterator[StoryValidationErr
     yield from story_problems(story, states, path)
 
 
-# Stories already validated in this process, by (path, sha256 of the file's bytes): a
-# release build loads its suite once per stage, and schema validation is most of a load.
+# Stories already validated in this process, by the sha256 of the file's bytes alone: a
+# release build loads its suite once per stage and again from each scratch copy (the
+# reference judges' slices), and schema validation is most of a load. Only a story that
+# passed every check is kept, and a story depends on its bytes alone, never on its path.
 # Stories are frozen models, so callers may share one.
-_LOADED: dict[tuple[str, str], Story] = {}
+_LOADED: dict[str, Story] = {}
 _LOADED_MAX = 4096
 
 
@@ -190,8 +192,7 @@ def load_story(path: str | Path) -> Story:
     key = None
     if path.is_file():
         try:
-            digest = hashlib.sha256(read_limited(path, MAX_STORY_BYTES)).hexdigest()
-            key = (str(path.resolve()), digest)
+            key = hashlib.sha256(read_limited(path, MAX_STORY_BYTES)).hexdigest()
         except (OSError, InputError):
             key = None  # _check_story reports it
     if key is not None and key in _LOADED:

@@ -12,19 +12,28 @@ import numpy as np
 def auroc(scores: Sequence[float], labels: Sequence[bool]) -> float | None:
     """Mann-Whitney AUROC: P(score of a positive > score of a negative), ties count ½.
 
-    Computed from average ranks (``scipy.stats.rankdata``); None if a class is empty.
+    Computed from average ranks (``average_ranks``, what ``scipy.stats.rankdata`` gives, without
+    importing scipy.stats: about 1.5 s of the main job's validate stage); None if a class is
+    empty, NaN if a score is.
     """
-    from scipy.stats import rankdata
-
     s = np.asarray(scores, dtype=np.float64)
     y = np.asarray(labels, dtype=bool)
     n_pos = int(y.sum())
     n_neg = int(y.size - n_pos)
     if n_pos == 0 or n_neg == 0:
         return None
-    ranks = rankdata(s)
+    if np.isnan(s).any():
+        return math.nan
+    ranks = average_ranks(s)
     u = float(ranks[y].sum()) - n_pos * (n_pos + 1) / 2.0
     return u / (n_pos * n_neg)
+
+
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks of ``values`` (no NaN), ties given the mean of the ranks they span."""
+    _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts).astype(np.float64)
+    return (ends - (counts - 1) / 2.0)[inverse.reshape(-1)]
 
 
 def rank_correlations(

@@ -77,6 +77,23 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         raise
 
 
+def link_or_copy(src: str | Path, dest: str | Path) -> None:
+    """Make ``dest`` hold the bytes of ``src``: a hard link where the filesystem allows,
+    else a copy (another device, no link support). Any file at ``dest`` is unlinked first,
+    never written through, so a link already there cannot change the file it shares.
+
+    Safe only for files that vsb writes once and never modifies in place (every write is
+    temp-file-then-rename, which gives the path a new inode and leaves the linked one alone)."""
+    import shutil
+
+    dest = Path(dest)
+    dest.unlink(missing_ok=True)
+    try:
+        os.link(src, dest)
+    except OSError:
+        shutil.copyfile(src, dest)
+
+
 def atomic_write_text(path: str | Path, text: str) -> None:
     """Atomically write UTF-8 text."""
     atomic_write_bytes(path, text.encode())

@@ -37,6 +37,7 @@ from vsb.fsio import (
     atomic_write_text,
     canonical_json,
     iter_jsonl,
+    link_or_copy,
     load_json,
     sha256_file,
     sha256_hex,
@@ -195,7 +196,7 @@ def assemble(run_dir: Path, release_dir: Path) -> dict[str, str]:
             hashes[rel] = have
             continue
         d.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(run_dir / rel, d)
+        link_or_copy(run_dir / rel, d)
         hashes[rel] = sha256_file(d)
     return hashes
 

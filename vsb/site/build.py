@@ -35,7 +35,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 
 from vsb import __version__
 from vsb.errors import ReleaseError
-from vsb.fsio import sha256_hex
+from vsb.fsio import link_or_copy, sha256_hex
 from vsb.human.blinding import blinding_key, make_blinding
 from vsb.human.session import PoolStory, evaluate_payload, rated_condition, story_pool
 from vsb.human.write import release_report
@@ -131,7 +131,7 @@ def _copy_images(data: SiteData, out: Path) -> dict[str, str]:
             continue
         dest = _site_image_path(rel)
         (out / dest).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src, out / dest)
+        link_or_copy(src, out / dest)
         mapping[rel] = dest
     return mapping
 
@@ -160,7 +160,7 @@ def _evaluate_session(data: SiteData, out: Path) -> dict[str, Any] | None:
     for s in pool:
         for paths in s.images.values():
             for rel in paths:
-                shutil.copyfile(root / rel, out / blinding.image_name(rel))
+                link_or_copy(root / rel, out / blinding.image_name(rel))
     return evaluate_payload(data, blinding, pool)
 
 

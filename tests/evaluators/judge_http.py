@@ -12,13 +12,13 @@ It keeps connections alive (HTTP/1.1), so a client left open shows as an unclose
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from vsb.validation.sim_judge import serve_json
 
 Answerer = Callable[[list[str]], str]
 
@@ -60,31 +60,7 @@ class JudgeHttpServer:
         self.attempts = 0
         self.paths: list[str] = []
         self._lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # keep-alive, as real servers: clients must close
-
-            def log_message(self, *args: Any) -> None:  # quiet
-                pass
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                status, reply = server.handle(self.path, body)
-                data = json.dumps(reply).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                if status == 429:
-                    self.send_header("retry-after", "0")
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
+        self.httpd = serve_json(self.handle, keep_alive=True)
 
     @property
     def root(self) -> str:

@@ -23,6 +23,7 @@ import re
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Protocol, Self
@@ -175,6 +176,41 @@ class Answerer(Protocol):
     def pair_answers(self, first: bytes, second: bytes, questions: list[str]) -> list[str]: ...
 
 
+def serve_json(
+    handle: Callable[[str, dict[str, Any]], tuple[int, dict[str, Any]]],
+    *,
+    keep_alive: bool = False,
+) -> ThreadingHTTPServer:
+    """A JSON-over-HTTP server on 127.0.0.1 (a free port) in a daemon thread: each POST's
+    body goes to ``handle(path, body)``, whose ``(status, reply)`` is sent back as JSON (a 429
+    with ``Retry-After: 0``). ``keep_alive``: HTTP/1.1, so clients must close their
+    connections, as with real servers. Stop it with ``shutdown()`` and ``server_close()``."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
+        def log_message(self, *args: Any) -> None:  # quiet
+            pass
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            status, reply = handle(self.path, body)
+            data = json.dumps(reply).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            if status == 429:
+                self.send_header("retry-after", "0")
+            self.end_headers()
+            self.wfile.write(data)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
+
+
 class JudgeServer:
     """An ``Answerer`` behind ``POST /v1/chat/completions`` on 127.0.0.1 (a daemon thread):
     the OpenAI chat-completions wire format, one answer per numbered question.
@@ -191,29 +227,7 @@ class JudgeServer:
         self.attempts = 0
         self.bodies: list[dict[str, Any]] = []
         self._lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:  # quiet
-                pass
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                status, reply = server.handle(self.path, body)
-                data = json.dumps(reply).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                if status == 429:
-                    self.send_header("retry-after", "0")
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
+        self.httpd = serve_json(self.handle)
 
     @property
     def url(self) -> str:

@@ -1,11 +1,13 @@
-"""A tiny name -> object registry used for conditions, adapters, evaluators and simulators."""
+"""A tiny name -> object registry used for conditions, adapters, evaluators and simulators, and
+the entry-point scan both plug-in registries share (``plugin_entries``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
+from importlib.metadata import entry_points
 from typing import Generic, TypeVar
 
-from vsb.errors import UnknownNameError
+from vsb.errors import InputError, UnknownNameError
 
 T = TypeVar("T")
 
@@ -51,3 +53,24 @@ class Registry(Generic[T]):
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+def plugin_entries(group: str, builtin: Collection[str], kind: str) -> dict[str, tuple[str, str]]:
+    """The entry points of ``group`` of the installed distributions: name -> (``module:attr``,
+    ``"plug-in DIST"``). A plug-in may not take a built-in name, and two plug-ins may not
+    declare one name with different targets: either is an ``InputError`` naming the plug-in."""
+    found: dict[str, tuple[str, str]] = {}
+    for ep in entry_points(group=group):
+        source = f"plug-in {ep.dist.name if ep.dist is not None else '?'}"
+        if ep.name in builtin:
+            raise InputError(
+                f"{source}: entry point {ep.name!r} (group {group}) names {kind} vsb already "
+                "has; give it another name"
+            )
+        if ep.name in found and found[ep.name][0] != ep.value:
+            raise InputError(
+                f"{source}: entry point {ep.name!r} (group {group}) is also declared by "
+                f"{found[ep.name][1]}"
+            )
+        found.setdefault(ep.name, (ep.value, source))
+    return found

@@ -178,3 +178,21 @@ def test_two_plugins_with_one_model_name(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.syspath_prepend(str(other))
     with pytest.raises(InputError, match=f"entry point '{MODEL}' .* is also declared by plug-in"):
         registry.get_adapter(MODEL)
+
+
+def test_plugin_evaluator_cannot_take_a_builtin_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plug-in evaluator named like a built-in used to be silently ignored (the built-in ran
+    under the plug-in's name); it is refused with one line naming the plug-in, as for models."""
+    from vsb.evaluators import registry as evaluators
+
+    folder = write_plugin(
+        tmp_path, entry_points=f"[vsb.evaluators]\nrules = {PACKAGE}.evaluator:DemoPresence\n"
+    )
+    monkeypatch.syspath_prepend(str(folder))
+    with pytest.raises(InputError, match=f"plug-in {DIST}: entry point 'rules' .* an evaluator"):
+        evaluators.evaluator_names()
+    done = vsb(tmp_path, "evaluate", str(tmp_path / "nothing"), plugin=folder)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert f"plug-in {DIST}: entry point 'rules'" in done.stderr

@@ -22,11 +22,12 @@ import functools
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint
 from typing import Any, TypeVar
 
 from vsb.adapters.base import ImageModelAdapter
 from vsb.errors import InputError, UnknownNameError
+from vsb.registry import plugin_entries
 
 AdapterFactory = Callable[..., ImageModelAdapter]
 F = TypeVar("F", bound=AdapterFactory)
@@ -122,22 +123,8 @@ def register_adapter(name: str) -> Callable[[F], F]:
 def _plugins(path: tuple[str, ...]) -> dict[str, AdapterEntry]:
     """The ``vsb.adapters`` entry points of the distributions on ``path`` (sys.path)."""
     del path  # the cache key: a distribution added to sys.path is seen at once
-    found: dict[str, AdapterEntry] = {}
-    for ep in entry_points(group=GROUP):
-        dist = ep.dist.name if ep.dist is not None else "?"
-        source = f"plug-in {dist}"
-        if ep.name in BUILTIN:
-            raise InputError(
-                f"{source}: entry point {ep.name!r} (group {GROUP}) names a model vsb already "
-                "has; give it another name"
-            )
-        if ep.name in found and found[ep.name].target != ep.value:
-            raise InputError(
-                f"{source}: entry point {ep.name!r} (group {GROUP}) is also declared by "
-                f"{found[ep.name].source}"
-            )
-        found.setdefault(ep.name, AdapterEntry(ep.name, ep.value, source))
-    return found
+    found = plugin_entries(GROUP, BUILTIN, "a model")
+    return {n: AdapterEntry(n, t, src) for n, (t, src) in found.items()}
 
 
 def _entries() -> dict[str, AdapterEntry | AdapterFactory]:

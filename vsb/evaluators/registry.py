@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import sys
 from functools import lru_cache
-from importlib.metadata import entry_points
 from typing import Any, Literal
 
 from vsb.errors import InputError, UnknownNameError
@@ -32,6 +31,7 @@ from vsb.evaluators.interface import (
     Frame,
     info_of,
 )
+from vsb.registry import plugin_entries
 
 __all__ = [
     "BUILTINS", "DEFAULT_EVALUATORS", "ENTRY_POINT_GROUP", "Evaluator", "EvaluatorInfo",
@@ -59,14 +59,14 @@ _INFO: dict[str, EvaluatorInfo] = {}
 @lru_cache(maxsize=8)
 def _plugins(_path: tuple[str, ...]) -> dict[str, str]:
     """name -> "module:Class" of the installed plug-ins (rescanned when sys.path changes)."""
-    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    found = plugin_entries(ENTRY_POINT_GROUP, BUILTINS, "an evaluator")
+    return {name: target for name, (target, _) in found.items()}
 
 
 def _targets() -> dict[str, str]:
     plugins = _plugins(tuple(sys.path))
     found = {**BUILTINS}
-    for name, target in plugins.items():
-        found.setdefault(name, target)  # a plug-in never shadows a built-in
+    found.update(plugins)  # plugin_entries refused any that would shadow a built-in
     return found
 
 

@@ -7,6 +7,7 @@ one-question replies, and what the ledger shows. Each runs against a real HTTP s
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import sqlite3
@@ -393,3 +394,27 @@ def test_ledger_is_not_cut_when_piped(
     monkeypatch.setenv("COLUMNS", "400")
     out = _ledger_text(tmp_path, capsys)
     assert long in out and "$1.2500" in out
+
+
+def test_judge_cache_in_a_forked_worker_opens_its_own_connection(tmp_path: Path) -> None:
+    """A fork pool worker used to inherit the parent's SQLite connection of the judge cache
+    (one per thread, no pid check): two processes writing through one connection. The child
+    now opens its own, and what it stores is seen by the parent."""
+    cache = JudgeCache(tmp_path / "c")
+    cache.put("k0", "m", JudgeReply("parent", 1, 1))
+    parent_conn = cache._db()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report whether it got the parent's connection, then store
+        os.close(read)
+        same = cache._db() is parent_conn
+        cache.put("k1", "m", JudgeReply("child", 2, 2))
+        os.write(write, b"same" if same else b"own")
+        os._exit(0)
+    os.close(write)
+    _, status = os.waitpid(pid, 0)
+    assert os.read(read, 16) == b"own" and os.waitstatus_to_exitcode(status) == 0
+    os.close(read)
+    hit = cache.lookup("k1")
+    assert hit is not None and hit.text == "child"
+    assert cache._db() is parent_conn

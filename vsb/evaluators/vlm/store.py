@@ -16,7 +16,6 @@ not listed has an unknown price, reported as unknown, never as zero.
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from pathlib import Path
 from vsb.errors import CacheError
 from vsb.evaluators.vlm.transports import JudgeReply
 from vsb.fsio import canonical_json, sha256_hex
+from vsb.store.conns import ThreadConnections
 from vsb.store.ledger import read_pricing
 
 DEFAULT_PRICING = Path(__file__).resolve().parents[3] / "config" / "pricing.json"
@@ -45,11 +45,12 @@ def call_key(
 
 
 class JudgeCache:
-    """Replies by call key, in SQLite; one connection per thread."""
+    """Replies by call key, in SQLite; one connection per process and thread (a forked pool
+    worker opens its own rather than sharing its parent's)."""
 
     def __init__(self, root: str | Path) -> None:
         self.path = Path(root) / CACHE_NAME
-        self._local = threading.local()
+        self._conns = ThreadConnections(self._connect)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self._db() as db:
@@ -58,15 +59,19 @@ class JudgeCache:
         except (OSError, sqlite3.Error) as err:
             raise CacheError(f"cannot open the judge cache: {err}", file=self.path) from None
 
-    def _db(self) -> sqlite3.Connection:
-        db: sqlite3.Connection | None = getattr(self._local, "db", None)
-        if db is None:
-            db = sqlite3.connect(self.path, timeout=60.0)
-            # WAL + NORMAL: a commit survives a crash of vsb (not a power cut) without an
-            # fsync per answer, which would cap concurrent judging.
-            db.execute("PRAGMA synchronous=NORMAL")
-            self._local.db = db
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=60.0)
+        # WAL + NORMAL: a commit survives a crash of vsb (not a power cut) without an fsync
+        # per answer, which would cap concurrent judging.
+        db.execute("PRAGMA synchronous=NORMAL")
         return db
+
+    def _db(self) -> sqlite3.Connection:
+        return self._conns.get()
+
+    def close(self) -> None:
+        """Close this process's connections (a later call reopens one)."""
+        self._conns.close()
 
     def lookup(self, key: str) -> JudgeReply | None:
         """The cached reply, or None."""

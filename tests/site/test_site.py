@@ -4,6 +4,7 @@ escaped, builds are deterministic."""
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 import urllib.request
 from html.parser import HTMLParser
@@ -180,3 +181,21 @@ def test_serve_and_cli(
 def test_serve_needs_a_site(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="not a built site"):
         make_server(tmp_path, 0)
+
+
+def test_judge_page_says_which_frames_validation_left_out(
+    synth_release: Path, synth_site: Path, tmp_path: Path
+) -> None:
+    """judge.json counts the frames of models without an oracle that validation leaves out; the
+    judge page used to drop that count, so a reader could not tell the figures cover less."""
+    release = tmp_path / "release"
+    shutil.copytree(synth_release, release)
+    path = release / "validation" / "judge.json"
+    judge = json.loads(path.read_text())
+    judge.update(n_frames_without_oracle=42, models_without_oracle=["stored", "demo-painter"])
+    path.write_text(json.dumps(judge))
+    build_site(release, tmp_path / "site")
+    text = " ".join((tmp_path / "site" / "judge.html").read_text().split())
+    assert "42 frames of models without an oracle" in text
+    assert "(stored, demo-painter)" in text
+    assert "without an oracle" not in (synth_site / "judge.html").read_text()  # none left out

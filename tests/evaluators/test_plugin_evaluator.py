@@ -91,12 +91,15 @@ def test_an_unknown_evaluator_lists_the_plug_ins_too(plugin: Path) -> None:
 def test_a_plug_in_never_shadows_a_built_in(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A plug-in named like a built-in is refused with one line naming it (it used to be
+    ignored silently, so the built-in ran under the plug-in's name)."""
     info = tmp_path / "evil-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: evil\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text("[vsb.evaluators]\nrules = evil:Rules\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    assert registry.evaluator_info("rules").target == registry.BUILTINS["rules"]
+    with pytest.raises(InputError, match="plug-in evil: entry point 'rules'"):
+        registry.evaluator_info("rules")
 
 
 def test_the_registry_imports_none_of_its_evaluators() -> None:

@@ -216,6 +216,7 @@ def test_no_folder_with_more_than_14_modules() -> None:
 #: longest matching prefix names a module's layer). ARCHITECTURE.md draws the same picture.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("vsb", "vsb.errors", "vsb.fsio", "vsb.registry"),
+    ("vsb.tables",),  # the evaluation tables on disk (Parquet; older runs' JSON lines)
     ("vsb.story", "vsb.state"),
     ("vsb.generator", "vsb.conditions"),
     ("vsb.render",),

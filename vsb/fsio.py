@@ -287,10 +287,13 @@ def iter_jsonl(
 
 class UniqueKeys:
     """Refuses a second row with the same key in one file: ``add(key, line)`` raises
-    ``InputError`` naming the key (``fields`` name its parts), the file and both lines."""
+    ``InputError`` naming the key (``fields`` name its parts), the file and both lines
+    (``unit``: what the numbers count, "line" of a JSON-lines file or "row" of a table)."""
 
-    def __init__(self, path: str | Path, fields: tuple[str, ...], what: str = "row") -> None:
-        self.path, self.fields, self.what = path, fields, what
+    def __init__(
+        self, path: str | Path, fields: tuple[str, ...], what: str = "row", unit: str = "line"
+    ) -> None:
+        self.path, self.fields, self.what, self.unit = path, fields, what, unit
         self.first: dict[tuple[Any, ...], int] = {}
 
     def add(self, key: tuple[Any, ...], line: int) -> None:
@@ -299,10 +302,10 @@ class UniqueKeys:
         if first != line:
             shown = ", ".join(f"{f} {v!r}" for f, v in zip(self.fields, key, strict=True))
             raise InputError(
-                f"duplicate {self.what} ({shown}): the same key as line {first}; each key "
-                "must appear once",
+                f"duplicate {self.what} ({shown}): the same key as {self.unit} {first}; each "
+                "key must appear once",
                 file=self.path,
-                location=f"line {line}",
+                location=f"{self.unit} {line}",
             )
 
 
@@ -346,6 +349,24 @@ def csv_text(
     if "\r" in text or _CELL_START.search("\n" + text):  # a cell may need care: the slow way
         text = _write(header, table, escape=True)
     return text
+
+
+def csv_columns_text(header: Sequence[str], columns: Sequence[Sequence[Any]]) -> str:
+    """``csv_text`` of a table given column by column (one sequence per header name), with
+    the same cells and bytes; each distinct text value goes through ``csv_cell`` once, so a
+    large table with few distinct values is written at the csv module's speed."""
+    safe: list[Sequence[Any]] = []
+    for col in columns:
+        distinct = set(col)
+        if any(isinstance(v, str) and "\r" in v for v in distinct):
+            return csv_text(header, zip(*columns, strict=True))  # the careful way
+        changed = {v: c for v in distinct if isinstance(v, str) and (c := csv_cell(v)) is not v}
+        safe.append([changed.get(v, v) for v in col] if changed else col)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow([csv_cell(h) for h in header])
+    w.writerows(zip(*safe, strict=True))
+    return buf.getvalue()
 
 
 def _write(header: Sequence[str], rows: list[Any], *, escape: bool) -> str:

@@ -1,8 +1,9 @@
 """``vsb evaluate``: run evaluators over a run directory (all of it, or some models/conditions).
 
 Reads ``RUN/manifest.json``, ``RUN/records.jsonl``, ``RUN/images/…`` and ``RUN/suite/``
-(docs/CONTRACTS.md) and writes ``RUN/evaluations/requirements.{jsonl,csv}``,
-``RUN/evaluations/signals.{jsonl,csv}`` and ``RUN/evaluations/manifest.json`` atomically.
+(docs/CONTRACTS.md) and writes ``RUN/evaluations/requirements.parquet``,
+``RUN/evaluations/signals.parquet`` (through ``vsb.tables``) and
+``RUN/evaluations/manifest.json`` atomically.
 
 The evaluator is an axis of the rows: evaluating some evaluators (and some models and
 conditions) replaces exactly those rows and keeps every other evaluator's, so the rule
@@ -37,9 +38,17 @@ from vsb.evaluators.interface import (
 )
 from vsb.evaluators.machinery import JudgeSummary, run_evaluators, unreadable_images, without
 from vsb.evaluators.registry import DEFAULT_EVALUATORS, evaluator_info, get_evaluator
-from vsb.fsio import UniqueKeys, atomic_write_json, atomic_write_text, csv_text, iter_jsonl
+from vsb.fsio import UniqueKeys, atomic_write_json, atomic_write_text, iter_jsonl
 from vsb.story.io import load_suite
 from vsb.story.models import Story
+from vsb.tables import (
+    iter_rows,
+    requirements_file,
+    signals_file,
+    unit,
+    write_requirements,
+    write_signals,
+)
 
 if TYPE_CHECKING:
     from vsb.evaluators.embed.signals import EmbedOptions, EmbedSummary
@@ -49,14 +58,6 @@ if TYPE_CHECKING:
 EVALUATIONS_FORMAT_VERSION = "2.0"
 ProgressFn = Callable[[int, int], None]
 
-REQUIREMENT_COLUMNS: tuple[str, ...] = (
-    "model", "condition", "story_id", "scene", "req_id", "dimension", "taxonomy", "source",
-    "subject", "attribute", "expected", "observed", "passed", "failure", "evaluator",
-    "verdict", "judge_model",
-)  # fmt: skip
-SIGNAL_COLUMNS: tuple[str, ...] = (
-    "model", "condition", "story_id", "scene", "signal", "value", "evaluator",
-)  # fmt: skip
 TRANSCRIPT_FILE = "judge_calls.jsonl"
 #: The evaluator ``--judge`` selects when no evaluator is named.
 DEFAULT_JUDGE = "vlm"
@@ -151,10 +152,6 @@ def _images(*tables: Sequence[dict[str, Any]]) -> int:
     return len(seen)
 
 
-def _csv(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
-    return csv_text(columns, rows)
-
-
 def resolve_evaluators(
     evaluators: Sequence[str] | None, judge: VlmTransport | None
 ) -> tuple[str, ...]:
@@ -232,8 +229,14 @@ def plan_judge(
 
 
 def _existing(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """(line, row) of an earlier evaluation's file ([] when there is none)."""
+    """(line, row) of an earlier evaluation's JSON-lines file ([] when there is none)."""
     return list(iter_jsonl(path)) if path.is_file() else []
+
+
+def _existing_table(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line or row, row) of an earlier evaluation's table, Parquet or JSON lines ([] when
+    there is none)."""
+    return list(iter_rows(path)) if path.is_file() else []
 
 
 #: The fields that identify a requirement row / a signal row of an evaluation (each key
@@ -268,7 +271,7 @@ def _merge(
         if not (_row_evaluator(r) in names and (r.get("model"), r.get("condition")) in cells)
     ]  # fmt: skip
     if key is not None:
-        unique = UniqueKeys(path, key, "row")
+        unique = UniqueKeys(path, key, "row", unit(path))
         for n, r in kept:
             unique.add(tuple(_key_value(r, f) for f in key), n)
     return [r for _, r in kept] + new
@@ -280,6 +283,17 @@ def _key_value(row: dict[str, Any], name: str) -> Any:
     if name == "judge_model":
         return str(row.get("judge_model") or "")
     return row.get(name)
+
+
+#: The files an evaluation wrote before the tables were Parquet (replaced when it rewrites them).
+LEGACY_FILES = ("requirements.jsonl", "requirements.csv", "signals.jsonl", "signals.csv")
+
+
+def _drop_legacy(out_dir: Path) -> None:
+    """Remove the JSON-lines and CSV tables of an older evaluation, now carried into the
+    Parquet files (two copies of the rows could disagree)."""
+    for name in LEGACY_FILES:
+        (out_dir / name).unlink(missing_ok=True)
 
 
 def _warnings(
@@ -370,13 +384,12 @@ def _evaluate_run(
     done = run_evaluators(chosen, view, options)
     req_rows, sig_rows = done.out.requirements, done.out.signals
     out_dir = view.root / "evaluations"
-    req_file, sig_file = out_dir / "requirements.jsonl", out_dir / "signals.jsonl"
-    all_req = _merge(_existing(req_file), req_rows, names, cells, req_file, REQUIREMENT_KEY)
-    all_sig = _merge(_existing(sig_file), sig_rows, names, cells, sig_file, SIGNAL_KEY)
-    atomic_write_text(out_dir / "requirements.jsonl", _jsonl(all_req))
-    atomic_write_text(out_dir / "requirements.csv", _csv(all_req, REQUIREMENT_COLUMNS))
-    atomic_write_text(out_dir / "signals.jsonl", _jsonl(all_sig))
-    atomic_write_text(out_dir / "signals.csv", _csv(all_sig, SIGNAL_COLUMNS))
+    req_file, sig_file = requirements_file(view.root), signals_file(view.root)
+    all_req = _merge(_existing_table(req_file), req_rows, names, cells, req_file, REQUIREMENT_KEY)
+    all_sig = _merge(_existing_table(sig_file), sig_rows, names, cells, sig_file, SIGNAL_KEY)
+    write_requirements(out_dir / "requirements.parquet", all_req)
+    write_signals(out_dir / "signals.parquet", all_sig)
+    _drop_legacy(out_dir)
     summary = done.judge
     if summary is not None:
         path = out_dir / TRANSCRIPT_FILE

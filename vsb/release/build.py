@@ -249,12 +249,13 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
     _timed(prog, result, "assemble", do_assemble, None)
 
     cached_stages = (
-        ("evaluate", ["records.jsonl", "manifest.json", "suite/suite.json"], ("evaluators",),
+        ("evaluate", ["records.jsonl", "manifest.json", "suite/suite.json"],
+         ("evaluators", "tables"),
          lambda: st.evaluate(rel_dir, config.workers, prog, config, root)),
-        ("score", list(st.EVALUATION_INPUTS), ("scores",),
+        ("score", list(st.EVALUATION_INPUTS), ("scores", "tables"),
          lambda: st.score(rel_dir, prog, config.name)),
         ("validate", [*st.EVALUATION_INPUTS, "oracle/faults.jsonl"],
-         ("validation", "evaluators"),
+         ("validation", "evaluators", "tables"),
          lambda: st.validate(rel_dir, prog, config.name, root / "scratch")),
     )  # fmt: skip
     judging = [config.evaluators, config.judge, config.base_url, config.judge_batch]
@@ -273,7 +274,14 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
     def paraphrase() -> bool:
         inputs = [*st.EVALUATION_INPUTS, "suite/suite.json"]
         code = source_hash(
-            "scores", "evaluators", "adapters", "generator", "runner", "conditions", "story"
+            "scores",
+            "evaluators",
+            "adapters",
+            "generator",
+            "runner",
+            "conditions",
+            "story",
+            "tables",
         )
         fp = sha256_hex(canonical_json([_files_hash(rel_dir, inputs), code, models, conditions]))
         if ledger.fresh("paraphrase", fp, rel_dir):
@@ -299,7 +307,9 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
 
     def site() -> bool:
         assert result.manifest is not None
-        fp = sha256_hex(canonical_json([result.manifest.root_hash, source_hash("site", "human")]))
+        fp = sha256_hex(
+            canonical_json([result.manifest.root_hash, source_hash("site", "human", "tables")])
+        )
         if ledger.fresh("site", fp, site_dir):
             return False
         ledger.forget("site")

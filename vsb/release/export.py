@@ -29,6 +29,7 @@ from typing import Any
 from vsb.errors import InputError
 from vsb.fsio import _umask, iter_jsonl, load_json
 from vsb.release.manifest import COVERAGE, Manifest, verify_or_raise
+from vsb.tables import iter_rows, requirements_file, signals_file
 
 FORMATS = ("hf",)
 #: Config name -> what its rows are (the dataset card's table), in card order.
@@ -177,13 +178,9 @@ def export_release(release_dir: str | Path, out: str | Path, fmt: str = "hf") ->
          "error": r.get("error"), "refused": bool(r.get("refused"))}
         for r in records
     ]  # fmt: skip
-    ev = release / "evaluations"
-    verdicts = _with_image((r for _, r in iter_jsonl(ev / "requirements.jsonl")), paths)
-    signals = (
-        _with_image((r for _, r in iter_jsonl(ev / "signals.jsonl")), paths)
-        if (ev / "signals.jsonl").is_file()
-        else []
-    )
+    verdicts = _with_image((r for _, r in iter_rows(requirements_file(release))), paths)
+    sig_file = signals_file(release)
+    signals = _with_image((r for _, r in iter_rows(sig_file)), paths) if sig_file.is_file() else []
     import pandas as pd
 
     tables: dict[str, Any] = {

@@ -11,10 +11,11 @@ from vsb.release.config import BuildConfig, Progress
 if TYPE_CHECKING:
     from vsb.run.runner import RunResult
 
-#: What scoring and validation read from a release.
+#: What scoring and validation read from a release (``vsb.tables``: the tables an evaluation
+#: writes; a release built before them held ``.jsonl`` files, which only make the stages stale).
 EVALUATION_INPUTS: tuple[str, ...] = (
-    "evaluations/requirements.jsonl",
-    "evaluations/signals.jsonl",
+    "evaluations/requirements.parquet",
+    "evaluations/signals.parquet",
 )
 
 

@@ -30,7 +30,6 @@ from vsb.scores.horizon import StoryInfo
 from vsb.scores.inputs import (
     DEFAULT_EVALUATOR,
     NOT_APPLICABLE,
-    REQUIREMENTS_FILE,
     RequirementRows,
     load_requirements,
     load_signals,
@@ -43,6 +42,7 @@ from vsb.scores.signals import SignalScore, signal_scores
 from vsb.scores.stats.judge_swap import judge_swap
 from vsb.scores.table import CONDITION_ORDER, StoryTable, build_story_table, ordered_names
 from vsb.story.models import DIMENSIONS
+from vsb.tables import requirements_file
 
 __all__ = [
     "DEFAULT_DRAWS",
@@ -263,7 +263,7 @@ def run_identity(run_dir: Path, release: str | None = None) -> RunIdentity:
         suite_sha256=manifest.get("suite_sha256"),
         run_seed=int(seed) if isinstance(seed, int) else None,
         prompt_style=manifest.get("prompt_style"),
-        requirements_sha256=sha256_file(run_dir / REQUIREMENTS_FILE),
+        requirements_sha256=sha256_file(requirements_file(run_dir)),
     )
 
 

@@ -1,4 +1,5 @@
-"""Reading a run's evaluation tables (``RUN/evaluations/*.jsonl``) into column lists.
+"""Reading a run's evaluation tables (``RUN/evaluations/``, through ``vsb.tables``) into
+column lists.
 
 Only the columns scoring and validation need are kept; every row is checked for them and a
 bad row raises ``InputError`` naming the file and line. So does a second row with the key of
@@ -17,11 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from vsb.errors import InputError, RunError
-from vsb.fsio import UniqueKeys, iter_jsonl, load_json
+from vsb.fsio import UniqueKeys, load_json
 from vsb.story.models import DIMENSIONS
-
-REQUIREMENTS_FILE = "evaluations/requirements.jsonl"
-SIGNALS_FILE = "evaluations/signals.jsonl"
+from vsb.tables import iter_rows, requirements_file, signals_file, unit, where
 
 
 @dataclass
@@ -166,47 +165,52 @@ def require_run_dir(run_dir: str | Path) -> Path:
 def _check_keys(obj: dict[str, Any], keys: tuple[str, ...], path: Path, n: int) -> None:
     missing = [k for k in keys if k not in obj]
     if missing:
-        raise InputError(f"missing field(s) {', '.join(missing)}", file=path, location=f"line {n}")
+        raise InputError(
+            f"missing field(s) {', '.join(missing)}", file=path, location=where(path, n)
+        )
 
 
 def load_requirements(run_dir: str | Path) -> RequirementRows:
-    """Read ``RUN/evaluations/requirements.jsonl``; ``RunError`` if absent or empty."""
+    """Read ``RUN/evaluations/requirements.parquet`` (or an older run's ``.jsonl``);
+    ``RunError`` if absent or empty."""
     root = require_run_dir(run_dir)
-    path = root / REQUIREMENTS_FILE
+    path = requirements_file(root)
     if not path.is_file():
         raise RunError("run has no evaluations (run `vsb evaluate` first)", file=path)
     rows = RequirementRows()
     dims = set(DIMENSIONS)
     req_ids: list[Any] = []
     lines: list[int] = []
-    for n, obj in iter_jsonl(path):
+    for n, obj in iter_rows(path):
         _check_keys(obj, _REQ_KEYS, path, n)
         req_ids.append(obj.get("req_id"))
         lines.append(n)
         if obj["dimension"] not in dims:
             raise InputError(
-                f"unknown dimension {obj['dimension']!r}", file=path, location=f"line {n}"
+                f"unknown dimension {obj['dimension']!r}", file=path, location=where(path, n)
             )
         if obj["source"] not in ("prompt", "memory"):
-            raise InputError(f"unknown source {obj['source']!r}", file=path, location=f"line {n}")
+            raise InputError(
+                f"unknown source {obj['source']!r}", file=path, location=where(path, n)
+            )
         if not isinstance(obj["passed"], bool):
-            raise InputError("'passed' must be true or false", file=path, location=f"line {n}")
+            raise InputError("'passed' must be true or false", file=path, location=where(path, n))
         verdict = row_verdict(obj)
         if verdict not in VERDICTS:
             raise InputError(
                 f"unknown verdict {verdict!r} (expected one of {', '.join(VERDICTS)})",
                 file=path,
-                location=f"line {n}",
+                location=where(path, n),
             )
         if obj["passed"] != (verdict == "passed"):
             raise InputError(
                 f"'passed' must be true exactly when verdict is 'passed' (verdict {verdict!r})",
                 file=path,
-                location=f"line {n}",
+                location=where(path, n),
             )
         rows.append(obj)
     if not len(rows):
-        raise RunError("run has no evaluations (requirements.jsonl is empty)", file=path)
+        raise RunError(f"run has no evaluations ({path.name} is empty)", file=path)
     _refuse_duplicates(rows, req_ids, lines, path)
     return rows
 
@@ -220,7 +224,7 @@ def _refuse_duplicates(
             rows.judge_model)  # fmt: skip
     if len(set(map(hash, zip(*cols, strict=True)))) == len(rows):
         return  # (equal hashes of unequal keys only send the check the slow way)
-    unique = UniqueKeys(path, REQUIREMENT_KEY, "requirement row")
+    unique = UniqueKeys(path, REQUIREMENT_KEY, "requirement row", unit(path))
     for i, key in enumerate(zip(*cols, strict=True)):
         if key[4] is None:  # no req_id (older rows): told apart by what it checks
             key = (*key[:4], f"{rows.subject[i]}.{rows.attribute[i]}.{rows.dimension[i]}",
@@ -229,14 +233,15 @@ def _refuse_duplicates(
 
 
 def load_signals(run_dir: str | Path) -> SignalRows:
-    """Read ``RUN/evaluations/signals.jsonl`` (empty columns if the file is absent)."""
-    path = require_run_dir(run_dir) / SIGNALS_FILE
+    """Read ``RUN/evaluations/signals.parquet`` (or an older run's ``.jsonl``; empty columns
+    if there is neither)."""
+    path = signals_file(require_run_dir(run_dir))
     rows = SignalRows()
     if not path.is_file():
         return rows
-    unique = UniqueKeys(path, SIGNAL_KEY, "signal row")
+    unique = UniqueKeys(path, SIGNAL_KEY, "signal row", unit(path))
     first = unique.first
-    for n, obj in iter_jsonl(path):
+    for n, obj in iter_rows(path):
         _check_keys(obj, _SIG_KEYS, path, n)
         key = signal_key(obj)
         if first.setdefault(key, n) != n:
@@ -245,7 +250,7 @@ def load_signals(run_dir: str | Path) -> SignalRows:
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise InputError("'value' must be a number", file=path, location=f"line {n}")
+            raise InputError("'value' must be a number", file=path, location=where(path, n))
         rows.model.append(obj["model"])
         rows.condition.append(obj["condition"])
         rows.story_id.append(obj["story_id"])

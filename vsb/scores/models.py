@@ -254,7 +254,10 @@ class RunIdentity(BaseModel):
     suite_sha256: str | None = None
     run_seed: int | None = None
     prompt_style: str | None = None
-    requirements_sha256: str = Field(description="SHA-256 of evaluations/requirements.jsonl.")
+    requirements_sha256: str = Field(
+        description="SHA-256 of the run's requirements table (evaluations/requirements.parquet; "
+        "requirements.jsonl in older runs)."
+    )
 
 
 class ScoresReport(BaseModel):

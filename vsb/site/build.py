@@ -45,6 +45,7 @@ from vsb.site.data import SiteData, load_site_data, model_slug, scores_view
 from vsb.site.downloads import Download, write_requirements, write_tables
 from vsb.site.methodology import methodology_text, release_facts, render_methodology
 from vsb.story.models import DIMENSION_LABELS
+from vsb.tables import requirements_file
 
 #: Marker file: a directory holding it was written by ``build_site`` and may be replaced.
 MARKER = ".vsb-site"
@@ -266,4 +267,4 @@ def _release_downloads(data: SiteData, out: Path) -> None:
             if f.is_file() and f.suffix in (".json", ".csv"):
                 (out / "data" / folder).mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(f, out / "data" / folder / f.name)
-    write_requirements(data.root / "evaluations" / "requirements.jsonl", out)
+    write_requirements(requirements_file(data.root), out)

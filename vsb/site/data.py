@@ -1,7 +1,8 @@
 """Everything the site shows, read from a frozen release's files (never typed in).
 
 A release directory holds ``MANIFEST.json`` (name, root hash), ``scores/scores.json``,
-``validation/judge.json`` (optional), ``evaluations/requirements.jsonl``, ``records.jsonl``
+``validation/judge.json`` (optional), ``evaluations/requirements.parquet`` (``.jsonl`` in
+older releases; ``vsb.tables`` reads either), ``records.jsonl``
 (image paths) and ``suite/`` (the stories). The sealed ``oracle/`` is never read here.
 """
 
@@ -23,17 +24,17 @@ from vsb.release.manifest import Manifest, load_manifest
 from vsb.scores.models import ScoresReport
 from vsb.story.io import load_suite
 from vsb.story.models import Story
+from vsb.tables import read_columns, requirements_file, unit, where
 from vsb.validation.models import JudgeReport
 from vsb.validation.reference import REFERENCE_FILE, ReferenceReport
 
 SCORES_FILE = "scores/scores.json"
 JUDGE_FILE = "validation/judge.json"
-REQUIREMENTS_FILE = "evaluations/requirements.jsonl"
 RECORDS_FILE = "records.jsonl"
 SUITE_DIR = "suite"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Check:
     """One evaluated (image, requirement): did it pass, and what was seen."""
 
@@ -116,28 +117,50 @@ def scores_view(scores: ScoresReport, evaluator: str) -> ScoresReport:
     )
 
 
+#: The requirement columns the site reads (no other column is loaded).
+_CHECK_COLUMNS = (
+    "evaluator", "verdict", "story_id", "condition", "scene", "model", "req_id", "judge_model",
+    "passed", "observed", "failure",
+)  # fmt: skip
+
+
 def _load_checks(path: Path, evaluator: str) -> tuple[Checks, dict[tuple[str, str], Counter[str]]]:
+    """The checks of one evaluator (not_applicable rows left out) and each (model, condition)'s
+    failure labels, from the release's requirements table. Read column by column: from
+    Parquet, equal text cells share one string and no row is built as a dict."""
     checks: Checks = defaultdict(lambda: defaultdict(dict))
     failures: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    cols = read_columns(path, _CHECK_COLUMNS)
+    ev, verdict = cols["evaluator"], cols["verdict"]
+    keep = [
+        i
+        for i, (e, v) in enumerate(zip(ev, verdict, strict=True))
+        if (e or "rules") == evaluator and v != "not_applicable"
+    ]
     intern = sys.intern
-    unique = UniqueKeys(path, ("model", "story_id", "condition", "scene", "req_id", "judge_model"))
-    for n, r in iter_jsonl(path):
-        if str(r.get("evaluator") or "rules") != evaluator or r.get("verdict") == "not_applicable":
-            continue
+    rows: list[tuple[Any, ...]] = []
+    for i in keep:
         try:
-            key = (intern(r["story_id"]), intern(r["condition"]), int(r["scene"]))
-            model, passed = intern(r["model"]), bool(r["passed"])
-            unique.add((model, *key, r["req_id"], str(r.get("judge_model") or "")), n)
-            failure = intern(str(r.get("failure") or ""))
-            checks[key][intern(r["req_id"])][model] = Check(
-                passed, intern(str(r.get("observed", ""))), failure
-            )
+            key = (intern(cols["story_id"][i]), intern(cols["condition"][i]), int(cols["scene"][i]))
+            model, req_id = intern(cols["model"][i]), intern(cols["req_id"][i])
         except (KeyError, TypeError, ValueError) as err:
             raise InputError(
-                f"bad requirement row: {err}", file=path, location=f"line {n}"
+                f"bad requirement row: {err}", file=path, location=where(path, i + 1)
             ) from err
+        rows.append((model, *key, req_id, str(cols["judge_model"][i] or "")))
+        passed = bool(cols["passed"][i])
+        observed = cols["observed"][i]
+        failure = intern(str(cols["failure"][i] or ""))
+        checks[key][req_id][model] = Check(
+            passed, intern(str(observed if observed is not None else "")), failure
+        )
         if not passed:
             failures[(model, key[1])][failure or "unlabelled"] += 1
+    if len(set(rows)) != len(rows):  # only a file with a duplicate is walked
+        fields = ("model", "story_id", "condition", "scene", "req_id", "judge_model")
+        unique = UniqueKeys(path, fields, unit=unit(path))
+        for i, row in zip(keep, rows, strict=True):
+            unique.add(row, i + 1)
     return checks, failures
 
 
@@ -160,7 +183,7 @@ def load_site_data(release_dir: str | Path) -> SiteData:
         cost = r.get("cost_usd")
         ok = isinstance(cost, int | float) and not isinstance(cost, bool)
         costs[str(r["model"])].append(float(cost) if ok and cost is not None else None)
-    req_path = root / REQUIREMENTS_FILE
+    req_path = requirements_file(root)
     if not req_path.is_file():
         raise ReleaseError("release is missing this file", file=req_path)
     full = scores

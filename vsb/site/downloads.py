@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,56 +92,31 @@ def write_tables(
 REQUIREMENT_FILES = ("data/requirements.csv", "data/requirements.parquet")
 
 
-def write_requirements(requirements_jsonl: Path, out: Path) -> tuple[str, ...]:
-    """Every evaluated (image, requirement) of the release as CSV and Parquet (pandas +
-    pyarrow), columns in the order of the release's evaluations/requirements.csv (the data
-    contract's); returns the site paths."""
-    import pandas as pd
+def write_requirements(table: Path, out: Path) -> tuple[str, ...]:
+    """Every evaluated (image, requirement) of the release as CSV and Parquet; ``table`` is
+    the release's requirements table (``vsb.tables.requirements_file``). The Parquet file is
+    the release's own (hard-linked where the filesystem allows; an older release's JSON lines
+    are converted), the CSV has its columns in the same order (the data contract's), text
+    cells escaped as in every CSV vsb writes. Returns the site paths."""
+    from vsb.tables import REQUIREMENT_COLUMNS, is_legacy, parquet_bytes, read_columns, read_table
 
-    from vsb.evaluators.evaluate import REQUIREMENT_COLUMNS
-    from vsb.fsio import iter_jsonl
-
-    rows = [obj for _, obj in iter_jsonl(requirements_jsonl)]
-    df = pd.DataFrame.from_records(rows)
-    order = [c for c in REQUIREMENT_COLUMNS if c in df.columns]
-    df = df[order + sorted(set(df.columns) - set(order))]
-    for col in df.columns:
-        if df[col].dtype == object:
-            _map_distinct(df, col, _cell)
     (out / DATA_DIR).mkdir(parents=True, exist_ok=True)
-    df.to_parquet(out / REQUIREMENT_FILES[1], index=False, engine="pyarrow")
-    # the CSV's text cells escaped as in every CSV vsb writes (the Parquet file keeps them)
-    for col in df.columns:
-        if pd.api.types.is_object_dtype(df[col]) or pd.api.types.is_string_dtype(df[col]):
-            _map_distinct(df, col, fsio.csv_cell)
-    df.to_csv(out / REQUIREMENT_FILES[0], index=False, lineterminator="\n")
+    parquet = out / REQUIREMENT_FILES[1]
+    if is_legacy(table):
+        rows = read_table(table)
+        order = [c for c in REQUIREMENT_COLUMNS if c in rows.column_names]
+        order += sorted(set(rows.column_names) - set(order))
+        fsio.atomic_write_bytes(parquet, parquet_bytes(rows.select(order)))
+    else:
+        fsio.link_or_copy(table, parquet)
+    order = _column_names(parquet)
+    cols = read_columns(parquet, order)
+    text = fsio.csv_columns_text(order, [cols.pop(c) for c in order])
+    fsio.atomic_write_text(out / REQUIREMENT_FILES[0], text)
     return REQUIREMENT_FILES
 
 
-def _map_distinct(df: Any, col: str, fn: Callable[[Any], Any]) -> None:
-    """``df[col] = df[col].map(fn)``, computing ``fn`` once per distinct value and leaving the
-    column as it is when ``fn`` changes none (most columns: a few hundred distinct values in
-    ~140k rows). Values that cannot be hashed (lists, objects) take the plain map."""
-    s = df[col]
-    try:
-        changed = {v: out for v in s.unique() if (out := fn(v)) is not v}
-    except TypeError:  # an unhashable cell
-        df[col] = s.map(fn)
-        return
-    if changed:
-        df[col] = s.map(lambda v: changed.get(v, v) if _hashable(v) else fn(v))
+def _column_names(parquet: Path) -> list[str]:
+    import pyarrow.parquet as pq
 
-
-def _hashable(v: Any) -> bool:
-    try:
-        hash(v)
-    except TypeError:
-        return False
-    return True
-
-
-def _cell(v: Any) -> Any:
-    """Nested values (lists, objects) as JSON text so every column has one type."""
-    if isinstance(v, dict | list):
-        return json.dumps(v, sort_keys=True, ensure_ascii=False)
-    return v
+    return list(pq.read_schema(parquet).names)

@@ -38,13 +38,13 @@ from pathlib import Path
 from vsb.errors import RunError, select_present
 from vsb.fsio import sha256_file
 from vsb.scores.inputs import (
-    REQUIREMENTS_FILE,
     RequirementRows,
     load_requirements,
     load_signals,
     release_name,
     require_run_dir,
 )
+from vsb.tables import requirements_file
 from vsb.validation.matching import (
     FAULTS_FILE,
     Fault,
@@ -279,7 +279,7 @@ def validate_run(
         run=JudgeIdentity(
             run_dir=root.resolve().name,
             release=release if release is not None else release_name(root),
-            requirements_sha256=sha256_file(root / REQUIREMENTS_FILE),
+            requirements_sha256=sha256_file(requirements_file(root)),
             faults_sha256=sha256_file(root / FAULTS_FILE),
         ),
         n_frames=len(all_frames),

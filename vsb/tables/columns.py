@@ -1,0 +1,50 @@
+"""The columns of the two large evaluation tables and their Arrow types.
+
+A requirement (verdict) row is one evaluated (image, requirement); a signal row one
+continuous measurement of an image. ``expected`` and ``observed`` hold JSON text. Every
+column is nullable: a row written before a column existed reads it as None (what the
+readers' defaults take, as for a key missing from an older JSON-lines row).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+#: The columns of RUN/evaluations/requirements.parquet, in file order.
+REQUIREMENT_COLUMNS: tuple[str, ...] = (
+    "model", "condition", "story_id", "scene", "req_id", "dimension", "taxonomy", "source",
+    "subject", "attribute", "expected", "observed", "passed", "failure", "evaluator",
+    "verdict", "judge_model",
+)  # fmt: skip
+#: The columns of RUN/evaluations/signals.parquet, in file order.
+SIGNAL_COLUMNS: tuple[str, ...] = (
+    "model", "condition", "story_id", "scene", "signal", "value", "evaluator",
+)  # fmt: skip
+#: The columns that are not text (every other column is a UTF-8 string).
+_NOT_TEXT = {"scene": "int64", "passed": "bool", "value": "float64"}
+#: Columns holding JSON text: a value that is not text yet (an older row) is written as JSON.
+JSON_COLUMNS = frozenset({"expected", "observed"})
+
+
+def column_type(name: str) -> pa.DataType:
+    """The Arrow type of a column of either table."""
+    import pyarrow as pa
+
+    kind = _NOT_TEXT.get(name)
+    if kind == "int64":
+        return pa.int64()
+    if kind == "bool":
+        return pa.bool_()
+    if kind == "float64":
+        return pa.float64()
+    return pa.string()
+
+
+def schema(columns: tuple[str, ...]) -> pa.Schema:
+    """The Arrow schema of a table with these columns (all nullable)."""
+    import pyarrow as pa
+
+    return pa.schema([pa.field(c, column_type(c)) for c in columns])

@@ -1,0 +1,239 @@
+"""Reading and writing the evaluation tables (RUN/evaluations/requirements and signals).
+
+A run holds each table once, as Parquet (``requirements.parquet``, ``signals.parquet``);
+runs evaluated before that hold JSON lines (``requirements.jsonl``, ``signals.jsonl``), and
+every reader here takes either (``requirements_file`` / ``signals_file`` name whichever a
+run holds). The Parquet files are written deterministically, so the same rows give the same
+bytes and a release's root hash is reproducible: rows in the order given, one fixed row-group
+size, zstd at a fixed level, dictionary-encoded columns, statistics, no Arrow schema blob
+and no timestamps (the footer's ``created_by`` names the pyarrow version that wrote it).
+
+pyarrow is imported inside the functions that need it (it costs ~0.2 s to import).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vsb.errors import InputError
+from vsb.fsio import atomic_write_bytes, iter_jsonl
+from vsb.tables.columns import JSON_COLUMNS, REQUIREMENT_COLUMNS, SIGNAL_COLUMNS, column_type
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+EVALUATIONS_DIR = "evaluations"
+#: Rows per Parquet row group (fixed, so the bytes do not depend on a library default).
+ROW_GROUP_ROWS = 65_536
+#: zstd level: 57 MB of JSON lines (142k rows) become ~0.3 MB; higher levels gain ~5 %.
+ZSTD_LEVEL = 3
+#: Rows per batch when a Parquet file is read row by row.
+_BATCH_ROWS = 16_384
+
+
+def _pick(run_dir: str | Path, name: str) -> Path:
+    folder = Path(run_dir) / EVALUATIONS_DIR
+    parquet, jsonl = folder / f"{name}.parquet", folder / f"{name}.jsonl"
+    return jsonl if jsonl.is_file() and not parquet.is_file() else parquet
+
+
+def requirements_file(run_dir: str | Path) -> Path:
+    """RUN/evaluations/requirements.parquet, or requirements.jsonl when an older run holds
+    only that; the Parquet path (absent) when the run has neither."""
+    return _pick(run_dir, "requirements")
+
+
+def signals_file(run_dir: str | Path) -> Path:
+    """RUN/evaluations/signals.parquet, or signals.jsonl when an older run holds only that;
+    the Parquet path (absent) when the run has neither."""
+    return _pick(run_dir, "signals")
+
+
+def is_legacy(path: Path) -> bool:
+    """Whether ``path`` is a JSON-lines table (written before Parquet)."""
+    return path.suffix == ".jsonl"
+
+
+def unit(path: Path) -> str:
+    """What ``iter_rows`` counts in ``path``: "line" (JSON lines) or "row" (Parquet)."""
+    return "line" if is_legacy(path) else "row"
+
+
+def where(path: Path, n: int) -> str:
+    """The error location of row ``n`` as ``iter_rows`` numbers it: "line n" or "row n"."""
+    return f"{unit(path)} {n}"
+
+
+def _open(path: Path) -> Any:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(path)
+    except FileNotFoundError:
+        raise
+    except (pa.ArrowException, OSError) as err:
+        raise InputError(f"not a readable Parquet file ({err})", file=path) from err
+    for field in pf.schema_arrow:
+        want = column_type(field.name)
+        got = field.type.value_type if pa.types.is_dictionary(field.type) else field.type
+        if got != want and not (pa.types.is_large_string(got) and pa.types.is_string(want)):
+            raise InputError(f"column {field.name!r} is {got}; expected {want}", file=path)
+    return pf
+
+
+def iter_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(n, row) for every row of a table file, as ``vsb.fsio.iter_jsonl`` yields them: ``n``
+    is the line (JSON lines) or the 1-based row (Parquet; every column present, null as
+    None). Streams: one batch of rows is held at a time."""
+    if is_legacy(path):
+        yield from iter_jsonl(path)
+        return
+    import pyarrow as pa
+
+    n = 0
+    try:
+        for batch in _open(path).iter_batches(batch_size=_BATCH_ROWS):
+            for row in batch.to_pylist():
+                n += 1
+                yield n, row
+    except pa.ArrowException as err:
+        raise InputError(
+            f"unreadable Parquet data ({err})", file=path, location=f"row {n + 1}"
+        ) from err
+
+
+def read_table(path: Path, columns: Sequence[str] | None = None) -> pa.Table:
+    """The table (or the named columns it has) as Arrow; text columns of a Parquet file come
+    dictionary-encoded (each distinct value held once)."""
+    import pyarrow as pa
+
+    if is_legacy(path):
+        rows = [row for _, row in iter_jsonl(path)]
+        names = (
+            list(columns)
+            if columns is not None
+            else list(dict.fromkeys(k for r in rows for k in r))
+        )
+        return to_arrow(rows, tuple(names), path)
+    pf = _open(path)
+    have = pf.schema_arrow.names
+    names = [c for c in (columns if columns is not None else have) if c in have]
+    text = [c for c in names if pa.types.is_string(column_type(c))]
+    try:
+        return pf.read(columns=names) if not text else _read_dict(path, names, text)
+    except pa.ArrowException as err:
+        raise InputError(f"unreadable Parquet data ({err})", file=path) from err
+
+
+def _read_dict(path: Path, names: list[str], text: list[str]) -> pa.Table:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path, columns=names, read_dictionary=text)
+
+
+def read_columns(path: Path, columns: Sequence[str]) -> dict[str, list[Any]]:
+    """The named columns as Python lists, one entry per row in file order (a column the file
+    lacks: all None). From Parquet no row is built and equal text cells share one str."""
+    if is_legacy(path):
+        out: dict[str, list[Any]] = {c: [] for c in columns}
+        for _, row in iter_jsonl(path):
+            for c in columns:
+                out[c].append(row.get(c))
+        return out
+    table = read_table(path, columns)
+    n = table.num_rows
+    return {
+        c: column_list(table.column(c)) if c in table.column_names else [None] * n for c in columns
+    }
+
+
+def column_list(column: pa.ChunkedArray) -> list[Any]:
+    """A column as a Python list; a dictionary-encoded one converts each distinct value once
+    (the list holds references to those, not a new object per cell)."""
+    import numpy as np
+    import pyarrow as pa
+
+    if not pa.types.is_dictionary(column.type):
+        return list(column.to_pylist())
+    out: list[Any] = []
+    for chunk in column.chunks:
+        values = np.empty(len(chunk.dictionary) + 1, dtype=object)
+        values[:-1] = chunk.dictionary.to_pylist()  # the last slot (None) stands for null
+        idx = chunk.indices.fill_null(len(chunk.dictionary)).to_numpy(zero_copy_only=False)
+        out.extend(values[idx].tolist())
+    return out
+
+
+def to_arrow(
+    rows: Iterable[dict[str, Any]], columns: tuple[str, ...], path: Path, *, strict: bool = True
+) -> pa.Table:
+    """Rows as an Arrow table with ``columns`` (typed as the tables' schema); a cell of the
+    wrong type, or (``strict``) a key outside them, raises ``InputError`` naming ``path``."""
+    import pyarrow as pa
+
+    rows = rows if isinstance(rows, list) else list(rows)
+    known = set(columns)
+    for i, row in enumerate(rows if strict else (), 1):
+        extra = row.keys() - known
+        if extra:
+            raise InputError(
+                f"unknown column(s) {', '.join(sorted(extra))} (known: {', '.join(columns)})",
+                file=path,
+                location=f"row {i}",
+            )
+    arrays = []
+    for c in columns:
+        cells = [r.get(c) for r in rows]
+        kind = column_type(c)
+        if c in JSON_COLUMNS:
+            cells = [v if v is None or isinstance(v, str) else _json_text(v) for v in cells]
+        elif kind == pa.string():  # nested values (older rows) as JSON text: one type a column
+            cells = [_json_text(v) if isinstance(v, dict | list) else v for v in cells]
+        try:
+            arrays.append(pa.array(cells, type=kind))
+        except (pa.ArrowException, OverflowError) as err:
+            raise InputError(f"column {c!r}: {err}", file=path) from err
+    return pa.Table.from_arrays(arrays, names=list(columns))
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    """The deterministic Parquet encoding of ``table`` (same table, same bytes)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = pa.BufferOutputStream()
+    pq.write_table(
+        table,
+        sink,
+        row_group_size=ROW_GROUP_ROWS,
+        version="2.6",
+        compression="zstd",
+        compression_level=ZSTD_LEVEL,
+        use_dictionary=True,
+        write_statistics=True,
+        store_schema=False,
+    )
+    return bytes(sink.getvalue())
+
+
+def write_rows(path: Path, rows: Iterable[dict[str, Any]], columns: tuple[str, ...]) -> None:
+    """Write rows as a Parquet table at ``path`` (temp file, then rename)."""
+    atomic_write_bytes(path, parquet_bytes(to_arrow(rows, columns, path)))
+
+
+def write_requirements(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    """Write requirement (verdict) rows, in the order given, as ``path`` (Parquet)."""
+    write_rows(path, rows, REQUIREMENT_COLUMNS)
+
+
+def write_signals(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    """Write signal rows, in the order given, as ``path`` (Parquet)."""
+    write_rows(path, rows, SIGNAL_COLUMNS)

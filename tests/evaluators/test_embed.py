@@ -24,14 +24,14 @@ from vsb.evaluators.registry import Frame, get_evaluator
 from vsb.generator.generate import write_suite
 from vsb.story.io import load_suite
 from vsb.story.models import Story
+from vsb.tables import iter_rows, write_signals
 
 MODELS = "procedural-drift-mid,procedural-amnesiac"
 SIGNALS = {"clip": ("clip_rr", "clip_text"), "dino": ("dino_first", "dino_prev")}
 
 
 def _signals(run: Path) -> list[dict[str, Any]]:
-    text = (run / "evaluations" / "signals.jsonl").read_text()
-    return [json.loads(x) for x in text.splitlines()]
+    return [r for _, r in iter_rows(run / "evaluations" / "signals.parquet")]
 
 
 def _embed(rows: list[dict[str, Any]]) -> dict[tuple[Any, ...], float]:
@@ -284,13 +284,13 @@ def test_missing_hub_weights_name_what_to_download(
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    before = (world.run / "evaluations" / "signals.jsonl").read_bytes()
+    before = (world.run / "evaluations" / "signals.parquet").read_bytes()
     argv = ["evaluate", str(world.run), "--evaluator", "rules,clip", "--clip-model",
             "openai/clip-vit-base-patch32", "--cache", str(tmp_path / "c")]  # fmt: skip
     line = _one_error(argv, capsys)
     assert "hf download openai/clip-vit-base-patch32" in line
     assert str(tmp_path / "hf" / "hub") in line and "--clip-model DIR" in line
-    assert (world.run / "evaluations" / "signals.jsonl").read_bytes() == before
+    assert (world.run / "evaluations" / "signals.parquet").read_bytes() == before
 
 
 def test_not_a_model_directory(
@@ -374,7 +374,7 @@ def test_embed_release_script_on_a_release_build(
     (the script used to be refused by vsb evaluate's frozen-release guard)."""
     release = tmp_path / "build" / "release"
     shutil.copytree(world.run, release)
-    (release / "evaluations" / "signals.jsonl").write_text("")
+    write_signals(release / "evaluations" / "signals.parquet", [])
     assert main(["validate-judge", str(release)]) == 0
     assert main(["release", "freeze", str(release), "--name", "v9"]) == 0
     old = json.loads((release / "MANIFEST.json").read_text())["root_hash"]

@@ -19,6 +19,7 @@ from vsb.evaluators.embed.signals import image_reciprocal_rank
 from vsb.generator.generate import write_suite
 from vsb.story.io import load_suite
 from vsb.story.models import Story
+from vsb.tables import iter_rows
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -51,8 +52,7 @@ def test_image_rank_counts_only_strictly_nearer_references_among_the_nearest() -
 
 
 def _signals(run: Path, name: str = "clip_image_rr") -> dict[tuple[Any, ...], float]:
-    rows = [json.loads(x) for x in (run / "evaluations" / "signals.jsonl").read_text().split("\n")
-            if x]  # fmt: skip
+    rows = [r for _, r in iter_rows(run / "evaluations" / "signals.parquet")]
     return {(r["model"], r["story_id"], r["scene"]): r["value"] for r in rows
             if r["signal"] == name}  # fmt: skip
 

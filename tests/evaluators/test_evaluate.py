@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 
@@ -10,13 +9,14 @@ import pytest
 
 from vsb.cli.main import main
 from vsb.errors import RunError, UnknownNameError
-from vsb.evaluators.evaluate import REQUIREMENT_COLUMNS, evaluate_run
+from vsb.evaluators.evaluate import evaluate_run
 from vsb.evaluators.registry import evaluator_info, evaluator_names
 from vsb.fsio import sha256_hex
 from vsb.generator.generate import write_suite
 from vsb.render import render_png
 from vsb.scores.inputs import load_requirements, load_signals
 from vsb.story.models import Story
+from vsb.tables import REQUIREMENT_COLUMNS, iter_rows
 
 
 def make_run(root: Path, stories: list[Story], *, model: str = "truth") -> Path:
@@ -57,12 +57,15 @@ def test_evaluate_run_writes_the_contract_tables(small_run: tuple[Path, list[Sto
     assert result.images == n_img
     assert seen[-1] == (n_img, n_img)
     ev = run / "evaluations"
-    rows = [json.loads(x) for x in (ev / "requirements.jsonl").read_text().splitlines()]
+    rows = [r for _, r in iter_rows(ev / "requirements.parquet")]
     assert len(rows) == n_req and all(r["passed"] for r in rows)
-    with open(ev / "requirements.csv", newline="") as fh:
-        table = list(csv.DictReader(fh))
-    assert list(table[0]) == list(REQUIREMENT_COLUMNS) and len(table) == n_req
-    signals = [json.loads(x) for x in (ev / "signals.jsonl").read_text().splitlines()]
+    assert list(rows[0]) == list(REQUIREMENT_COLUMNS)
+    assert sorted(p.name for p in ev.iterdir()) == [
+        "manifest.json",
+        "requirements.parquet",
+        "signals.parquet",
+    ]  # each table once: no JSON lines, no CSV
+    signals = [r for _, r in iter_rows(ev / "signals.parquet")]
     assert {s["signal"] for s in signals} == {"pairwise_global", "pairwise_band"}
     assert len(signals) == 2 * (n_img - len(stories))
     assert all(0.0 <= s["value"] <= 1.0 for s in signals)
@@ -119,9 +122,7 @@ def test_failed_generations_fail_every_requirement(small_run: tuple[Path, list[S
     first = stories[0].scenes[0]
     n_req = sum(len(sc.requirements) for s in stories for sc in s.scenes)
     assert result.requirements == n_req  # one row per (image, requirement, evaluator)
-    rows = [
-        json.loads(x) for x in (run / "evaluations/requirements.jsonl").read_text().splitlines()
-    ]
+    rows = [r for _, r in iter_rows(run / "evaluations/requirements.parquet")]
     where = (rec["model"], rec["condition"], rec["story_id"], rec["scene"])
     mine = [r for r in rows if (r["model"], r["condition"], r["story_id"], r["scene"]) == where]
     assert sorted(r["req_id"] for r in mine) == sorted(q.id for q in first.requirements)
@@ -145,9 +146,7 @@ def test_a_simulated_run_is_evaluated(tmp_path: Path, default_suite: list[Story]
     run(RunConfig(suite_dir=tmp_path / "suite", models=["procedural-oracle", "procedural-amnesiac"],
                   conditions=["independent"], out=out, cache_dir=tmp_path / "cache"))  # fmt: skip
     evaluate_run(out)
-    rows = [
-        json.loads(x) for x in (out / "evaluations/requirements.jsonl").read_text().splitlines()
-    ]
+    rows = [r for _, r in iter_rows(out / "evaluations/requirements.parquet")]
     oracle = [r for r in rows if r["model"] == "procedural-oracle"]
     amnesiac = [r for r in rows if r["model"] == "procedural-amnesiac"]
     assert oracle and all(r["passed"] for r in oracle)

@@ -14,11 +14,12 @@ from embed_helpers import save_tiny_clip, save_tiny_dino
 from vsb.cli.main import main
 from vsb.generator.generate import write_suite
 from vsb.story.models import Story
+from vsb.tables import read_columns
 
 ray = pytest.importorskip("ray", reason="needs the ray extra: pip install 'vsb[ray]'")
 pytest.importorskip("transformers", reason="needs the embed extra: pip install 'vsb[embed]'")
 
-OUT = ("requirements.jsonl", "signals.jsonl", "requirements.csv", "signals.csv")
+OUT = ("requirements.parquet", "signals.parquet")
 
 
 @pytest.fixture(scope="module")
@@ -52,14 +53,18 @@ def _evaluate(root: Path, run: Path, *extra: str) -> dict[str, bytes]:
     return {name: (run / "evaluations" / name).read_bytes() for name in OUT}
 
 
+def _column(path: Path, name: str) -> list[object]:
+    return read_columns(path, [name])[name]
+
+
 def test_ray_evaluation_equals_the_local_one(cluster: None, world: Path, tmp_path: Path) -> None:
     local, remote = tmp_path / "local", tmp_path / "ray"
     shutil.copytree(world / "run", local)
     shutil.copytree(world / "run", remote)
     want = _evaluate(world, local)
     got = _evaluate(world, remote, "--executor", "ray")
-    assert b'"evaluator": "rules"' in want["requirements.jsonl"]
-    assert b'"evaluator": "clip"' in want["signals.jsonl"]
+    assert "rules" in _column(local / "evaluations/requirements.parquet", "evaluator")
+    assert "clip" in _column(local / "evaluations/signals.parquet", "evaluator")
     assert got == want
 
 
@@ -79,7 +84,7 @@ def test_an_unreadable_image_gives_the_same_rows_from_ray_workers(
         assert "Traceback" not in capsys.readouterr().err
         files[name] = {n: (run / "evaluations" / n).read_bytes() for n in OUT}
     assert files["ray"] == files["local"]
-    assert b'"verdict": "unreadable"' in files["local"]["requirements.jsonl"]
+    assert "unreadable" in _column(tmp_path / "local/evaluations/requirements.parquet", "verdict")
 
 
 def test_ray_address_needs_the_ray_executor(

@@ -12,6 +12,7 @@ import pytest
 from vsb.cli.main import main
 from vsb.generator.generate import write_suite
 from vsb.story.models import Story
+from vsb.tables import iter_rows
 from vsb.validation.sim_judge import SimJudgeServer
 
 MODELS = "procedural-drift-mid,procedural-amnesiac"
@@ -31,8 +32,7 @@ def sim_small(tmp_path_factory: pytest.TempPathFactory, default_suite: list[Stor
 
 
 def _rows(run: Path) -> list[dict[str, object]]:
-    text = (run / "evaluations" / "requirements.jsonl").read_text()
-    return [json.loads(x) for x in text.splitlines()]
+    return [r for _, r in iter_rows(run / "evaluations" / "requirements.parquet")]
 
 
 def _images(run: Path) -> int:

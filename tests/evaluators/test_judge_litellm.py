@@ -24,6 +24,7 @@ import pytest
 from vsb.cli.main import main
 from vsb.generator.generate import write_suite
 from vsb.story.models import Story
+from vsb.tables import iter_rows
 
 LITELLM = shutil.which("litellm")
 pytestmark = pytest.mark.skipif(
@@ -93,8 +94,7 @@ def run(tmp_path_factory: pytest.TempPathFactory, default_suite: list[Story]) ->
 
 
 def _verdicts(run: Path) -> set[str]:
-    text = (run / "evaluations" / "requirements.jsonl").read_text()
-    return {json.loads(x)["verdict"] for x in text.splitlines() if x.strip()}
+    return {r["verdict"] for _, r in iter_rows(run / "evaluations" / "requirements.parquet")}
 
 
 @pytest.mark.parametrize(

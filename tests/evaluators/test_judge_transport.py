@@ -40,6 +40,7 @@ from vsb.evaluators.vlm_judge import (
 )
 from vsb.generator.generate import write_suite
 from vsb.story.models import Story
+from vsb.tables import iter_rows
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
 MODEL = "procedural-drift-mid"
@@ -66,9 +67,8 @@ def _judge(run: Path, server_url: str, cache: Path, *extra: str) -> list[str]:
             "--base-url", server_url, "--cache", str(cache), *extra]  # fmt: skip
 
 
-def _rows(run: Path, name: str = "requirements.jsonl") -> list[dict[str, Any]]:
-    text = (run / "evaluations" / name).read_text()
-    return [json.loads(x) for x in text.splitlines() if x.strip()]
+def _rows(run: Path, name: str = "requirements.parquet") -> list[dict[str, Any]]:
+    return [r for _, r in iter_rows(run / "evaluations" / name)]
 
 
 def _client(handler: Any) -> httpx.Client:

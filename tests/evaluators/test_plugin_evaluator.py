@@ -19,6 +19,7 @@ from vsb.cli.main import main
 from vsb.errors import InputError
 from vsb.evaluators import registry
 from vsb.story.models import Story
+from vsb.tables import iter_rows
 
 PLUGIN = '''
 """A third-party evaluator: one signal per frame, the mean grey level."""
@@ -73,7 +74,7 @@ def test_a_plug_in_evaluator_runs_through_vsb_evaluate(
     argv = ["evaluate", str(run), "--evaluator", "rules,brightness", "--workers", "2"]
     assert main(argv) == 0
     ev = run / "evaluations"
-    rows = [json.loads(x) for x in (ev / "signals.jsonl").read_text().splitlines()]
+    rows = [r for _, r in iter_rows(ev / "signals.parquet")]
     mine = [r for r in rows if r["evaluator"] == "brightness"]
     assert len(mine) == sum(len(s.scenes) for s in stories)
     assert all(0.0 < r["value"] < 1.0 for r in mine)

@@ -17,6 +17,7 @@ from demo_plugin import DIST, EVALUATOR, MODEL, PACKAGE, write_plugin
 from vsb.adapters import registry
 from vsb.errors import InputError, UnknownNameError
 from vsb.generator.generate import generate_suite, write_suite
+from vsb.tables import iter_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 SIMULATOR = "procedural-drift-mid"
@@ -63,7 +64,7 @@ def test_plugin_model_runs_through_the_pipeline(tmp_path: Path, small_suite: Pat
     ok(vsb(tmp_path, "evaluate", str(run), "--evaluator", f"rules,pairwise,{EVALUATOR}",
            plugin=plugin))  # fmt: skip
     ev = run / "evaluations"
-    rows = [json.loads(x) for x in (ev / "requirements.jsonl").read_text().splitlines()]
+    rows = [r for _, r in iter_rows(ev / "requirements.parquet")]
     by = {(r["evaluator"], r["model"]) for r in rows}
     assert by == {(e, m) for e in ("rules", EVALUATOR) for m in (MODEL, SIMULATOR)}
     mine = [r for r in rows if r["evaluator"] == EVALUATOR]

@@ -102,7 +102,7 @@ def fake_stages(monkeypatch: pytest.MonkeyPatch) -> _Calls:
     monkeypatch.setattr(stages, "run_models", run_models)
     monkeypatch.setattr(stages, "default_models", lambda: ["m"])
     monkeypatch.setattr(stages, "default_conditions", lambda: ["c"])
-    monkeypatch.setattr(stages, "evaluate", writer("evaluate", "evaluations/requirements.jsonl"))
+    monkeypatch.setattr(stages, "evaluate", writer("evaluate", "evaluations/requirements.parquet"))
     monkeypatch.setattr(stages, "score", writer("score", "scores/scores.json"))
     monkeypatch.setattr(stages, "validate", writer("validate", "validation/judge.json"))
     monkeypatch.setattr(stages, "build_site_dir", site)

@@ -17,6 +17,7 @@ from vsb.cli.main import main
 from vsb.errors import InputError
 from vsb.release.export import CONFIGS, export_release
 from vsb.release.manifest import load_manifest
+from vsb.tables import iter_rows, requirements_file, signals_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "site"))
 from site_synth import make_release
@@ -39,8 +40,8 @@ def _expected_rows(rel: Path) -> dict[str, int]:
         "scenes": sum(len(s["scenes"]) for s in stories),
         "requirements": sum(len(sc["requirements"]) for s in stories for sc in s["scenes"]),
         "images": _lines(rel / "records.jsonl"),
-        "verdicts": _lines(rel / "evaluations" / "requirements.jsonl"),
-        "signals": _lines(rel / "evaluations" / "signals.jsonl"),
+        "verdicts": sum(1 for _ in iter_rows(requirements_file(rel))),
+        "signals": sum(1 for _ in iter_rows(signals_file(rel))),
         "scores": len(pd.read_csv(rel / "scores" / "model_scores.csv")),
     }
 

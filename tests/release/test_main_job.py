@@ -31,7 +31,7 @@ def test_reduced_main_job(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert any(p.startswith("oracle/") for p in manifest.excluded)
     assert not any("oracle" in f.path.split("/") for f in manifest.files)
     paths = {f.path for f in manifest.files}
-    for need in ("scores/scores.json", "validation/judge.json", "evaluations/requirements.jsonl",
+    for need in ("scores/scores.json", "validation/judge.json", "evaluations/requirements.parquet",
                  "records.jsonl", "suite/suite.json"):  # fmt: skip
         assert need in paths
     for name in ("scores/scores.json", "validation/judge.json"):

@@ -18,6 +18,7 @@ from vsb.release.manifest import freeze
 from vsb.scores.compute import score_run
 from vsb.scores.write import write_scores
 from vsb.story.models import Story
+from vsb.tables import write_requirements, write_signals
 from vsb.validation.judge import validate_run, write_judge
 
 HOSTILE = "</script><script>alert(1)</script><img src=x onerror=alert(2)>"
@@ -51,10 +52,12 @@ def make_release(
     hostile: bool = True,
     n_resamples: int = 200,
     release: str = RELEASE,
+    legacy: bool = False,
 ) -> Path:
     """Write the synthetic release under ``root`` and freeze it; returns ``root``.
     ``full``: every story of the default suite (for timing the site at full size);
-    ``stories``: these stories instead (e.g. a ``--per-cell`` suite)."""
+    ``stories``: these stories instead (e.g. a ``--per-cell`` suite); ``legacy``: the
+    evaluation tables as JSON lines, as releases held them before Parquet."""
     suite = generate_suite(0)
     pick = [s for s in suite if s.category == "cause_effect" and s.difficulty != "medium"]
     pick += [s for s in suite if s.id == "counting-medium-a"]
@@ -112,8 +115,12 @@ def make_release(
 
     (root / "records.jsonl").write_text(jsonl(records))
     (root / "evaluations").mkdir()
-    (root / "evaluations" / "requirements.jsonl").write_text(jsonl(reqs))
-    (root / "evaluations" / "signals.jsonl").write_text(jsonl(signals))
+    if legacy:
+        (root / "evaluations" / "requirements.jsonl").write_text(jsonl(reqs))
+        (root / "evaluations" / "signals.jsonl").write_text(jsonl(signals))
+    else:
+        write_requirements(root / "evaluations" / "requirements.parquet", reqs)
+        write_signals(root / "evaluations" / "signals.parquet", signals)
     (root / "oracle").mkdir()
     (root / "oracle" / "faults.jsonl").write_text(jsonl(faults))
     manifest = {

@@ -17,9 +17,9 @@ import pandas as pd
 import pytest
 
 from vsb.cli.main import cli
-from vsb.evaluators.evaluate import REQUIREMENT_COLUMNS
 from vsb.scores.models import ScoresReport
 from vsb.site.board import GAIN_A, GAIN_B, memory_gain, ties, win_matrix
+from vsb.tables import REQUIREMENT_COLUMNS, iter_rows, requirements_file
 
 REPO = Path(__file__).parents[2]
 
@@ -157,13 +157,18 @@ def test_every_table_is_downloadable(synth_site: Path, synth_release: Path) -> N
         assert (row["rank"], row.rank_low, row.rank_high) == (r.rank, r.rank_low, r.rank_high)
 
 
+def _requirements(release: Path) -> pd.DataFrame:
+    """The release's requirement rows (Parquet, or JSON lines in the synthetic releases)."""
+    return pd.DataFrame([r for _, r in iter_rows(requirements_file(release))])
+
+
 def test_per_requirement_results_as_csv_and_parquet(synth_site: Path, synth_release: Path) -> None:
-    n = len((synth_release / "evaluations" / "requirements.jsonl").read_text().splitlines())
+    n = len(_requirements(synth_release))
     a = pd.read_csv(synth_site / "data" / "requirements.csv", keep_default_na=False)
     b = pd.read_parquet(synth_site / "data" / "requirements.parquet")
     assert len(a) == len(b) == n
     assert list(a.columns[:5]) == ["model", "condition", "story_id", "scene", "req_id"]
-    # the order of the release's evaluations/requirements.csv (was: verdict moved after passed)
+    # the order of the data contract's columns (was: verdict moved after passed)
     assert list(a.columns) == [c for c in REQUIREMENT_COLUMNS if c in a.columns]
     assert list(a.columns) == list(b.columns)
     assert a.passed.sum() == b.passed.sum()
@@ -177,7 +182,7 @@ def test_story_browser_filter_data(synth_site: Path, synth_release: Path) -> Non
         assert f'name="{name}"' in html
     rows = re.findall(r"<tr data-category=[^>]*>", html)
     assert len(rows) == 3
-    req = pd.read_json(synth_release / "evaluations" / "requirements.jsonl", lines=True)
+    req = _requirements(synth_release)
     prim = req[(req.condition == "structured_memory") & ~req.passed]
     for tr in rows:
         sid = re.search(r'data-id="([^"]+)"', tr).group(1)  # type: ignore[union-attr]
@@ -253,7 +258,7 @@ def test_methodology_is_generated_from_the_release(
         cells = f"<td>{DIMENSION_LABELS[dim]}</td><td>{p:,}</td><td>{m:,}</td><td>{p + m:,}</td>"
         assert cells in html
     # the rule checker's checks of the oracle's images, as the release holds them
-    req = pd.read_json(per_cell_release / "evaluations" / "requirements.jsonl", lines=True)
+    req = _requirements(per_cell_release)
     oracle = req[(req.model == "procedural-oracle") & (req.evaluator == "rules")]
     assert f"failed {int((~oracle.passed).sum()):,} of {len(oracle):,} checks" in text
     assert "procedural-oracle 0.00 0.00 — evaluator false-positive floor yes" in text
@@ -310,7 +315,7 @@ def test_model_cards_of_unregistered_and_family_models(synth_release: Path) -> N
 
 def test_site_csv_keeps_the_column_order_of_the_releases_csv(tmp_path: Path) -> None:
     """Regression: the site's data/requirements.csv put verdict after passed, while the
-    release's evaluations/requirements.csv (and docs/CONTRACTS.md) put it after evaluator."""
+    release's evaluation table (and docs/CONTRACTS.md) put it after evaluator."""
     from vsb.site.downloads import write_requirements
 
     row = {c: f"x-{c}" for c in reversed(REQUIREMENT_COLUMNS)} | {"passed": True, "scene": 1}

@@ -15,7 +15,6 @@ from vsb.errors import InputError
 from vsb.fsio import iter_jsonl
 from vsb.tables import (
     REQUIREMENT_COLUMNS,
-    SIGNAL_COLUMNS,
     iter_rows,
     parquet_bytes,
     read_columns,

@@ -31,7 +31,7 @@ from vsb.generator.generate import generate_suite, write_suite
 from vsb.run.runner import RunConfig, run
 
 MODELS = ["procedural-drift-mid", "procedural-sloppy"]
-FILES = ("requirements.jsonl", "requirements.csv", "signals.jsonl", "signals.csv")
+FILES = ("requirements.parquet", "signals.parquet")
 
 
 def main() -> None:

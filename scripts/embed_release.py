@@ -10,7 +10,7 @@ Usage::
 
 RUN_OR_RELEASE is a run directory (``vsb run``), a release directory (``release/`` of
 ``vsb release build``, with MANIFEST.json) or the build directory holding that ``release/``.
-Signals go to ``evaluations/signals.{jsonl,csv}``.
+Signals go to ``evaluations/signals.parquet``.
 
 A frozen release is a new release afterwards: the script adds the signals, validates the
 judges again (``validation/`` then holds the CLIP and DINOv2 AUROCs) and freezes it again

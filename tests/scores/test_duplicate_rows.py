@@ -1,13 +1,13 @@
 """Issue #23 item 7: every reader of a run's evaluations refuses a second row with the key
 of an earlier one — (model, condition, story, scene, requirement, evaluator[, judge model])
 for verdicts, (model, condition, story, scene, signal, evaluator) for signals — naming the
-file and the line, with a one-line error and a non-zero exit."""
+file and the row, with a one-line error and a non-zero exit."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +17,7 @@ from vsb.evaluators.evaluate import evaluate_run
 from vsb.generator.generate import write_suite
 from vsb.scores.inputs import load_requirements, load_signals
 from vsb.story.models import Story
+from vsb.tables import iter_rows, write_requirements, write_signals
 
 
 @pytest.fixture(scope="module")
@@ -39,10 +40,18 @@ def run(evaluated: Path, tmp_path: Path) -> Path:
     return out
 
 
-def _rewrite(path: Path, **update: object) -> list[dict]:
-    rows = [json.loads(x) for x in path.read_text().splitlines()]
-    rows = [{**r, **update} for r in rows]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return [r for _, r in iter_rows(path)]
+
+
+def _save(path: Path, rows: list[dict[str, Any]]) -> None:
+    write = write_requirements if path.name.startswith("requirements") else write_signals
+    write(path, rows)
+
+
+def _rewrite(path: Path, **update: object) -> list[dict[str, Any]]:
+    rows = [{**r, **update} for r in _rows(path)]
+    _save(path, rows)
     return rows
 
 
@@ -52,7 +61,7 @@ def test_every_row_relabelled_to_one_condition_is_refused_by_score_and_compare(
     """The reported case: every row rewritten to condition=structured_memory."""
     other = tmp_path / "other"
     shutil.copytree(run, other)
-    path = run / "evaluations/requirements.jsonl"
+    path = run / "evaluations/requirements.parquet"
     rows = _rewrite(path, condition="structured_memory")
     with pytest.raises(InputError, match="duplicate requirement row") as err:
         load_requirements(run)
@@ -62,8 +71,8 @@ def test_every_row_relabelled_to_one_condition_is_refused_by_score_and_compare(
         if (r["story_id"], r["scene"], r["req_id"], r["evaluator"])
         == (first["story_id"], first["scene"], first["req_id"], first["evaluator"])
     )  # fmt: skip
-    assert err.value.file == str(path) and err.value.location == f"line {n}"
-    assert repr(first["req_id"]) in err.value.message and "line 1" in err.value.message
+    assert err.value.file == str(path) and err.value.location == f"row {n}"
+    assert repr(first["req_id"]) in err.value.message and "row 1" in err.value.message
     capsys.readouterr()
     assert main(["score", str(run)]) == 1
     msg = capsys.readouterr().err.strip()
@@ -75,49 +84,49 @@ def test_every_row_relabelled_to_one_condition_is_refused_by_score_and_compare(
 
 
 def test_a_single_repeated_row_is_refused(run: Path) -> None:
-    path = run / "evaluations/requirements.jsonl"
-    lines = path.read_text().splitlines()
-    path.write_text("\n".join([*lines, lines[5]]) + "\n")
+    path = run / "evaluations/requirements.parquet"
+    rows = _rows(path)
+    _save(path, [*rows, rows[5]])
     with pytest.raises(InputError, match="duplicate") as err:
         load_requirements(run)
-    assert err.value.location == f"line {len(lines) + 1}" and "line 6" in err.value.message
+    assert err.value.location == f"row {len(rows) + 1}" and "row 6" in err.value.message
 
 
 def test_a_repeated_signal_row_is_refused(run: Path) -> None:
-    path = run / "evaluations/signals.jsonl"
-    lines = path.read_text().splitlines()
-    path.write_text("\n".join([lines[0], *lines]) + "\n")
+    path = run / "evaluations/signals.parquet"
+    rows = _rows(path)
+    _save(path, [rows[0], *rows])
     with pytest.raises(InputError, match="duplicate signal row") as err:
         load_signals(run)
-    assert err.value.file == str(path) and err.value.location == "line 2"
+    assert err.value.file == str(path) and err.value.location == "row 2"
 
 
 def test_the_same_requirement_under_two_judge_models_is_not_a_duplicate(run: Path) -> None:
-    path = run / "evaluations/requirements.jsonl"
-    rows = [json.loads(x) for x in path.read_text().splitlines()]
+    path = run / "evaluations/requirements.parquet"
+    rows = _rows(path)
     a = [{**r, "evaluator": "vlm", "judge_model": "judge-a"} for r in rows]
     b = [{**r, "evaluator": "vlm", "judge_model": "judge-b"} for r in rows]
-    path.write_text("".join(json.dumps(r) + "\n" for r in [*rows, *a, *b]))
+    _save(path, [*rows, *a, *b])
     assert len(load_requirements(run)) == 3 * len(rows)
 
 
 def test_evaluate_never_carries_a_duplicate_forward(run: Path) -> None:
     """Re-evaluating one evaluator keeps the others' rows: a duplicate among them is
     refused; re-evaluating the evaluator that holds it replaces it."""
-    path = run / "evaluations/signals.jsonl"
-    lines = path.read_text().splitlines()
-    path.write_text("\n".join([*lines, lines[0]]) + "\n")
+    path = run / "evaluations/signals.parquet"
+    rows = _rows(path)
+    _save(path, [*rows, rows[0]])
     with pytest.raises(InputError, match="duplicate row") as err:
         evaluate_run(run, evaluators=["rules"])
-    assert err.value.file == str(path)
+    assert err.value.file == str(path) and err.value.location == f"row {len(rows) + 1}"
     evaluate_run(run, evaluators=["pairwise"])
-    assert len(load_signals(run)) == len(lines) - sum(json.loads(x)["value"] is None for x in lines)
+    assert len(load_signals(run)) == len(rows) - sum(r["value"] is None for r in rows)
 
 
 def test_the_site_refuses_duplicate_checks(run: Path) -> None:
     from vsb.site.data import _load_checks
 
-    path = run / "evaluations/requirements.jsonl"
+    path = run / "evaluations/requirements.parquet"
     _rewrite(path, condition="independent")
     with pytest.raises(InputError, match="duplicate"):
         _load_checks(path, "rules")

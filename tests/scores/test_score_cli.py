@@ -50,7 +50,7 @@ def test_missing_run_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) 
 def test_run_without_evaluations(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     (tmp_path / "run").mkdir()
     line = _err(["score", str(tmp_path / "run")], capsys)
-    assert "requirements.jsonl" in line and "vsb evaluate" in line
+    assert "requirements.parquet" in line and "vsb evaluate" in line
 
 
 def test_empty_and_bad_evaluations(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -63,6 +63,22 @@ def test_empty_and_bad_evaluations(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "line 1" in line and "missing field" in line
     (ev / "requirements.jsonl").write_text("{oops\n")
     assert "invalid JSON" in _err(["score", str(tmp_path / "run")], capsys)
+
+
+def test_empty_and_bad_parquet_evaluations(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from vsb.tables import write_requirements
+
+    path = tmp_path / "run" / "evaluations" / "requirements.parquet"
+    write_requirements(path, [])
+    assert "empty" in _err(["score", str(tmp_path / "run")], capsys)
+    pq.write_table(pa.table({"model": ["m"]}), path)
+    line = _err(["score", str(tmp_path / "run")], capsys)
+    assert "row 1" in line and "missing field" in line and str(path) in line
+    path.write_bytes(b"not parquet")
+    assert "not a readable Parquet file" in _err(["score", str(tmp_path / "run")], capsys)
 
 
 def test_compare_unknown_model(run: Path, capsys: pytest.CaptureFixture) -> None:

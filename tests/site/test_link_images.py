@@ -7,12 +7,9 @@ import errno
 import os
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
-from vsb import fsio
 from vsb.fsio import link_or_copy
-from vsb.site.downloads import _map_distinct
 
 
 def test_link_or_copy_links_on_one_filesystem(tmp_path: Path) -> None:
@@ -49,19 +46,3 @@ def test_link_or_copy_replaces_a_link_without_writing_through_it(tmp_path: Path)
     link_or_copy(new, dest)
     assert dest.read_bytes() == b"new"
     assert frozen.read_bytes() == b"frozen"
-
-
-@pytest.mark.parametrize("dtype", [object, "string"])
-def test_map_distinct_matches_a_plain_map(dtype: object) -> None:
-    values = ["=cmd()", "plain", None, "-0.5", "@x", "plain", "=cmd()"] * 3
-    df = pd.DataFrame({"c": pd.Series(values, dtype=dtype)})
-    want = df["c"].map(fsio.csv_cell)
-    _map_distinct(df, "c", fsio.csv_cell)
-    assert df["c"].tolist() == want.tolist()
-    assert df["c"].tolist()[:2] == ["'=cmd()", "plain"]
-
-
-def test_map_distinct_takes_unhashable_cells() -> None:
-    df = pd.DataFrame({"c": pd.Series([[1, 2], {"a": 1}, "x"], dtype=object)})
-    _map_distinct(df, "c", lambda v: str(v) if isinstance(v, list | dict) else v)
-    assert df["c"].tolist() == ["[1, 2]", "{'a': 1}", "x"]

@@ -14,7 +14,8 @@ import pytest
 
 from vsb.fsio import csv_columns_text, csv_text
 from vsb.site.downloads import REQUIREMENT_FILES, write_requirements
-from vsb.tables import REQUIREMENT_COLUMNS, iter_rows, write_requirements as write_table
+from vsb.tables import REQUIREMENT_COLUMNS, iter_rows
+from vsb.tables import write_requirements as write_table
 
 
 def _rows() -> list[dict[str, Any]]:

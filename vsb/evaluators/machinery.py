@@ -129,6 +129,17 @@ def evaluate_task(
     return res
 
 
+def share_text(rows: list[dict[str, Any]], text: dict[str, str]) -> list[dict[str, Any]]:
+    """``rows`` with each text value replaced by the first equal one seen (``text`` holds
+    them): rows a worker sends come unpickled with a new str per cell, and a run's ~142k
+    requirement rows hold a few thousand distinct values (about 120 MB less held at once)."""
+    for row in rows:
+        for k, v in row.items():
+            if type(v) is str:
+                row[k] = text.setdefault(v, v)
+    return rows
+
+
 # Shared with forked workers (set before the pool starts; never pickled).
 _SHARED: dict[str, Story] | None = None
 
@@ -149,11 +160,12 @@ def _frames_stage(
     jobs = [(seq, tuple(names)) for seq, names in names_of.items()]
     total = sum(len(seq.images) for seq, _ in jobs)
     done = 0
+    text: dict[str, str] = {}
 
     def add(task: FrameSequence, res: Outputs) -> None:
         nonlocal done
-        acc.out.requirements += res.out.requirements
-        acc.out.signals += res.out.signals
+        acc.out.requirements += share_text(res.out.requirements, text)
+        acc.out.signals += share_text(res.out.signals, text)
         acc.not_renders += res.not_renders
         acc.unreadable.update(res.unreadable)
         done += len(task.images)

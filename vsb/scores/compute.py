@@ -1,6 +1,6 @@
 """``vsb score``: from a run's evaluations to a typed ``ScoresReport`` (no scipy needed).
 
-Each evaluator present in ``requirements.jsonl`` (``vsb.scores.axis``) is scored on its own
+Each evaluator present in the requirements table (``vsb.scores.axis``) is scored on its own
 rows, as if it were the only one: its own story table, bootstrap, comparisons and rank
 stability (``vsb.scores.cells``, which also describes the seeding). Judge-swap stability
 (``vsb.scores.stats.judge_swap``) then sets the evaluators side by side.
@@ -279,7 +279,7 @@ def score_run(
     progress: Callable[[str], None] | None = None,
     release: str | None = None,
 ) -> ScoresReport:
-    """Score a run directory (reads ``evaluations/requirements.jsonl``); writes nothing.
+    """Score a run directory (reads its requirements table, ``vsb.tables``); writes nothing.
 
     ``evaluators``: names or a comma-separated string (default: every one present; see
     ``score_input`` for evaluators that did not apply).

@@ -25,7 +25,7 @@ from vsb.tables import iter_rows, requirements_file, signals_file, unit, where
 
 @dataclass
 class RequirementRows:
-    """``requirements.jsonl`` as parallel column lists (one entry per image × requirement)."""
+    """The requirements table as parallel column lists (one entry per image × requirement)."""
 
     model: list[str] = field(default_factory=list)
     condition: list[str] = field(default_factory=list)
@@ -85,7 +85,7 @@ class RequirementRows:
 
 @dataclass
 class SignalRows:
-    """``signals.jsonl`` as parallel column lists (one entry per frame × signal)."""
+    """The signals table as parallel column lists (one entry per frame × signal)."""
 
     model: list[str] = field(default_factory=list)
     condition: list[str] = field(default_factory=list)

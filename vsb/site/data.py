@@ -14,7 +14,7 @@ import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
@@ -24,7 +24,7 @@ from vsb.release.manifest import Manifest, load_manifest
 from vsb.scores.models import ScoresReport
 from vsb.story.io import load_suite
 from vsb.story.models import Story
-from vsb.tables import read_columns, requirements_file, unit, where
+from vsb.tables import is_legacy, read_columns, requirements_file, unit, where
 from vsb.validation.models import JudgeReport
 from vsb.validation.reference import REFERENCE_FILE, ReferenceReport
 
@@ -34,8 +34,7 @@ RECORDS_FILE = "records.jsonl"
 SUITE_DIR = "suite"
 
 
-@dataclass(frozen=True, slots=True)
-class Check:
+class Check(NamedTuple):
     """One evaluated (image, requirement): did it pass, and what was seen."""
 
     passed: bool
@@ -131,36 +130,47 @@ def _load_checks(path: Path, evaluator: str) -> tuple[Checks, dict[tuple[str, st
     checks: Checks = defaultdict(lambda: defaultdict(dict))
     failures: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     cols = read_columns(path, _CHECK_COLUMNS)
-    ev, verdict = cols["evaluator"], cols["verdict"]
-    keep = [
-        i
-        for i, (e, v) in enumerate(zip(ev, verdict, strict=True))
-        if (e or "rules") == evaluator and v != "not_applicable"
-    ]
-    intern = sys.intern
-    rows: list[tuple[Any, ...]] = []
-    for i in keep:
+    for name in ("story_id", "condition", "scene", "model", "req_id"):
+        if None in cols[name]:
+            n = cols[name].index(None) + 1
+            raise InputError(f"bad requirement row: no {name}", file=path, location=where(path, n))
+    if is_legacy(path):  # JSON text gives a new str per cell: share the equal ones
+        for name in ("story_id", "condition", "model", "req_id", "observed", "failure"):
+            cols[name] = [sys.intern(v) if isinstance(v, str) else v for v in cols[name]]
+    keys: list[tuple[Any, ...]] = []
+    lines: list[int] = []
+    for n, (
+        ev,
+        verdict,
+        story,
+        cond,
+        scene,
+        model,
+        req_id,
+        judge,
+        passed,
+        observed,
+        fail,
+    ) in enumerate(zip(*(cols[c] for c in _CHECK_COLUMNS), strict=True), 1):
+        if (ev or "rules") != evaluator or verdict == "not_applicable":
+            continue
         try:
-            key = (intern(cols["story_id"][i]), intern(cols["condition"][i]), int(cols["scene"][i]))
-            model, req_id = intern(cols["model"][i]), intern(cols["req_id"][i])
-        except (KeyError, TypeError, ValueError) as err:
+            key = (story, cond, int(scene))
+        except (TypeError, ValueError) as err:
             raise InputError(
-                f"bad requirement row: {err}", file=path, location=where(path, i + 1)
+                f"bad requirement row: {err}", file=path, location=where(path, n)
             ) from err
-        rows.append((model, *key, req_id, str(cols["judge_model"][i] or "")))
-        passed = bool(cols["passed"][i])
-        observed = cols["observed"][i]
-        failure = intern(str(cols["failure"][i] or ""))
-        checks[key][req_id][model] = Check(
-            passed, intern(str(observed if observed is not None else "")), failure
-        )
+        keys.append((model, *key, req_id, judge or ""))
+        lines.append(n)
+        failure = fail or ""
+        checks[key][req_id][model] = Check(bool(passed), observed or "", failure)
         if not passed:
-            failures[(model, key[1])][failure or "unlabelled"] += 1
-    if len(set(rows)) != len(rows):  # only a file with a duplicate is walked
+            failures[(model, cond)][failure or "unlabelled"] += 1
+    if len(set(keys)) != len(keys):  # only a file with a duplicate is walked
         fields = ("model", "story_id", "condition", "scene", "req_id", "judge_model")
         unique = UniqueKeys(path, fields, unit=unit(path))
-        for i, row in zip(keep, rows, strict=True):
-            unique.add(row, i + 1)
+        for key, n in zip(keys, lines, strict=True):
+            unique.add(key, n)
     return checks, failures
 
 

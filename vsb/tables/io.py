@@ -88,18 +88,24 @@ def _open(path: Path) -> Any:
 def iter_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(n, row) for every row of a table file, as ``vsb.fsio.iter_jsonl`` yields them: ``n``
     is the line (JSON lines) or the 1-based row (Parquet; every column present, null as
-    None). Streams: one batch of rows is held at a time."""
+    None). Streams: one batch of rows is held at a time, its equal text cells one str."""
     if is_legacy(path):
         yield from iter_jsonl(path)
         return
     import pyarrow as pa
+    import pyarrow.parquet as pq
 
+    pf = _open(path)
+    text = [f.name for f in pf.schema_arrow if pa.types.is_string(column_type(f.name))]
     n = 0
     try:
-        for batch in _open(path).iter_batches(batch_size=_BATCH_ROWS):
-            for row in batch.to_pylist():
+        pf = pq.ParquetFile(path, read_dictionary=text)
+        for batch in pf.iter_batches(batch_size=_BATCH_ROWS):
+            names = batch.schema.names
+            cols = [_array_list(batch.column(i)) for i in range(len(names))]
+            for values in zip(*cols, strict=True):
                 n += 1
-                yield n, row
+                yield n, dict(zip(names, values, strict=True))
     except pa.ArrowException as err:
         raise InputError(
             f"unreadable Parquet data ({err})", file=path, location=f"row {n + 1}"
@@ -154,18 +160,22 @@ def read_columns(path: Path, columns: Sequence[str]) -> dict[str, list[Any]]:
 def column_list(column: pa.ChunkedArray) -> list[Any]:
     """A column as a Python list; a dictionary-encoded one converts each distinct value once
     (the list holds references to those, not a new object per cell)."""
+    out: list[Any] = []
+    for chunk in column.chunks:
+        out.extend(_array_list(chunk))
+    return out
+
+
+def _array_list(array: pa.Array) -> list[Any]:
     import numpy as np
     import pyarrow as pa
 
-    if not pa.types.is_dictionary(column.type):
-        return list(column.to_pylist())
-    out: list[Any] = []
-    for chunk in column.chunks:
-        values = np.empty(len(chunk.dictionary) + 1, dtype=object)
-        values[:-1] = chunk.dictionary.to_pylist()  # the last slot (None) stands for null
-        idx = chunk.indices.fill_null(len(chunk.dictionary)).to_numpy(zero_copy_only=False)
-        out.extend(values[idx].tolist())
-    return out
+    if not pa.types.is_dictionary(array.type):
+        return list(array.to_pylist())
+    values = np.empty(len(array.dictionary) + 1, dtype=object)
+    values[:-1] = array.dictionary.to_pylist()  # the last slot (None) stands for null
+    idx = array.indices.fill_null(len(array.dictionary)).to_numpy(zero_copy_only=False)
+    return list(values[idx].tolist())
 
 
 def to_arrow(

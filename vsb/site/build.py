@@ -24,8 +24,10 @@ Every page names the release and its root hash (from MANIFEST.json). Templates a
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import stat
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
@@ -123,21 +125,54 @@ def _prepare_out(out: Path) -> None:
     (out / MARKER).write_text("written by vsb site build; replaced on every build\n")
 
 
-def _copy_images(data: SiteData, out: Path) -> dict[str, str]:
-    root = data.root.resolve()
+class _Sources:
+    """Which release files the site may link: regular files inside the release, not under
+    ``oracle/``. Each folder is resolved once (not each image: ~7,000 realpath walks)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+        self.real: dict[Path, Path] = {}
+
+    def get(self, rel: str) -> Path | None:
+        """The real path of the release file ``rel``; None when the site must not use it."""
+        if "oracle" in Path(rel).parts:
+            return None
+        path = self.root / rel
+        folder = self.real.get(path.parent)
+        if folder is None:
+            folder = self.real[path.parent] = path.parent.resolve()
+        src = folder / path.name
+        try:
+            mode = os.lstat(src).st_mode
+        except OSError:
+            return None
+        if stat.S_ISLNK(mode):
+            src = src.resolve()
+            if not src.is_file():
+                return None
+        elif not stat.S_ISREG(mode):
+            return None
+        return src if src.is_relative_to(self.root) else None
+
+
+def _copy_images(data: SiteData, out: Path, sources: _Sources) -> dict[str, str]:
     mapping: dict[str, str] = {}
+    made: set[Path] = set()
     for rel in sorted({p for p in data.images.values() if p}):
-        src = (root / rel).resolve()
-        if not src.is_relative_to(root) or "oracle" in Path(rel).parts or not src.is_file():
+        src = sources.get(rel)
+        if src is None:
             continue
-        dest = _site_image_path(rel)
-        (out / dest).parent.mkdir(parents=True, exist_ok=True)
-        link_or_copy(src, out / dest)
-        mapping[rel] = dest
+        site = _site_image_path(rel)
+        dest = out / site
+        if dest.parent not in made:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            made.add(dest.parent)
+        link_or_copy(src, dest)
+        mapping[rel] = site
     return mapping
 
 
-def _evaluate_session(data: SiteData, out: Path) -> dict[str, Any] | None:
+def _evaluate_session(data: SiteData, out: Path, sources: _Sources) -> dict[str, Any] | None:
     """The blinded page's payload, its pictures copied under opaque names (rate/);
     None when the release has no sealed oracle to key the blinding."""
     try:
@@ -148,8 +183,7 @@ def _evaluate_session(data: SiteData, out: Path) -> dict[str, Any] | None:
     root = data.root.resolve()
 
     def copyable(rel: str) -> bool:
-        src = (root / rel).resolve()
-        return src.is_relative_to(root) and "oracle" not in Path(rel).parts and src.is_file()
+        return sources.get(rel) is not None
 
     pool: list[PoolStory] = []
     for s in story_pool(data, cond):
@@ -197,7 +231,8 @@ def build_site(release_dir: str | Path, out_dir: str | Path) -> SiteResult:
     (out / "static").mkdir()
     for name in STATIC_FILES:
         (out / "static" / name).write_bytes(static.joinpath(name).read_bytes())
-    images = _copy_images(data, out)
+    sources = _Sources(data.root)
+    images = _copy_images(data, out, sources)
     m = data.manifest
     common = {
         "release": m.release,
@@ -237,7 +272,7 @@ def build_site(release_dir: str | Path, out_dir: str | Path) -> SiteResult:
         reference=data.reference,
         **pages.judge_tables(data),
     )
-    w.page("evaluate.html", "evaluate.html", session=_evaluate_session(data, out))
+    w.page("evaluate.html", "evaluate.html", session=_evaluate_session(data, out, sources))
     w.page("stories/index.html", "stories.html", **pages.story_index(data))
     for story in data.stories:
         for cond in data.conditions:

@@ -48,15 +48,23 @@ def _plain(v: Any) -> Any:
     return v
 
 
-def csv_text(table: DataTable) -> str:
+def _plain_rows(table: DataTable) -> list[list[Any]]:
+    return [[_plain(v) for v in row] for row in table.rows]
+
+
+def csv_text(table: DataTable, plain: list[list[Any]] | None = None) -> str:
     """The table as CSV (header first; None as an empty cell; text cells that a spreadsheet
-    would run as a formula escaped by ``vsb.fsio.csv_text``)."""
-    return fsio.csv_text(table.columns, ([_plain(v) for v in row] for row in table.rows))
+    would run as a formula escaped by ``vsb.fsio.csv_text``); ``plain``: its rows already
+    through ``_plain``."""
+    return fsio.csv_text(table.columns, plain if plain is not None else _plain_rows(table))
 
 
-def json_text(table: DataTable, release: str, root_hash: str) -> str:
+def json_text(
+    table: DataTable, release: str, root_hash: str, plain: list[list[Any]] | None = None
+) -> str:
     """The table as JSON: release, root hash, title, columns and one object per row."""
-    rows = [dict(zip(table.columns, (_plain(v) for v in r), strict=True)) for r in table.rows]
+    cells = plain if plain is not None else _plain_rows(table)
+    rows = [dict(zip(table.columns, r, strict=True)) for r in cells]
     doc = {
         "release": release,
         "root_hash": root_hash,
@@ -82,8 +90,11 @@ def write_tables(
     for name, table in tables.items():
         stem = table_stem(page_path, name)
         (out / stem).parent.mkdir(parents=True, exist_ok=True)
-        (out / f"{stem}.csv").write_text(csv_text(table), encoding="utf-8")
-        (out / f"{stem}.json").write_text(json_text(table, release, root_hash), encoding="utf-8")
+        plain = _plain_rows(table)
+        (out / f"{stem}.csv").write_text(csv_text(table, plain), encoding="utf-8")
+        (out / f"{stem}.json").write_text(
+            json_text(table, release, root_hash, plain), encoding="utf-8"
+        )
         links[name] = Download(f"{stem}.csv", f"{stem}.json", len(table.rows))
     return links
 

@@ -6,7 +6,7 @@ Two views (methodology section 7), both over the raters kept after exclusions:
   between the signal's value and the mean human rating over story runs
   (model x condition x story) that have both. Evaluator signals are each evaluator's story
   scores from ``scores.json`` (``global``, ``coherence``, ``adherence``) and the story means
-  of every continuous signal in ``evaluations/signals.jsonl``;
+  of every continuous signal in the signals table (``evaluations/signals.parquet``);
 - **model ranking**: per condition, Kendall τ-b between the human ranking of models (mean
   rating, macro over stories) and each evaluator's ranking (its global score).
 """

@@ -17,6 +17,7 @@ from vsb.fsio import sha256_hex
 from vsb.generator.generate import write_suite
 from vsb.render import render_png
 from vsb.story.models import Story
+from vsb.tables import iter_rows
 
 
 def _photo(rng: np.random.Generator, size: int = 512) -> bytes:
@@ -67,8 +68,7 @@ def photo_run(tmp_path: Path, default_suite: list[Story]) -> Path:
 
 
 def _rows(run: Path, name: str) -> list[dict[str, object]]:
-    text = (run / "evaluations" / f"{name}.jsonl").read_text()
-    return [json.loads(x) for x in text.splitlines()]
+    return [r for _, r in iter_rows(run / "evaluations" / f"{name}.parquet")]
 
 
 def test_photos_are_not_applicable_never_scored(

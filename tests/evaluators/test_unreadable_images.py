@@ -15,6 +15,7 @@ from vsb.cli.main import main
 from vsb.evaluators.evaluate import evaluate_run
 from vsb.scores.compute import score_run
 from vsb.story.models import Story
+from vsb.tables import iter_rows
 
 Image = tuple[str, str, str, int]
 
@@ -43,8 +44,7 @@ def _spoil(run: Path, stories: list[Story]) -> dict[Image, str]:
 
 
 def _rows(run: Path, name: str = "requirements") -> list[dict]:
-    text = (run / f"evaluations/{name}.jsonl").read_text()
-    return [json.loads(x) for x in text.splitlines()]
+    return [r for _, r in iter_rows(run / "evaluations" / f"{name}.parquet")]
 
 
 def _where(r: dict) -> Image:

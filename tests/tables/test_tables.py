@@ -130,3 +130,13 @@ def test_bad_rows_and_files_name_the_file(tmp_path: Path) -> None:
     path.write_bytes(b"PAR1 not really")
     with pytest.raises(InputError, match="not a readable Parquet file"):
         read_columns(path, ["model"])
+
+
+def test_rows_missing_columns_or_of_one_column_are_written(tmp_path: Path) -> None:
+    path = tmp_path / "requirements.parquet"
+    short = [{k: v for k, v in r.items() if k != "judge_model"} for r in ROWS[:3]]
+    write_requirements(path, [*short, ROWS[3]])
+    got = [r["judge_model"] for _, r in iter_rows(path)]
+    assert got == [None, None, None, ROWS[3]["judge_model"]]
+    table = to_arrow([{"model": "a"}, {"model": "b"}], ("model",), path)
+    assert table.column("model").to_pylist() == ["a", "b"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -182,32 +183,45 @@ def to_arrow(
     rows: Iterable[dict[str, Any]], columns: tuple[str, ...], path: Path, *, strict: bool = True
 ) -> pa.Table:
     """Rows as an Arrow table with ``columns`` (typed as the tables' schema); a cell of the
-    wrong type, or (``strict``) a key outside them, raises ``InputError`` naming ``path``."""
+    wrong type, or (``strict``) a key outside them, raises ``InputError`` naming ``path``.
+    A nested value (a list or an object, in an older row) is stored as JSON text."""
     import pyarrow as pa
 
     rows = rows if isinstance(rows, list) else list(rows)
     known = set(columns)
-    for i, row in enumerate(rows if strict else (), 1):
-        extra = row.keys() - known
-        if extra:
-            raise InputError(
-                f"unknown column(s) {', '.join(sorted(extra))} (known: {', '.join(columns)})",
-                file=path,
-                location=f"row {i}",
-            )
+    if strict and not known.issuperset(set().union(*rows)):
+        i, extra = next((i, r.keys() - known) for i, r in enumerate(rows, 1) if r.keys() - known)
+        raise InputError(
+            f"unknown column(s) {', '.join(sorted(extra))} (known: {', '.join(columns)})",
+            file=path,
+            location=f"row {i}",
+        )
+    n = len(columns)
+    if n > 1 and rows and all(len(r) == n for r in rows) and known.issuperset(rows[0]):
+        cells: list[Any] = list(zip(*map(itemgetter(*columns), rows), strict=True))
+    else:  # some row lacks a column (or one column): cell by cell
+        cells = [[r.get(c) for r in rows] for c in columns]
     arrays = []
-    for c in columns:
-        cells = [r.get(c) for r in rows]
+    for c, col in zip(columns, cells, strict=True):
         kind = column_type(c)
-        if c in JSON_COLUMNS:
-            cells = [v if v is None or isinstance(v, str) else _json_text(v) for v in cells]
-        elif kind == pa.string():  # nested values (older rows) as JSON text: one type a column
-            cells = [_json_text(v) if isinstance(v, dict | list) else v for v in cells]
         try:
-            arrays.append(pa.array(cells, type=kind))
+            arrays.append(pa.array(col, type=kind))
         except (pa.ArrowException, OverflowError) as err:
-            raise InputError(f"column {c!r}: {err}", file=path) from err
+            plain = _as_text(c, col) if kind == pa.string() else None
+            if plain is None:
+                raise InputError(f"column {c!r}: {err}", file=path) from err
+            arrays.append(pa.array(plain, type=kind))
     return pa.Table.from_arrays(arrays, names=list(columns))
+
+
+def _as_text(column: str, cells: Sequence[Any]) -> list[Any] | None:
+    """A text column's cells with nested values as JSON text (every non-text value, in a JSON
+    column); None if a cell is still not text."""
+    if column in JSON_COLUMNS:
+        out = [v if v is None or isinstance(v, str) else _json_text(v) for v in cells]
+    else:
+        out = [_json_text(v) if isinstance(v, dict | list) else v for v in cells]
+    return out if all(v is None or isinstance(v, str) for v in out) else None
 
 
 def _json_text(value: Any) -> str:

@@ -13,6 +13,13 @@ values stay inside the vocabulary and within what an honest image could show:
   is recorded as a knock-on ``object_disappeared`` fault of the same origin;
 * clothing and identity stay distinct between characters (tops differ, (skin, hair colour)
   pairs differ); a wrong holder is someone present and empty-handed, or the ground.
+
+A context that states a fact wrongly (``Condition.misleads``: a predicted memory) misleads a
+simulator that follows its context: the fact is drawn as the context states it (a fault of
+origin ``context``) unless the fault draw falls below ``p_adherence × context_factor``, where
+it drifts as it would under structured memory. A wrong value no honest image could show here
+(an absent holder, a clash with another character) leaves the fact unsupplied (``p_memory``).
+``procedural-oracle`` does not follow its context (``follows_context``): it renders the truth.
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ class SimulatorParams:
     p_adherence: float
     image_bonus: float = 1.0
     sticky: float = 0.7
+    #: Draw what a context states wrongly (``Condition.misleads``); False for the oracle.
+    follows_context: bool = True
 
 
 @dataclass(frozen=True)
@@ -49,7 +58,7 @@ class Fault:
     rendered_value: Value | None
     taxonomy: str
     dimension: str
-    origin: str  # "new" | "sticky"
+    origin: str  # "new" | "sticky" | "context"
     source: str  # the requirement's source (prompt | memory)
     visual: bool = True
 
@@ -289,6 +298,26 @@ def _pick(groups: list[list[_Option]], u: float) -> _Option | None:
     return g[min(int((x - int(x)) * len(g)), len(g) - 1)]
 
 
+def _misled(
+    params: SimulatorParams,
+    condition: Condition,
+    story: Story,
+    k: int,
+    req: Requirement,
+    options: list[_Option],
+) -> _Option | None:
+    """The corruption a misleading context asks for (None: it states the truth, nothing, or
+    something no image could show here; or the simulator does not follow its context)."""
+    if condition.misleads is None or not params.follows_context:
+        return None
+    if req.source == "prompt" or k == 1:
+        return None
+    told = condition.misleads(story, k, req)
+    if told is None:
+        return None
+    return next((o for o in options if (o.attribute, o.value) == told), None)
+
+
 def simulate_story(
     story: Story, condition: Condition, params: SimulatorParams, rng: np.random.Generator
 ) -> list[SceneSim]:
@@ -315,7 +344,13 @@ def simulate_story(
                 opt = next((o for o in flat if o == prev[1]), None)
             if opt is None:
                 origin = "new"
-                if u_fault < fact_probability(params, condition, story, k, req):
+                told = _misled(params, condition, story, k, req, flat)
+                if told is not None:
+                    if u_fault >= params.p_adherence * (condition.context_factor or 1.0):
+                        opt, origin = told, "context"
+                    else:
+                        opt = _pick(groups, float(u_choice))
+                elif u_fault < fact_probability(params, condition, story, k, req):
                     opt = _pick(groups, float(u_choice))
             if opt is None:
                 continue

@@ -17,7 +17,10 @@ numbers). An ablation draws structured memory's stream, so its images differ fro
 structured-memory ones only where a removed fact drew a fault the full memory would have
 prevented. The placebo supplies no fact (its facts are another story's and are ignored), so
 every memory fact gets ``p_memory`` as without context, and it draws independent's stream:
-its images are the independent ones, by design.
+its images are the independent ones, by design. A predicted memory draws structured memory's
+stream too: its images differ from the structured-memory ones only where the extractor read a
+fact wrong (drawn as the memory states it) or dropped it (``p_memory``); the oracle does not
+follow its context, so its images are the truth under every condition.
 
 ==================== ========= =========== ===========
 simulator            p_memory  p_adherence image_bonus
@@ -49,7 +52,7 @@ from vsb.story.models import Story
 SIMULATOR_VERSION = "3"
 
 SIMULATORS: dict[str, SimulatorParams] = {
-    "procedural-oracle": SimulatorParams(p_memory=0.0, p_adherence=0.0),
+    "procedural-oracle": SimulatorParams(p_memory=0.0, p_adherence=0.0, follows_context=False),
     "procedural-drift-low": SimulatorParams(p_memory=0.04, p_adherence=0.01, image_bonus=0.35),
     "procedural-drift-mid": SimulatorParams(p_memory=0.12, p_adherence=0.02, image_bonus=0.35),
     "procedural-amnesiac": SimulatorParams(p_memory=0.35, p_adherence=0.01, image_bonus=0.25),

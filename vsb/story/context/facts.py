@@ -11,6 +11,8 @@ from vsb.story.models import Requirement, SceneState, Story, Value
 
 PRIMARY_CONDITION = "structured_memory"
 PLACEBO_CONDITION = "random_context"
+#: The primary condition's memory as an extractor reads it (``vsb.story.context.predicted``).
+PREDICTED_CONDITION = "predicted_memory"
 #: The fact groups an ablation can remove from the structured memory, in display order.
 FACT_GROUPS: tuple[str, ...] = ("identity", "clothing", "objects", "environment")
 #: Ablation condition -> the fact group it removes.

@@ -34,11 +34,12 @@ def default_models() -> list[str]:
 
 
 def default_conditions() -> list[str]:
-    """The six main conditions and the placebo (the leaderboard and the analysis page show
-    structured_memory − random_context beside the memory gain)."""
-    from vsb.conditions import PLACEBO_CONDITION, condition_names
+    """The six main conditions, the placebo and the predicted memory (the leaderboard and the
+    analysis page show structured_memory − random_context and structured_memory −
+    predicted_memory beside the memory gain)."""
+    from vsb.conditions import PLACEBO_CONDITION, PREDICTED_CONDITION, condition_names
 
-    return [*condition_names(), PLACEBO_CONDITION]
+    return [*condition_names(), PLACEBO_CONDITION, PREDICTED_CONDITION]
 
 
 def write_default_suite(out: Path, seed: int) -> bool:

@@ -13,6 +13,10 @@ placebo_gain       random_context − independent             what any long, wel
                                                              context buys (≈ 0 if the gain
                                                              is memory)
 memory_vs_placebo  structured_memory − random_context        the memory gain net of placebo
+predicted_gain     predicted_memory − independent            what the memory buys when an
+                                                             extractor reads the state
+memory_vs_         structured_memory − predicted_memory      what imperfect extraction
+predicted                                                    costs (≈ 0: the gain survives)
 ablation           structured_memory − structured_memory-    what remembering one group of
                    no_GROUP                                  facts buys, per dimension
 =================  ========================================  ===============================
@@ -34,7 +38,14 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from vsb.conditions import ABLATIONS, FACT_GROUPS, PLACEBO_CONDITION, PRIMARY_CONDITION, fact_group
+from vsb.conditions import (
+    ABLATIONS,
+    FACT_GROUPS,
+    PLACEBO_CONDITION,
+    PREDICTED_CONDITION,
+    PRIMARY_CONDITION,
+    fact_group,
+)
 from vsb.errors import InputError
 from vsb.fsio import atomic_write_json, atomic_write_text, csv_text
 from vsb.scores.axis import select_evaluators
@@ -52,12 +63,21 @@ from vsb.scores.table import StoryTable, build_story_table
 
 ANALYSIS_FORMAT_VERSION = "1.0"
 ANALYSIS_DIR = "analysis"
-EffectKind = Literal["memory_gain", "placebo_gain", "memory_vs_placebo", "ablation"]
+EffectKind = Literal[
+    "memory_gain",
+    "placebo_gain",
+    "memory_vs_placebo",
+    "predicted_gain",
+    "memory_vs_predicted",
+    "ablation",
+]
 #: (effect, condition a, condition b) in display order; each effect is a − b.
 EFFECTS: tuple[tuple[EffectKind, str, str], ...] = (
     ("memory_gain", PRIMARY_CONDITION, "independent"),
     ("placebo_gain", PLACEBO_CONDITION, "independent"),
     ("memory_vs_placebo", PRIMARY_CONDITION, PLACEBO_CONDITION),
+    ("predicted_gain", PREDICTED_CONDITION, "independent"),
+    ("memory_vs_predicted", PRIMARY_CONDITION, PREDICTED_CONDITION),
     *(("ablation", PRIMARY_CONDITION, name) for name in ABLATIONS),
 )
 #: Fact groups of the fact-group table: the ablatable ones, then the rest.
@@ -271,8 +291,8 @@ def analyze_input(
     if not effects and not groups:
         raise InputError(
             "the run has no pair of conditions to analyse (structured_memory with independent, "
-            "random_context or an ablation); run them with "
-            "--condition independent,structured_memory,random_context,ablations"
+            "random_context, predicted_memory or an ablation); run them with "
+            "--condition independent,structured_memory,random_context,predicted_memory,ablations"
         )
     return AnalysisReport(
         run=inp.run,

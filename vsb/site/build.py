@@ -8,7 +8,8 @@ Pages (relative to the site root)::
                                     on each links them all)
     models/<slug>.html              one page per model
     comparisons.html                paired comparisons (Δ, CI, P(Δ>0), win rate)
-    analysis.html                   memory gain, placebo, field ablations, prompt sensitivity
+    analysis.html                   memory gain, placebo, predicted memory, field ablations,
+                                    prompt sensitivity
     stability.html                  rank stability under Dirichlet weight perturbation
     judge.html                      judge validation against the sealed oracle (and humans)
     evaluate.html                   the blinded human-evaluation session (works from disk; its

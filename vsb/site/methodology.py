@@ -71,7 +71,7 @@ def release_facts(data: SiteData, *, evaluate_page: bool = False) -> dict[str, A
     from vsb.adapters.faults import SimulatorParams
     from vsb.adapters.registry import model_names
     from vsb.adapters.simulators import SIMULATORS
-    from vsb.conditions import CONDITIONS, PRIMARY_CONDITION, get_condition
+    from vsb.conditions import CONDITIONS, PRIMARY_CONDITION, get_condition, is_condition
     from vsb.evaluators.registry import evaluator_names
     from vsb.run.catalog import PriceList, list_patterns
     from vsb.story.io import read_suite_index
@@ -134,7 +134,7 @@ def release_facts(data: SiteData, *, evaluate_page: bool = False) -> dict[str, A
             (
                 c,
                 get_condition(c).description.replace(" (primary)", "")
-                if c in CONDITIONS
+                if is_condition(c)
                 else "(not registered in this vsb)",
             )
             for c in conds

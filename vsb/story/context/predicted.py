@@ -246,6 +246,17 @@ def reading_errors(true: SceneState, memory: Memory) -> tuple[int, int]:
     return wrong, total
 
 
+def suite_reading_errors(stories: Iterable[Story], rate: float) -> tuple[int, int]:
+    """(facts read wrong, facts) of the simulated extractor at ``rate`` over every scene
+    after the first of ``stories`` (``reading_errors`` summed)."""
+    wrong = total = 0
+    for story in stories:
+        for k in range(2, len(story.scenes) + 1):
+            w, t = reading_errors(story.scenes[k - 2].state, simulated_reading(story, k, rate)[0])
+            wrong, total = wrong + w, total + t
+    return wrong, total
+
+
 def _stated(memory: Memory, story: Story, k: int, req: Requirement) -> Stated | None:
     subj, attr = req.subject, req.attribute
     if subj == "scene":

@@ -81,7 +81,7 @@ def _gains(report: AnalysisReport, evaluator: str, metric: str) -> list[Table]:
         cols = [c for label in labels for c in (label, "95% CI")]
         table = _table(f"{metric}: {title} (evaluator {evaluator})", ("model", *cols), caption)
         for m in models:
-            by = {e.effect: e for e in effects if e.model == m}
+            by: dict[str, Effect] = {e.effect: e for e in effects if e.model == m}
             table.add_row(m, *(x for kind in kinds for x in _ci(by.get(kind))))
         out.append(table)
     return out

@@ -175,7 +175,7 @@ def analysis_page(data: SiteData) -> dict[str, Any]:
     by: dict[tuple[str, str, str, str, str], Effect] = {
         (e.model, e.effect, e.condition_b, e.metric_kind, e.metric): e for e in effects
     }
-    summary = {
+    summary: dict[tuple[str, str, str, str], Effect] = {
         (e.model, e.effect, e.metric_kind, e.metric): e for e in effects if e.effect != "ablation"
     }
     conditions = set(data.scores.conditions)

@@ -237,10 +237,10 @@ def reading_errors(true: SceneState, memory: Memory) -> tuple[int, int]:
     """(facts read wrong, facts) of a memory against the true state: a dropped object counts
     once (its entry), its other facts not at all."""
     wrong = total = 0
+    objects = memory.get("objects") or {}
     for subject, attribute in memory_facts(true):
-        if subject in true.objects and attribute != "present":
-            if subject not in (memory.get("objects") or {}):
-                continue
+        if subject in true.objects and attribute != "present" and subject not in objects:
+            continue
         total += 1
         wrong += memory_value(memory, subject, attribute) != state_value(true, subject, attribute)
     return wrong, total

@@ -21,7 +21,7 @@ CONDITIONS = ("structured_memory", "random_context")
 def test_main_job_runs_the_placebo_beside_the_six_conditions() -> None:
     assert default_conditions() == [
         "independent", "previous_text", "structured_memory", "previous_image",
-        "summarized_state", "full_context", "random_context",
+        "summarized_state", "full_context", "random_context", "predicted_memory",
     ]  # fmt: skip
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from score_synth import Row, req_row
 
-from vsb.conditions import ABLATIONS, PRIMARY_CONDITION
+from vsb.conditions import ABLATIONS, PREDICTED_CONDITION, PRIMARY_CONDITION
 from vsb.errors import InputError
 from vsb.scores.analysis import (
     EFFECTS,
@@ -110,6 +110,32 @@ def test_effects_from_scores_json_equal_the_analysis(synth: Path) -> None:
     assert from_scores == direct
     order = [(e.effect, e.condition_a, e.condition_b) for e in direct]
     assert order == sorted(order, key=lambda t: EFFECTS.index(t))
+
+
+def test_predicted_memory_effects(make_run: Callable[..., Path]) -> None:
+    """predicted_gain and memory_vs_predicted: paired, oriented, the same in scores.json."""
+    p = {
+        "independent": dict.fromkeys(FACTS, 0.40),
+        PRIMARY_CONDITION: dict.fromkeys(FACTS, 0.05),
+        PREDICTED_CONDITION: dict.fromkeys(FACTS, 0.20),
+    }
+    run = make_run(_rows(p))
+    report = analyze_run(run, n_resamples=500)
+    by = {(e.effect, e.metric): e for e in report.effects if e.metric_kind == "summary"}
+    gain, pred = by["memory_gain", "coherence"], by["predicted_gain", "coherence"]
+    cost = by["memory_vs_predicted", "coherence"]
+    assert (pred.condition_a, pred.condition_b) == (PREDICTED_CONDITION, "independent")
+    assert (cost.condition_a, cost.condition_b) == (PRIMARY_CONDITION, PREDICTED_CONDITION)
+    assert 0 < pred.diff < gain.diff and cost.diff > 0
+    assert pred.diff + cost.diff == pytest.approx(gain.diff)
+    for e in (pred, cost):
+        assert e.ci_low is not None and e.ci_low > 0 and e.n_stories == 30
+    # scores.json stores independent − predicted_memory: flipped, equal up to the last bits
+    scores = score_run(run, n_resamples=500, n_draws=10)
+    stored = effects_from_comparisons(scores.comparisons)
+    assert [(e.effect, e.metric) for e in stored] == [(e.effect, e.metric) for e in report.effects]
+    for a, b in zip(stored, report.effects, strict=True):
+        assert (a.diff, a.ci_low, a.ci_high) == pytest.approx((b.diff, b.ci_low, b.ci_high))
 
 
 def test_flipped_comparison_swaps_everything(make_run: Callable[..., Path]) -> None:

@@ -26,6 +26,7 @@ CONDITIONS = (
     "random_context",
     "structured_memory-no_identity",
     "structured_memory-no_objects",
+    "predicted_memory",
 )
 
 
@@ -90,7 +91,8 @@ def test_page_shows_the_releases_effects(release: Path, page: str) -> None:
     data = load_site_data(release)
     effects = effects_from_comparisons(data.scores.comparisons)
     assert {e.effect for e in effects} == {
-        "memory_gain", "placebo_gain", "memory_vs_placebo", "ablation",
+        "memory_gain", "placebo_gain", "memory_vs_placebo", "predicted_gain",
+        "memory_vs_predicted", "ablation",
     }  # fmt: skip
     shown = re.findall(r'data-v="([-0-9.e]+)"', page)
     for e in effects:
@@ -114,6 +116,33 @@ def test_leaderboard_shows_memory_minus_placebo(release: Path, site: Path) -> No
     assert "memory − placebo" in board
     row = next(r for r in board.split("<tr") if 'href="models/alpha.html"' in r)
     assert f'data-v="{net.diff}"' in row and f"[{net.ci_low:+.3f}, {net.ci_high:+.3f}]" in row
+
+
+def test_predicted_memory_section_shows_its_effects_with_cis(release: Path, page: str) -> None:
+    effects = effects_from_comparisons(load_site_data(release).scores.comparisons)
+    section = page.split('id="predicted"', 1)[1].split('id="ablations"', 1)[0]
+    assert "Memory gain under imperfect extraction" in page.split('id="predicted"', 1)[1][:80]
+    assert 'id="predicted-gains"' in section and "memory − predicted" in section
+    row = next(r for r in section.split("<tr") if 'href="models/alpha.html"' in r)
+    shown = 0
+    for e in effects:
+        if (
+            e.model != "alpha"
+            or e.metric_kind != "summary"
+            or e.metric not in ("coherence", "global")
+        ):
+            continue
+        if e.effect not in ("memory_gain", "predicted_gain", "memory_vs_predicted"):
+            continue
+        assert e.ci_low is not None and e.ci_high is not None
+        cell = f'data-v="{e.diff}" title="{e.n_stories} stories"><span class="score">'
+        assert cell in row, e
+        assert f"[{e.ci_low:+.3f}, {e.ci_high:+.3f}]" in row, e
+        shown += 1
+    assert shown == 6
+    # the share of facts the simulated extractor read wrong on these stories
+    rate = re.search(r"on these stories it read ([0-9.]+) % of the facts wrong", section)
+    assert rate is not None and 3.0 < float(rate.group(1)) < 25.0
 
 
 def test_heat_map_frames_cells_whose_ci_excludes_zero(release: Path) -> None:
@@ -140,6 +169,8 @@ def test_release_without_controls_or_paraphrase(synth_site: Path) -> None:
     assert "memory − placebo" not in (synth_site / "index.html").read_text()
     page = (synth_site / "analysis.html").read_text()
     assert "was run without the placebo" in page
+    assert "was run without predicted_memory" in page
+    assert 'id="predicted-gains"' not in page
     assert "This release has no field ablations" in page
     assert "This release has no paraphrase run" in page
     assert "<svg" not in page.split('id="ablations"', 1)[1]

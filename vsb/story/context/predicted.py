@@ -291,19 +291,23 @@ class PredictedMemory:
     def __init__(self, name: str, extract: Extractor, memo_size: int = 1024) -> None:
         self.name = name
         self.extract = extract
-        self._memo: OrderedDict[tuple[int, int], tuple[Story, Memory]] = OrderedDict()
+        self._memo: OrderedDict[tuple[int, int], tuple[Story, Memory, Memory]] = OrderedDict()
         self._size = memo_size
         self._lock = threading.Lock()
 
     def memory(self, story: Story, k: int) -> Memory:
-        """The extractor's memory of ``story`` before scene ``k`` (2 ≤ k ≤ len(scenes)). The
-        memo keeps the story it was read from, so a key is never another story's."""
+        """The extractor's memory of ``story`` before scene ``k`` (2 ≤ k ≤ len(scenes))."""
+        return self._read(story, k)[0]
+
+    def _read(self, story: Story, k: int) -> tuple[Memory, Memory]:
+        """(the extractor's memory, the true one) before scene ``k``. The memo keeps the story
+        it was read from, so a key is never another story's."""
         key = (id(story), k)
         with self._lock:
             hit = self._memo.get(key)
             if hit is not None:
                 self._memo.move_to_end(key)
-                return hit[1]
+                return hit[1], hit[2]
         memory = self.extract(story, k)
         if not (
             isinstance(memory, dict)
@@ -314,24 +318,31 @@ class PredictedMemory:
                 f"extractor {self.name!r}, story {story.id} scene {k}: expected the memory as "
                 "a JSON object shaped like structured memory's (characters and objects objects)"
             )
+        true = state_json(story.scenes[k - 2].state)
         with self._lock:
-            self._memo[key] = (story, memory)
+            self._memo[key] = (story, memory, true)
             if len(self._memo) > self._size:
                 self._memo.popitem(last=False)
-        return memory
+        return memory, true
 
     def stated(self, story: Story, k: int, req: Requirement) -> Stated | None:
         """What the memory before scene ``k`` states about ``req``'s fact (None: nothing)."""
         if k <= 1:
             return None
-        return _stated(self.memory(story, k), story, k, req)
+        return _stated(self._read(story, k)[0], story, k, req)
 
     def supplies(self, story: Story, k: int, req: Requirement) -> bool:
         """The memory states ``req``'s fact with its true value."""
         return self.stated(story, k, req) == (req.attribute, req.expected)
 
     def misleads(self, story: Story, k: int, req: Requirement) -> Stated | None:
-        """The (attribute, value) the memory states for ``req``'s fact when it is not the
-        true one (None: it states the truth or nothing)."""
-        said = self.stated(story, k, req)
-        return None if said is None or said == (req.attribute, req.expected) else said
+        """The (attribute, value) the memory states for ``req``'s fact where the extractor
+        read it wrong: neither the true value now nor what the true memory states (None:
+        it states the truth, the true memory's value, or nothing)."""
+        if k <= 1:
+            return None
+        memory, true = self._read(story, k)
+        said = _stated(memory, story, k, req)
+        if said is None or said == (req.attribute, req.expected):
+            return None
+        return None if said == _stated(true, story, k, req) else said

@@ -30,6 +30,7 @@ BLOCK = re.compile(
     re.S,
 )
 PRIMARY_CONDITION = "structured_memory"
+PREDICTED_CONDITION = "predicted_memory"
 METHODOLOGY_REQUIREMENTS = 3865
 """The requirement count the methodology's example suite states (the README compares)."""
 
@@ -200,6 +201,47 @@ def fig_memory_gain(rel: Path) -> str:
     return "\n".join(out) + "\n"
 
 
+def _oriented(diff: dict[tuple[str, str, str], dict[str, str]], m: str, a: str, b: str) -> str:
+    """``Δ [CI]`` of a − b for model ``m`` from a comparison stored either way round."""
+    r = diff.get((m, a, b))
+    if r is not None:
+        return f"{_signed(r['diff'])} {_ci(r['ci_low'], r['ci_high'], _signed)}"
+    r = diff.get((m, b, a))
+    if r is None:
+        raise FigureError(f"comparisons lack the pair {a} / {b} of {m}")
+    neg = lambda x: str(-float(x))  # noqa: E731
+    return f"{_signed(neg(r['diff']))} {_ci(neg(r['ci_high']), neg(r['ci_low']), _signed)}"
+
+
+def fig_predicted_memory(rel: Path) -> str:
+    """Memory gain under imperfect extraction: structured_memory − independent,
+    predicted_memory − independent and structured_memory − predicted_memory."""
+    ev = _primary_evaluator(rel)
+    diff: dict[tuple[str, str, str], dict[str, str]] = {}
+    for r in _csv(rel, "scores/comparisons.csv"):
+        wanted = (r["kind"], r["metric_kind"], r["metric"], r["evaluator"])
+        if wanted == ("condition", "summary", "coherence", ev):
+            diff[(r["a_model"], r["a_condition"], r["b_condition"])] = r
+    models = sorted({k[0] for k in diff}, key=lambda m: -float(
+        diff.get((m, PRIMARY_CONDITION, "independent"), {"diff": "0"})["diff"]))  # fmt: skip
+    out = [
+        "| model | memory gain [95 % CI] | predicted gain [95 % CI] | "
+        "memory − predicted [95 % CI] |",
+        "| --- | --- | --- | --- |",
+    ]
+    for m in models:
+        try:
+            cells = [
+                _oriented(diff, m, PRIMARY_CONDITION, "independent"),
+                _oriented(diff, m, PREDICTED_CONDITION, "independent"),
+                _oriented(diff, m, PRIMARY_CONDITION, PREDICTED_CONDITION),
+            ]
+        except FigureError as err:
+            raise FigureError(f"{rel}: {err}") from None
+        out.append(f"| {m} | {' | '.join(cells)} |")
+    return "\n".join(out) + "\n"
+
+
 def fig_validation(rel: Path) -> str:
     ev = _primary_evaluator(rel)
     rows = [r for r in _csv(rel, "validation/taxonomy_by_model.csv") if r["evaluator"] == ev]
@@ -249,6 +291,7 @@ FIGURES: dict[str, Callable[[Path], str]] = {
     "leaderboard": fig_leaderboard,
     "sloppy": fig_sloppy,
     "memory-gain": fig_memory_gain,
+    "predicted-memory": fig_predicted_memory,
     "validation": fig_validation,
 }
 

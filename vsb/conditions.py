@@ -273,9 +273,9 @@ def register_extractor(name: str, extract: Extractor, description: str | None = 
     call itself: ``extract`` owns its transport, and should cache (the judge's call
     machinery, ``vsb.store.calls``, does) since it is asked once per story and scene in
     each process. Register it before the run (e.g. where a plug-in adapter is imported)."""
-    if name.startswith("err") or not re.fullmatch(r"[a-z0-9][a-z0-9_.]*", name):
+    if name.startswith("err") or not re.fullmatch(r"[a-z0-9][a-z0-9_.-]*", name):
         raise InputError(
-            f"extractor name {name!r}: expected lower-case letters, digits, '_' or '.', "
+            f"extractor name {name!r}: expected lower-case letters, digits, '_', '-' or '.', "
             "not starting with 'err' (those name the simulated extractor's rates)"
         )
     full = f"{PREDICTED_CONDITION}-{name}"

@@ -19,7 +19,7 @@ figures = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(figures)
 
 MODELS = ("procedural-oracle", "procedural-sloppy")
-CONDITIONS = ("independent", "structured_memory", "random_context")
+CONDITIONS = ("independent", "structured_memory", "random_context", "predicted_memory")
 SUMMARIES = ("global", "coherence", "adherence", "conditional_coherence")
 
 
@@ -58,8 +58,11 @@ def fake_release(root: Path, *, root_hash: str = "ab" * 32) -> Path:
     comps = []
     for i, m in enumerate(MODELS):
         for a, b in (("structured_memory", "independent"), ("independent", "random_context"),
-                     ("structured_memory", "random_context")):  # fmt: skip
+                     ("structured_memory", "random_context"), ("independent", "predicted_memory"),
+                     ("structured_memory", "predicted_memory")):  # fmt: skip
             d = -0.2 * i if a == "structured_memory" else 0.0
+            if b == "predicted_memory":  # independent − predicted, stored b − a: flipped
+                d = 0.05 if a == "independent" else 0.1 * i
             comps.append({
                 "evaluator": "rules", "kind": "condition", "a_model": m, "a_condition": a,
                 "b_condition": b, "metric_kind": "summary", "metric": "coherence",
@@ -114,6 +117,9 @@ def test_write_then_check_agrees_and_an_edited_figure_fails(tmp_path: Path) -> N
     assert "--expect-root " + "ab" * 32 in text
     assert "1 stories, 2 scenes and 5 requirements" in text and "3 stated" in text
     assert "| procedural-sloppy | 10 | 0.900" in text and "order_swap 9/10" in text
+    # predicted gain = −(independent − predicted); memory − predicted as stored
+    row = "| procedural-sloppy | −0.200 [−0.250, −0.150] | −0.050 [−0.100, 0.000] | "
+    assert row + "+0.100 [+0.050, +0.150] |" in text
     assert text.startswith("# project\n\nprose\n") and text.endswith("more prose\n")
     ok = _script("--release", build, "--root", tmp_path, "--check")
     assert ok.returncode == 0, ok.stderr

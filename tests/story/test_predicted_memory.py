@@ -195,3 +195,12 @@ def test_register_extractor_hook(
     for wrong in ("err20", "LLM", ""):
         with pytest.raises(InputError, match="extractor name"):
             register_extractor(wrong, reader)
+
+
+def test_the_documented_rate_is_the_default_suites(default_suite: list[Story]) -> None:
+    """docs/analysis.md states the share of facts the default extractor reads wrong."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "analysis.md").read_text("utf-8")
+    wrong, total = suite_reading_errors(default_suite, DEFAULT_ERROR_RATE)
+    assert f"{100 * wrong / total:.1f} % of {total:,} facts are read" in doc

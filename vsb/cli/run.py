@@ -38,7 +38,8 @@ INCOMPLETE = 3
     "conditions",
     required=True,
     help="Condition name(s), comma-separated; all = the six main ones, ablations = the four "
-    "structured_memory-no_* variants (e.g. all,random_context,ablations).",
+    "structured_memory-no_* variants, predicted_memory[-errNN] = structured memory as an "
+    "extractor reads it, NN % of facts wrong (e.g. all,random_context,ablations).",
 )
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--seed", default=0, show_default=True, help="Run seed (same seed, same images).")

@@ -74,6 +74,7 @@ def release_facts(data: SiteData, *, evaluate_page: bool = False) -> dict[str, A
     from vsb.conditions import CONDITIONS, PRIMARY_CONDITION, get_condition, is_condition
     from vsb.evaluators.registry import evaluator_names
     from vsb.run.catalog import PriceList, list_patterns
+    from vsb.story.context.predicted import DEFAULT_ERROR_RATE
     from vsb.story.io import read_suite_index
 
     stories = data.stories
@@ -151,6 +152,7 @@ def release_facts(data: SiteData, *, evaluate_page: bool = False) -> dict[str, A
             for name, p in SIMULATORS.items()
         ],
         "sticky": SimulatorParams(0.0, 0.0).sticky,
+        "extraction_rate": f"{DEFAULT_ERROR_RATE:g}",
         "oracle_in_release": any(m == ORACLE for m in data.models),
         "oracle_checks": oracle_checks,
         "oracle_failed": oracle_failed,

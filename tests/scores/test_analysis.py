@@ -207,14 +207,15 @@ SIMS = ("procedural-drift-mid", "procedural-amnesiac", "procedural-sloppy")
 def control_run(tmp_path_factory: pytest.TempPathFactory, default_suite: list) -> Path:
     """The ten medium-a stories of the default suite, three simulators (the oracle injects
     nothing under any condition: tests/adapters), independent, structured memory, the
-    placebo and the four ablations, through the rule checker (1,050 images)."""
+    placebo, the four ablations and predicted memory, through the rule checker (1,200
+    images)."""
     from vsb.evaluators.evaluate import evaluate_run
     from vsb.generator.generate import write_suite
     from vsb.run.runner import RunConfig, run
 
     root = tmp_path_factory.mktemp("controls")
     write_suite([s for s in default_suite if s.id.endswith("medium-a")], root / "suite")
-    conds = ["independent", PRIMARY_CONDITION, "random_context", *ABLATIONS]
+    conds = ["independent", PRIMARY_CONDITION, "random_context", *ABLATIONS, PREDICTED_CONDITION]
     cfg = RunConfig(
         suite_dir=root / "suite", models=list(SIMS), conditions=conds, out=root / "run",
         seed=0, workers=2, cache_dir=root / "cache",
@@ -266,3 +267,21 @@ def test_placebo_gives_no_gain_on_any_simulator(control_run: Path) -> None:
             assert e.diff == pytest.approx(gain[e.model, e.metric_kind, e.metric])
     assert gain["procedural-amnesiac", "summary", "coherence"] > 0.3
     assert gain["procedural-sloppy", "summary", "coherence"] < 0
+
+
+@pytest.mark.slow
+def test_extraction_errors_cost_memory_coherence(control_run: Path) -> None:
+    """Through images and the rule checker: a memory with 10 % of facts wrong loses part of
+    the gain (the simulators follow their context), and the two effects add up."""
+    report = analyze_run(control_run, n_resamples=1000)
+    by = {
+        (e.model, e.effect): e
+        for e in report.effects
+        if e.metric_kind == "summary" and e.metric == "coherence"
+    }
+    for model in SIMS:
+        cost = by[model, "memory_vs_predicted"]
+        assert cost.diff > 0 and _excludes_zero(cost.ci_low, cost.ci_high), cost
+        gain, pred = by[model, "memory_gain"], by[model, "predicted_gain"]
+        assert pred.diff + cost.diff == pytest.approx(gain.diff)
+    assert by["procedural-amnesiac", "predicted_gain"].diff > 0.1

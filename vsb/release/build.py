@@ -1,6 +1,6 @@
 """The main job, ``vsb release build NAME``: suite → run → evaluate → score → validate →
 freeze → site, on a CPU with no API keys (the five procedural simulators, the six main
-conditions and the placebo ``random_context``). With ``paraphrase`` it also runs the
+conditions, the placebo ``random_context`` and ``predicted_memory``). With ``paraphrase`` it also runs the
 reworded suite and puts the prompt sensitivity into the release (``sensitivity/``).
 
 Layout under ``OUT/NAME/``::

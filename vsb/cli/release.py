@@ -65,8 +65,8 @@ class _RichProgress:
 @click.option("--budget", default=None, type=click.FloatRange(min=0), metavar="USD",
               help="Stop before a judge call that could take spending past this.")  # fmt: skip
 @click.option("--condition", "conditions", default=None, metavar="NAME[,NAME…]",
-              help="Conditions (default: all,random_context,predicted_memory; e.g. "
-              "all,random_context,predicted_memory,ablations adds the field ablations).")  # fmt: skip
+              help="Conditions (default: all,random_context,predicted_memory; adding "
+              "ablations runs the field ablations too).")  # fmt: skip
 @click.option("--paraphrase", is_flag=True,
               help="Also run the reworded suite and publish the prompt sensitivity.")  # fmt: skip
 def build(

@@ -1,7 +1,8 @@
 """The main job, ``vsb release build NAME``: suite → run → evaluate → score → validate →
 freeze → site, on a CPU with no API keys (the five procedural simulators, the six main
-conditions, the placebo ``random_context`` and ``predicted_memory``). With ``paraphrase`` it also runs the
-reworded suite and puts the prompt sensitivity into the release (``sensitivity/``).
+conditions, the placebo ``random_context`` and ``predicted_memory``). With ``paraphrase`` it
+also runs the reworded suite and puts the prompt sensitivity into the release
+(``sensitivity/``).
 
 Layout under ``OUT/NAME/``::
 

@@ -41,7 +41,7 @@ from vsb.scores.axis import select_evaluators
 from vsb.scores.cells import compare_cells
 from vsb.scores.compute import DEFAULT_RESAMPLES, ScoringInput, load_scoring_input
 from vsb.scores.inputs import NOT_APPLICABLE, RequirementRows
-from vsb.scores.models import Comparison, MetricKind, RunIdentity
+from vsb.scores.models import Comparison, PairedDiff, RunIdentity
 from vsb.scores.stats.bootstrap import (
     nan_mean,
     percentile_interval,
@@ -66,23 +66,18 @@ GROUPS: tuple[str, ...] = (*FACT_GROUPS, "other")
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
 
-class Effect(BaseModel):
-    """One effect of one model on one metric: a paired difference a − b with its CI."""
-
+class _EffectKey(BaseModel):
     model_config = _STRICT
     evaluator: str = Field(description="Who judged (rows of evaluators are never pooled).")
     model: str
     effect: EffectKind = Field(description="memory_gain, placebo_gain, memory_vs_placebo, …")
     condition_a: str
     condition_b: str
-    metric_kind: MetricKind
-    metric: str
-    a_score: float = Field(description="Macro-average under condition_a (shared stories).")
-    b_score: float = Field(description="Macro-average under condition_b (shared stories).")
-    diff: float = Field(description="a − b over the stories both have.")
-    ci_low: float | None = Field(description="Paired percentile bootstrap CI of the difference.")
-    ci_high: float | None
-    p_greater: float | None = Field(description="Share of resamples with Δ > 0.")
+
+
+class Effect(PairedDiff, _EffectKey):
+    """One effect of one model on one metric: a paired difference a − b with its CI."""
+
     p_less: float | None = Field(description="Share of resamples with Δ < 0.")
     n_stories: int = Field(ge=0)
 

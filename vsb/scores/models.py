@@ -128,9 +128,26 @@ class StoryScore(BaseModel):
     n_requirements: int = Field(ge=0)
 
 
-class Comparison(BaseModel):
-    """A paired story-level bootstrap comparison of a − b on one metric (one evaluator)."""
+class PairedDiff(BaseModel):
+    """A paired story-level bootstrap difference a − b on one metric, with its percentile CI.
 
+    Comparisons, effects and the prompt-sensitivity rows are these fields behind their own key.
+    A row model names its key model after this one, ``class Effect(PairedDiff, _EffectKey)``:
+    pydantic orders fields from the last base to the first, so the key's columns come first.
+    """
+
+    model_config = _STRICT
+    metric_kind: MetricKind
+    metric: str
+    a_score: float = Field(description="Macro-average of a over the shared stories.")
+    b_score: float = Field(description="Macro-average of b over the shared stories.")
+    diff: float = Field(description="a − b over the stories both have.")
+    ci_low: float | None = Field(description="Paired percentile bootstrap CI of the difference.")
+    ci_high: float | None
+    p_greater: float | None = Field(description="Share of bootstrap resamples with Δ > 0.")
+
+
+class _ComparisonKey(BaseModel):
     model_config = _STRICT
     evaluator: str = Field(description=_EVALUATOR)
     kind: Literal["model", "condition"] = Field(
@@ -140,14 +157,11 @@ class Comparison(BaseModel):
     a_condition: str
     b_model: str
     b_condition: str
-    metric_kind: MetricKind
-    metric: str
-    a_score: float = Field(description="Macro-average of a over the shared stories.")
-    b_score: float = Field(description="Macro-average of b over the shared stories.")
-    diff: float = Field(description="a − b over the stories both have.")
-    ci_low: float | None = Field(description="Percentile CI of the difference.")
-    ci_high: float | None
-    p_greater: float | None = Field(description="Share of bootstrap resamples with Δ > 0.")
+
+
+class Comparison(PairedDiff, _ComparisonKey):
+    """A paired story-level bootstrap comparison of a − b on one metric (one evaluator)."""
+
     p_equal: float | None = Field(
         description="Share of bootstrap resamples with Δ = 0 (|Δ| ≤ 1e-12: a tie)."
     )

@@ -24,7 +24,7 @@ from vsb.fsio import atomic_write_json, atomic_write_text, canonical_json, csv_t
 from vsb.scores.compare import choose_evaluator
 from vsb.scores.compute import DEFAULT_RESAMPLES, ScoringInput, load_scoring_input
 from vsb.scores.inputs import RequirementRows, require_run_dir
-from vsb.scores.models import MetricKind, RunIdentity
+from vsb.scores.models import PairedDiff, RunIdentity
 from vsb.scores.stats.aggregate import ALL_METRICS, paired_comparisons
 from vsb.scores.stats.bootstrap import resample_counts
 from vsb.scores.table import N_DIMS, build_story_table
@@ -36,21 +36,16 @@ _STRICT = ConfigDict(extra="forbid", frozen=True)
 _SEP = "\x1f"  # joins a run tag and a condition in the merged table (never in a name)
 
 
-class SensitivityRow(BaseModel):
-    """One (model, condition, metric): run A − run B over the stories both have."""
-
+class _SensitivityKey(BaseModel):
     model_config = _STRICT
     evaluator: str
     model: str
     condition: str
-    metric_kind: MetricKind
-    metric: str
-    a_score: float = Field(description="Macro-average in run A (shared stories).")
-    b_score: float = Field(description="Macro-average in run B (shared stories).")
-    diff: float = Field(description="A − B over the stories both have.")
-    ci_low: float | None = Field(description="Paired percentile bootstrap CI of the difference.")
-    ci_high: float | None
-    p_greater: float | None = Field(description="Share of resamples with Δ > 0.")
+
+
+class SensitivityRow(PairedDiff, _SensitivityKey):
+    """One (model, condition, metric): run A − run B over the stories both have (a is run A)."""
+
     p_less: float | None = Field(description="Share of resamples with Δ < 0.")
     n_stories: int = Field(ge=0)
 

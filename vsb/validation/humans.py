@@ -22,7 +22,7 @@ from vsb.errors import RunError
 from vsb.fsio import load_model
 from vsb.scores.inputs import load_signals
 from vsb.scores.models import ScoresReport
-from vsb.validation.metrics import rank_correlations
+from vsb.validation.models import RankCorrelation
 
 SCORES_FILE = "scores/scores.json"
 STORY_SUMMARIES = ("global", "coherence", "adherence")
@@ -33,18 +33,15 @@ Unit = tuple[str, str, str]
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
 
-class HumanSignalCorrelation(BaseModel):
-    """Story-level rank correlation between an evaluator signal and a rated dimension."""
-
+class _HumanKey(BaseModel):
     model_config = _STRICT
     evaluator: str = Field(description="Evaluator that produced the signal.")
     signal: str = Field(description="'global', 'coherence', 'adherence' or a signal name.")
     dimension: str = Field(description="Rated dimension, or 'overall' (mean of the six).")
-    spearman: float | None = Field(description="Spearman ρ (null: < 3 units or constant).")
-    spearman_p: float | None
-    kendall: float | None = Field(description="Kendall τ-b (null: < 3 units or constant).")
-    kendall_p: float | None
-    n_units: int = Field(ge=0, description="Story runs with both a rating and the signal.")
+
+
+class HumanSignalCorrelation(RankCorrelation, _HumanKey):
+    """Story-level rank correlation between an evaluator signal and a rated dimension."""
 
 
 class HumanRankAgreement(BaseModel):
@@ -110,13 +107,10 @@ def story_correlations(
     for (ev, name), values in sorted(signals.items()):
         for dim in dimensions:
             units = sorted(u for u in values if u in ratings and dim in ratings[u])
-            rho, rho_p, tau, tau_p = rank_correlations(
-                [values[u] for u in units], [ratings[u][dim] for u in units]
-            )
             rows.append(
-                HumanSignalCorrelation(
-                    evaluator=ev, signal=name, dimension=dim, spearman=rho, spearman_p=rho_p,
-                    kendall=tau, kendall_p=tau_p, n_units=len(units),
+                HumanSignalCorrelation.between(
+                    [values[u] for u in units], [ratings[u][dim] for u in units],
+                    evaluator=ev, signal=name, dimension=dim,
                 )
             )  # fmt: skip
     return rows

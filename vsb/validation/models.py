@@ -16,7 +16,12 @@ section's tables), no longer keys of the file.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Self
+
 from pydantic import BaseModel, ConfigDict, Field
+
+from vsb.validation.metrics import rank_correlations
 
 JUDGE_FORMAT_VERSION = "2.1"
 #: The rule checker's evaluator name (its section comes first).
@@ -101,17 +106,37 @@ class SignalAuroc(BaseModel):
     n_faulty: int = Field(ge=0, description="Of those, frames with ≥1 injected visual fault.")
 
 
-class SignalCorrelation(BaseModel):
-    """Story-level rank correlation between a signal's story mean and oracle coherence."""
+class RankCorrelation(BaseModel):
+    """Story-level Spearman ρ and Kendall τ-b between two values of the same story runs.
 
+    A row model names its key model after this one, ``class SignalCorrelation(RankCorrelation,
+    _SignalKey)``: pydantic orders fields from the last base to the first, so the key comes first.
+    """
+
+    model_config = _STRICT
+    spearman: float | None = Field(description="Spearman ρ (null: < 3 units or constant).")
+    spearman_p: float | None
+    kendall: float | None = Field(description="Kendall τ-b (null: < 3 units or constant).")
+    kendall_p: float | None
+    n_units: int = Field(ge=0, description="Story runs (model × condition × story) with both.")
+
+    @classmethod
+    def between(cls, x: Sequence[float], y: Sequence[float], **key: str) -> Self:
+        """The row of ``key`` for paired values ``x`` and ``y`` (one pair per story run)."""
+        rho, rho_p, tau, tau_p = rank_correlations(x, y)
+        return cls(
+            **key, spearman=rho, spearman_p=rho_p, kendall=tau, kendall_p=tau_p, n_units=len(x)
+        )
+
+
+class _SignalKey(BaseModel):
     model_config = _STRICT
     evaluator: str = Field(description="Evaluator that produced the signal.")
     signal: str
-    spearman: float | None = Field(description="Spearman ρ (null if either side is constant).")
-    spearman_p: float | None
-    kendall: float | None = Field(description="Kendall τ-b (null if either side is constant).")
-    kendall_p: float | None
-    n_units: int = Field(ge=0, description="story × model × condition units with both values.")
+
+
+class SignalCorrelation(RankCorrelation, _SignalKey):
+    """Story-level rank correlation between a signal's story mean and oracle coherence."""
 
 
 class OracleAgreement(BaseModel):

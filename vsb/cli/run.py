@@ -15,7 +15,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from vsb.cli.model_options import executor_from, local_adapters, local_model_options
+from vsb.cli.options import executor_from, local_adapters, local_model_options
 from vsb.store.cache import DEFAULT_CACHE_DIR
 
 #: Exit status of a run that is not whole (a model skipped or all failed, a budget stop).

@@ -1,14 +1,20 @@
-"""The options of local-model adapters and of the executor on ``vsb run``.
+"""Click arguments and options that several commands share.
 
-``@local_model_options`` adds them to a command; ``local_adapters`` builds the adapters of
-the ``diffusers:`` models it names with those options (other models are left to the
-registry; every one of these options is an adapter parameter: it enters the cache key), and
-``executor_from`` the executor named by ``--executor`` (``--ray-address``).
+``run_dir_argument``, ``bootstrap_options`` and ``evaluators_option`` are the run directory,
+the bootstrap's seed and resamples, and the comma-separated evaluator selection of the scoring
+and validation commands.
+
+The options of local-model adapters and of the executor on ``vsb run``: ``@local_model_options``
+adds them to a command; ``local_adapters`` builds the adapters of the ``diffusers:`` models it
+names with those options (other models are left to the registry; every one of these options is
+an adapter parameter: it enters the cache key), and ``executor_from`` the executor named by
+``--executor`` (``--ray-address``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -16,6 +22,32 @@ import click
 from vsb.run.executors import executor_names
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+#: A run or release directory (or where to write), as a ``Path``.
+RUN_PATH = click.Path(path_type=Path)
+
+#: The ``RUN_DIR`` argument of the commands that read a run.
+run_dir_argument = click.argument("run_dir", type=RUN_PATH)
+
+
+def bootstrap_options(
+    seed_help: str = "Bootstrap seed.", resamples: int = 2000
+) -> Callable[[F], F]:
+    """Decorator: ``--seed`` and ``--resamples`` of a story bootstrap."""
+
+    def add(f: F) -> F:
+        f = click.option(
+            "--resamples", default=resamples, show_default=True, help="Bootstrap resamples."
+        )(f)
+        return click.option("--seed", default=0, show_default=True, help=seed_help)(f)
+
+    return add
+
+
+def evaluators_option(help: str) -> Callable[[F], F]:
+    """Decorator: ``--evaluator NAME[,NAME]``, passed as ``evaluators`` (None: not given)."""
+    return click.option("--evaluator", "evaluators", default=None, metavar="NAME[,NAME]", help=help)
+
 
 _OPTIONS = (
     click.option(

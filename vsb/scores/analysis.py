@@ -32,16 +32,16 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from vsb.conditions import ABLATIONS, FACT_GROUPS, PLACEBO_CONDITION, PRIMARY_CONDITION, fact_group
 from vsb.errors import InputError
-from vsb.fsio import atomic_write_json, atomic_write_text, csv_text
+from vsb.fsio import STRICT, atomic_write_json, atomic_write_text, csv_text
 from vsb.scores.axis import select_evaluators
 from vsb.scores.cells import compare_cells
 from vsb.scores.compute import DEFAULT_RESAMPLES, ScoringInput, load_scoring_input
 from vsb.scores.inputs import NOT_APPLICABLE, RequirementRows
-from vsb.scores.models import Comparison, PairedDiff, RunIdentity
+from vsb.scores.models import Comparison, PairedDiff, Resampled, RunIdentity
 from vsb.scores.stats.bootstrap import (
     nan_mean,
     percentile_interval,
@@ -63,11 +63,9 @@ EFFECTS: tuple[tuple[EffectKind, str, str], ...] = (
 #: Fact groups of the fact-group table: the ablatable ones, then the rest.
 GROUPS: tuple[str, ...] = (*FACT_GROUPS, "other")
 
-_STRICT = ConfigDict(extra="forbid", frozen=True)
-
 
 class _EffectKey(BaseModel):
-    model_config = _STRICT
+    model_config = STRICT
     evaluator: str = Field(description="Who judged (rows of evaluators are never pooled).")
     model: str
     effect: EffectKind = Field(description="memory_gain, placebo_gain, memory_vs_placebo, …")
@@ -90,7 +88,7 @@ class Effect(PairedDiff, _EffectKey):
 class GroupEffect(BaseModel):
     """An ablation's change of one fact group's fault rate (memory-source checks)."""
 
-    model_config = _STRICT
+    model_config = STRICT
     evaluator: str
     model: str
     ablation: str = Field(description="The ablated condition.")
@@ -104,15 +102,11 @@ class GroupEffect(BaseModel):
     n_stories: int = Field(ge=0, description="Stories with checks of this group in both.")
 
 
-class AnalysisReport(BaseModel):
+class AnalysisReport(Resampled):
     """``RUN/analysis/analysis.json``: condition effects and the fact-group table."""
 
-    model_config = _STRICT
     version: Literal["1.0"] = "1.0"
     run: RunIdentity
-    seed: int
-    n_resamples: int
-    confidence: float
     evaluators: list[str]
     effects: list[Effect]
     fact_groups: list[GroupEffect]

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from vsb.errors import RunError
-from vsb.fsio import load_model
+from vsb.fsio import STRICT, load_model
 from vsb.scores.inputs import load_signals
 from vsb.scores.models import ScoresReport
 from vsb.validation.models import RankCorrelation
@@ -30,11 +30,9 @@ STORY_SUMMARIES = ("global", "coherence", "adherence")
 Unit = tuple[str, str, str]
 """(model, condition, story_id): one story run."""
 
-_STRICT = ConfigDict(extra="forbid", frozen=True)
-
 
 class _HumanKey(BaseModel):
-    model_config = _STRICT
+    model_config = STRICT
     evaluator: str = Field(description="Evaluator that produced the signal.")
     signal: str = Field(description="'global', 'coherence', 'adherence' or a signal name.")
     dimension: str = Field(description="Rated dimension, or 'overall' (mean of the six).")
@@ -47,7 +45,7 @@ class HumanSignalCorrelation(RankCorrelation, _HumanKey):
 class HumanRankAgreement(BaseModel):
     """One evaluator's model ranking against the human one, in one condition."""
 
-    model_config = _STRICT
+    model_config = STRICT
     evaluator: str
     condition: str
     models: list[str] = Field(description="Models both rank, human order (best first).")
@@ -59,7 +57,7 @@ class HumanRankAgreement(BaseModel):
 class HumanAgreement(BaseModel):
     """Every evaluator of a release against the human ratings."""
 
-    model_config = _STRICT
+    model_config = STRICT
     correlations: list[HumanSignalCorrelation] = Field(
         description="By evaluator, signal, then dimension ('overall' first)."
     )

@@ -19,8 +19,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from vsb.fsio import STRICT
 from vsb.validation.metrics import rank_correlations
 
 JUDGE_FORMAT_VERSION = "2.1"
@@ -42,13 +43,10 @@ def coherence_signal(evaluator: str) -> str:
     return f"{evaluator}_coherence"
 
 
-_STRICT = ConfigDict(extra="forbid", frozen=True)
-
-
 class TaxonomyMetrics(BaseModel):
     """Recall and precision of one evaluator for one taxonomy label (or ``all``)."""
 
-    model_config = _STRICT
+    model_config = STRICT
     taxonomy: str = Field(description="Taxonomy label, or 'all' for the micro-average.")
     n_faults: int = Field(ge=0, description="Injected visual faults with this label.")
     n_detected: int = Field(
@@ -81,7 +79,7 @@ class TaxonomyMetrics(BaseModel):
 class VerdictCounts(BaseModel):
     """How an evaluator's rows split by verdict; rates are over its checks (rows that applied)."""
 
-    model_config = _STRICT
+    model_config = STRICT
     n_rows: int = Field(ge=0, description="Requirement rows of this evaluator.")
     n_checks: int = Field(ge=0, description="Rows whose verdict is not not_applicable.")
     n_passed: int = Field(ge=0)
@@ -96,7 +94,7 @@ class VerdictCounts(BaseModel):
 class SignalAuroc(BaseModel):
     """AUROC of a per-frame signal for 'this frame has ≥1 injected visual fault'."""
 
-    model_config = _STRICT
+    model_config = STRICT
     evaluator: str = Field(description="Evaluator that produced the signal.")
     signal: str
     auroc: float | None = Field(
@@ -113,7 +111,7 @@ class RankCorrelation(BaseModel):
     _SignalKey)``: pydantic orders fields from the last base to the first, so the key comes first.
     """
 
-    model_config = _STRICT
+    model_config = STRICT
     spearman: float | None = Field(description="Spearman ρ (null: < 3 units or constant).")
     spearman_p: float | None
     kendall: float | None = Field(description="Kendall τ-b (null: < 3 units or constant).")
@@ -130,7 +128,7 @@ class RankCorrelation(BaseModel):
 
 
 class _SignalKey(BaseModel):
-    model_config = _STRICT
+    model_config = STRICT
     evaluator: str = Field(description="Evaluator that produced the signal.")
     signal: str
 
@@ -143,7 +141,7 @@ class OracleAgreement(BaseModel):
     """An evaluator's passed/failed answers against the oracle's requirement-level truth
     (vsb/validation/truth.py): the share that are wrong, whatever their labels."""
 
-    model_config = _STRICT
+    model_config = STRICT
     n_answers: int = Field(ge=0, description="Passed or failed verdicts (unsure etc. aside).")
     n_wrong: int = Field(ge=0, description="Verdicts that disagree with the oracle's truth.")
     n_false_pass: int = Field(ge=0, description="Passed where the image breaks the fact.")
@@ -156,7 +154,7 @@ class OracleAgreement(BaseModel):
 class EvaluatorValidation(BaseModel):
     """One requirement evaluator (rule checker, VLM judge…) against the oracle."""
 
-    model_config = _STRICT
+    model_config = STRICT
     evaluator: str = Field(description="Evaluator name of its requirement rows.")
     judge_model: str = Field(description="Judge model(s) of its rows, comma-joined ('' if none).")
     n_frames: int = Field(ge=0, description="Frames with ≥1 of its checks (not_applicable aside).")
@@ -179,7 +177,7 @@ class EvaluatorValidation(BaseModel):
 class JudgeIdentity(BaseModel):
     """Which run the validation was computed from."""
 
-    model_config = _STRICT
+    model_config = STRICT
     run_dir: str = Field(description="Directory name of the run (not the full path).")
     release: str | None = Field(description="Release name from MANIFEST.json, if frozen.")
     requirements_sha256: str
@@ -189,7 +187,7 @@ class JudgeIdentity(BaseModel):
 class JudgeReport(BaseModel):
     """``RUN/validation/judge.json``."""
 
-    model_config = _STRICT
+    model_config = STRICT
     version: str = Field(default=JUDGE_FORMAT_VERSION, description="judge.json format version.")
     run: JudgeIdentity
     n_frames: int = Field(ge=0, description="Evaluated frames (images), every evaluator.")

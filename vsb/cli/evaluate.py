@@ -16,6 +16,8 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from vsb.cli.options import executor_options, run_dir_argument
+
 
 def _names(value: str | None) -> list[str] | None:
     if value is None:
@@ -51,7 +53,7 @@ class _Lines:
 
 
 @click.command("evaluate")
-@click.argument("run_dir", type=click.Path(path_type=Path))
+@run_dir_argument
 @click.option(
     "--evaluator",
     "evaluators",
@@ -158,18 +160,9 @@ class _Lines:
     type=click.IntRange(min=1),
     help="Worker processes for the local evaluators (rules, pairwise), as in vsb run.",
 )
-@click.option(
-    "--executor",
-    default="local",
-    show_default=True,
-    type=click.Choice(["local", "ray"]),
-    help="Where the rules/pairwise tasks and the clip/dino models run: local processes, or "
-    "a Ray cluster (pip install 'vsb[ray]'; the models on GPU workers with --device cuda).",
-)
-@click.option(
-    "--ray-address",
-    default=None,
-    help="--executor ray: the cluster (auto, HOST:PORT, ray://HOST:PORT); none starts a local one.",
+@executor_options(
+    "Where the rules/pairwise tasks and the clip/dino models run: local processes, or "
+    "a Ray cluster (pip install 'vsb[ray]'; the models on GPU workers with --device cuda)."
 )
 def evaluate(
     run_dir: Path,

@@ -81,24 +81,34 @@ _OPTIONS = (
         show_default=True,
         help="diffusers models: image-to-image strength under previous_image.",
     ),
-    click.option(
-        "--executor", default="local", show_default=True, type=click.Choice(executor_names()),
-        help="Where (story, model) tasks run: local processes/threads, or a Ray cluster "
-        "(pip install 'vsb[ray]').",
-    ),
-    click.option(
-        "--ray-address", default=None,
-        help="--executor ray: the cluster (auto, HOST:PORT, ray://HOST:PORT); none starts a "
-        "local one.",
-    ),
 )  # fmt: skip
 
 
+def executor_options(help: str) -> Callable[[F], F]:
+    """Decorator: ``--executor`` (``help`` says what runs where) and ``--ray-address``."""
+
+    def add(f: F) -> F:
+        f = click.option(
+            "--ray-address", default=None,
+            help="--executor ray: the cluster (auto, HOST:PORT, ray://HOST:PORT); none starts "
+            "a local one.",
+        )(f)  # fmt: skip
+        return click.option(
+            "--executor", default="local", show_default=True,
+            type=click.Choice(executor_names()), help=help,
+        )(f)  # fmt: skip
+
+    return add
+
+
 def local_model_options(f: F) -> F:
-    """Decorator: add the diffusers options to a click command."""
+    """Decorator: add the diffusers options and the executor's to a click command."""
     for opt in reversed(_OPTIONS):
         f = opt(f)
-    return f
+    return executor_options(
+        "Where (story, model) tasks run: local processes/threads, or a Ray cluster "
+        "(pip install 'vsb[ray]')."
+    )(f)
 
 
 def executor_from(options: dict[str, Any]) -> Any:

@@ -9,7 +9,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from vsb.cli.options import RUN_PATH, bootstrap_options
+from vsb.cli.options import RUN_PATH, bootstrap_options, cells_options
 
 
 def _names(spec: str | None) -> list[str] | None:
@@ -26,10 +26,7 @@ def _names(spec: str | None) -> list[str] | None:
     default=None,
     help="Whose verdicts to compare (default: rules if present, else the only evaluator).",
 )
-@click.option("--model", "models", default=None, help="Only these models (comma-separated).")
-@click.option(
-    "--condition", "conditions", default=None, help="Only these conditions (comma-separated)."
-)
+@cells_options
 @click.option(
     "--metric",
     "metrics",

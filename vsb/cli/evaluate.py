@@ -16,7 +16,12 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from vsb.cli.options import executor_options, run_dir_argument
+from vsb.cli.options import (
+    cells_options,
+    evaluators_option,
+    executor_options,
+    run_dir_argument,
+)
 
 
 def _names(value: str | None) -> list[str] | None:
@@ -54,18 +59,11 @@ class _Lines:
 
 @click.command("evaluate")
 @run_dir_argument
-@click.option(
-    "--evaluator",
-    "evaluators",
-    default=None,
-    metavar="NAME[,NAME…]",
-    help="Evaluators to run: rules, pairwise, vlm, clip, dino. Default: rules and pairwise, plus "
-    "vlm when --judge is given. Only the named evaluators' rows are replaced; others are kept.",
+@evaluators_option(
+    "Evaluators to run: rules, pairwise, vlm, clip, dino. Default: rules and pairwise, plus "
+    "vlm when --judge is given. Only the named evaluators' rows are replaced; others are kept."
 )
-@click.option("--model", "models", default=None, help="Only these models (comma-separated).")
-@click.option(
-    "--condition", "conditions", default=None, help="Only these conditions (comma-separated)."
-)
+@cells_options
 @click.option(
     "--judge",
     default=None,

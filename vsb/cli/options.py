@@ -44,9 +44,22 @@ def bootstrap_options(
     return add
 
 
+def cells_options(f: F) -> F:
+    """Decorator: ``--model`` and ``--condition`` (comma-separated), passed as ``models`` and
+    ``conditions`` (None: every one)."""
+    f = click.option(
+        "--condition", "conditions", default=None, help="Only these conditions (comma-separated)."
+    )(f)
+    return click.option(
+        "--model", "models", default=None, help="Only these models (comma-separated)."
+    )(f)
+
+
 def evaluators_option(help: str) -> Callable[[F], F]:
-    """Decorator: ``--evaluator NAME[,NAME]``, passed as ``evaluators`` (None: not given)."""
-    return click.option("--evaluator", "evaluators", default=None, metavar="NAME[,NAME]", help=help)
+    """Decorator: ``--evaluator NAME[,NAME…]``, passed as ``evaluators`` (None: not given)."""
+    return click.option(
+        "--evaluator", "evaluators", default=None, metavar="NAME[,NAME…]", help=help
+    )
 
 
 _OPTIONS = (

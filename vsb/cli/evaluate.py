@@ -20,7 +20,9 @@ from vsb.cli.options import (
     cells_options,
     evaluators_option,
     executor_options,
+    judge_options,
     run_dir_argument,
+    workers_option,
 )
 
 
@@ -64,42 +66,7 @@ class _Lines:
     "vlm when --judge is given. Only the named evaluators' rows are replaced; others are kept."
 )
 @cells_options
-@click.option(
-    "--judge",
-    default=None,
-    metavar="KIND:ARG",
-    help="The VLM judge: openai-compatible:MODEL (key from OPENAI_API_KEY, optional for a "
-    "loopback --base-url), anthropic:MODEL (ANTHROPIC_API_KEY), replay:DIR (answers from "
-    "judge_calls.jsonl files), mock[:ERROR_RATE] (pipeline checks only).",
-)
-@click.option(
-    "--base-url",
-    default=None,
-    help="Judge endpoint, e.g. http://127.0.0.1:8000/v1 (vLLM, Ollama, LM Studio) or "
-    "https://openrouter.ai/api/v1.",
-)
-@click.option(
-    "--judge-batch",
-    default=0,
-    show_default=True,
-    type=click.IntRange(min=0),
-    help="Questions per judge call; 0 = every question of a scene in one call; 1 = one "
-    "question per call (judges that cannot batch).",
-)
-@click.option(
-    "--judge-concurrency",
-    default=4,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="Judge calls in flight at once.",
-)
-@click.option(
-    "--budget",
-    default=None,
-    type=click.FloatRange(min=0),
-    metavar="USD",
-    help="Stop before a judge call that could take spending past this (cached calls are free).",
-)
+@judge_options
 @click.option(
     "--max-parse-failures",
     default=0.1,
@@ -151,13 +118,7 @@ class _Lines:
     type=click.IntRange(min=1),
     help="Images (and texts) per forward pass of the clip and dino models.",
 )
-@click.option(
-    "--workers",
-    default=2,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="Worker processes for the local evaluators (rules, pairwise), as in vsb run.",
-)
+@workers_option("Worker processes for the local evaluators (rules, pairwise), as in vsb run.")
 @executor_options(
     "Where the rules/pairwise tasks and the clip/dino models run: local processes, or "
     "a Ray cluster (pip install 'vsb[ray]'; the models on GPU workers with --device cuda)."

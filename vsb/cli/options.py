@@ -55,6 +55,51 @@ def cells_options(f: F) -> F:
     )(f)
 
 
+#: The VLM judge's options (``vsb evaluate``, ``vsb release build``), in their help order.
+_JUDGE_OPTIONS = (
+    click.option(
+        "--judge", default=None, metavar="KIND:ARG",
+        help="The VLM judge: openai-compatible:MODEL (key from OPENAI_API_KEY, optional for a "
+        "loopback --base-url), anthropic:MODEL (ANTHROPIC_API_KEY), replay:DIR (answers from "
+        "judge_calls.jsonl files), mock[:ERROR_RATE] (pipeline checks only).",
+    ),
+    click.option(
+        "--base-url", default=None,
+        help="Judge endpoint, e.g. http://127.0.0.1:8000/v1 (vLLM, Ollama, LM Studio) or "
+        "https://openrouter.ai/api/v1.",
+    ),
+    click.option(
+        "--judge-batch", default=0, show_default=True, type=click.IntRange(min=0),
+        help="Questions per judge call; 0 = every question of a scene in one call; 1 = one "
+        "question per call (judges that cannot batch).",
+    ),
+    click.option(
+        "--judge-concurrency", default=4, show_default=True, type=click.IntRange(min=1),
+        help="Judge calls in flight at once.",
+    ),
+    click.option(
+        "--budget", default=None, type=click.FloatRange(min=0), metavar="USD",
+        help="Stop before a judge call that could take spending past this (cached calls are "
+        "free).",
+    ),
+)  # fmt: skip
+
+
+def judge_options(f: F) -> F:
+    """Decorator: ``--judge``, ``--base-url``, ``--judge-batch``, ``--judge-concurrency`` and
+    ``--budget`` (the judge's spending)."""
+    for opt in reversed(_JUDGE_OPTIONS):
+        f = opt(f)
+    return f
+
+
+def workers_option(help: str) -> Callable[[F], F]:
+    """Decorator: ``--workers N`` (N ≥ 1, default 2); ``help`` says what the workers do."""
+    return click.option(
+        "--workers", default=2, show_default=True, type=click.IntRange(min=1), help=help
+    )
+
+
 def evaluators_option(help: str) -> Callable[[F], F]:
     """Decorator: ``--evaluator NAME[,NAME…]``, passed as ``evaluators`` (None: not given)."""
     return click.option(

@@ -50,7 +50,8 @@ Its distribution declares it under the entry-point group ``vsb.evaluators``
 ``verdicts`` evaluator writes ``RequirementResult.of(req, observed, passed, label,
 self.name).row(model=…, condition=…, story_id=…, scene=…)`` per requirement
 (``vsb.evaluators.rules``) and may override ``requirements_at``. The class must be
-importable in worker processes and constructible without arguments. A paid evaluator sets
+importable in worker processes and constructible without arguments. A paid evaluator
+subclasses ``EvaluatorBase`` (the attributes' defaults, ``check``, ``requirements_at``), sets
 ``stage = "calls"`` and ``paid = True``, plans ``WorkItem``s whose payloads are
 ``JudgeCall``s (``vsb.evaluators.vlm_judge.plan_calls``) and turns their answers into rows
 in ``rows(outcomes, judge_model)``; see ``VlmJudge``.

@@ -11,10 +11,11 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from vsb.cli.options import RUN_PATH, bootstrap_options, evaluators_option, run_dir_argument
+
 if TYPE_CHECKING:
     from vsb.scores.analysis import AnalysisReport, Effect
 
-_RUN = click.Path(path_type=Path)
 #: Short column headings of the ablation table (the metric names are long).
 _SHORT = {
     "identity": "ident.", "clothing": "cloth.", "object_persistence": "obj.pers.",
@@ -133,13 +134,8 @@ def _ablations(report: AnalysisReport, evaluator: str, model: str) -> list[Table
 
 
 @click.command()
-@click.argument("run_dir", type=_RUN)
-@click.option(
-    "--evaluator",
-    "evaluators",
-    default=None,
-    help="Only these evaluators (comma-separated; default: every one that applied).",
-)
+@run_dir_argument
+@evaluators_option("Only these evaluators (default: every one that applied).")
 @click.option(
     "--metric",
     default="coherence",
@@ -150,12 +146,11 @@ def _ablations(report: AnalysisReport, evaluator: str, model: str) -> list[Table
 @click.option(
     "--out",
     "out_dir",
-    type=_RUN,
+    type=RUN_PATH,
     default=None,
     help="Write the tables here (default: RUN_DIR/analysis/; use it for a frozen release).",
 )
-@click.option("--seed", default=0, show_default=True, help="Bootstrap seed.")
-@click.option("--resamples", default=2000, show_default=True, help="Bootstrap resamples.")
+@bootstrap_options()
 def analysis(
     run_dir: Path,
     evaluators: str | None,

@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from vsb.cli.options import judge_options, workers_option
+
 _DIR = click.Path(file_okay=False, path_type=Path)
 
 
@@ -47,23 +49,12 @@ class _RichProgress:
 @click.argument("name")
 @click.option("--out", "out_dir", default=Path("build"), show_default=True, type=_DIR,
               help="Build directory; the release goes to OUT/NAME/.")  # fmt: skip
-@click.option(
-    "--workers", default=2, show_default=True, type=click.IntRange(min=1), help="Parallel workers."
-)
+@workers_option("Parallel workers.")
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**63 - 1),
               help="Suite and run seed.")  # fmt: skip
 @click.option("--evaluator", "evaluators", default=None, metavar="NAME[,NAME…]",
               help="Evaluators (default: rules and pairwise, plus vlm with --judge).")  # fmt: skip
-@click.option("--judge", default=None, metavar="KIND:ARG",
-              help="Include a VLM judge pass: openai-compatible:MODEL, anthropic:MODEL, "
-              "replay:DIR or mock[:ERROR_RATE] (see `vsb evaluate --help`).")  # fmt: skip
-@click.option("--base-url", default=None, help="Judge endpoint (e.g. a local vLLM server).")
-@click.option("--judge-batch", default=0, show_default=True, type=click.IntRange(min=0),
-              help="Questions per judge call (0: a whole scene).")  # fmt: skip
-@click.option("--judge-concurrency", default=4, show_default=True, type=click.IntRange(min=1),
-              help="Judge calls in flight at once.")  # fmt: skip
-@click.option("--budget", default=None, type=click.FloatRange(min=0), metavar="USD",
-              help="Stop before a judge call that could take spending past this.")  # fmt: skip
+@judge_options
 @click.option("--condition", "conditions", default=None, metavar="NAME[,NAME…]",
               help="Conditions (default: all,random_context,predicted_memory; adding "
               "ablations runs the field ablations too).")  # fmt: skip

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,19 +138,25 @@ class _Stages:
 def _sync_tree(src: Path, dest: Path) -> None:
     """Make ``dest`` a copy of ``src`` (files whose size and bytes match are left alone)."""
     want = {p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_file()}
-    if dest.exists():
-        for p in sorted(dest.rglob("*"), reverse=True):
-            rel = p.relative_to(dest).as_posix()
-            if p.is_file() and rel not in want:
-                p.unlink()
-            elif p.is_dir() and not any(p.iterdir()):
-                p.rmdir()
+    _prune(dest, dest, want)
     for rel in sorted(want):
         s, d = src / rel, dest / rel
         if d.is_file() and d.stat().st_size == s.stat().st_size and _same(s, d):
             continue
         d.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(s, d)
+
+
+def _prune(tree: Path, base: Path, keep: Collection[str]) -> None:
+    """Remove the files under ``tree`` whose path relative to ``base`` is not in ``keep``,
+    then the folders left empty (deepest first)."""
+    if not tree.exists():
+        return
+    for p in sorted(tree.rglob("*"), reverse=True):
+        if p.is_file() and p.relative_to(base).as_posix() not in keep:
+            p.unlink()
+        elif p.is_dir() and not any(p.iterdir()):
+            p.rmdir()
 
 
 def _same(a: Path, b: Path) -> bool:
@@ -182,14 +188,7 @@ def assemble(run_dir: Path, release_dir: Path) -> dict[str, str]:
             shutil.copyfile(src, release_dir / name)
     # images: copy by the sha256 the run recorded; skip those already in place
     wanted = {r["path"]: r["sha256"] for r in records if r.get("path")}
-    images = release_dir / "images"
-    if images.exists():
-        for p in sorted(images.rglob("*"), reverse=True):
-            rel = p.relative_to(release_dir).as_posix()
-            if p.is_file() and rel not in wanted:
-                p.unlink()
-            elif p.is_dir() and not any(p.iterdir()):
-                p.rmdir()
+    _prune(release_dir / "images", release_dir, wanted.keys())
     hashes: dict[str, str] = {}
     for rel, sha in sorted(wanted.items()):
         d = release_dir / rel

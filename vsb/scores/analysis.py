@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from vsb.conditions import (
     ABLATIONS,
@@ -47,12 +47,12 @@ from vsb.conditions import (
     fact_group,
 )
 from vsb.errors import InputError
-from vsb.fsio import atomic_write_json, atomic_write_text, csv_text
+from vsb.fsio import STRICT, atomic_write_json, atomic_write_text, csv_text
 from vsb.scores.axis import select_evaluators
 from vsb.scores.cells import compare_cells
 from vsb.scores.compute import DEFAULT_RESAMPLES, ScoringInput, load_scoring_input
 from vsb.scores.inputs import NOT_APPLICABLE, RequirementRows
-from vsb.scores.models import Comparison, MetricKind, RunIdentity
+from vsb.scores.models import Comparison, PairedDiff, Resampled, RunIdentity
 from vsb.scores.stats.bootstrap import (
     nan_mean,
     percentile_interval,
@@ -83,26 +83,19 @@ EFFECTS: tuple[tuple[EffectKind, str, str], ...] = (
 #: Fact groups of the fact-group table: the ablatable ones, then the rest.
 GROUPS: tuple[str, ...] = (*FACT_GROUPS, "other")
 
-_STRICT = ConfigDict(extra="forbid", frozen=True)
 
-
-class Effect(BaseModel):
-    """One effect of one model on one metric: a paired difference a − b with its CI."""
-
-    model_config = _STRICT
+class _EffectKey(BaseModel):
+    model_config = STRICT
     evaluator: str = Field(description="Who judged (rows of evaluators are never pooled).")
     model: str
     effect: EffectKind = Field(description="memory_gain, placebo_gain, memory_vs_placebo, …")
     condition_a: str
     condition_b: str
-    metric_kind: MetricKind
-    metric: str
-    a_score: float = Field(description="Macro-average under condition_a (shared stories).")
-    b_score: float = Field(description="Macro-average under condition_b (shared stories).")
-    diff: float = Field(description="a − b over the stories both have.")
-    ci_low: float | None = Field(description="Paired percentile bootstrap CI of the difference.")
-    ci_high: float | None
-    p_greater: float | None = Field(description="Share of resamples with Δ > 0.")
+
+
+class Effect(PairedDiff, _EffectKey):
+    """One effect of one model on one metric: a paired difference a − b with its CI."""
+
     p_less: float | None = Field(description="Share of resamples with Δ < 0.")
     n_stories: int = Field(ge=0)
 
@@ -115,7 +108,7 @@ class Effect(BaseModel):
 class GroupEffect(BaseModel):
     """An ablation's change of one fact group's fault rate (memory-source checks)."""
 
-    model_config = _STRICT
+    model_config = STRICT
     evaluator: str
     model: str
     ablation: str = Field(description="The ablated condition.")
@@ -129,15 +122,11 @@ class GroupEffect(BaseModel):
     n_stories: int = Field(ge=0, description="Stories with checks of this group in both.")
 
 
-class AnalysisReport(BaseModel):
+class AnalysisReport(Resampled):
     """``RUN/analysis/analysis.json``: condition effects and the fact-group table."""
 
-    model_config = _STRICT
     version: Literal["1.0"] = "1.0"
     run: RunIdentity
-    seed: int
-    n_resamples: int
-    confidence: float
     evaluators: list[str]
     effects: list[Effect]
     fact_groups: list[GroupEffect]

@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from vsb.fsio import STRICT
 from vsb.scores.inputs import NOT_APPLICABLE, RequirementRows
 from vsb.scores.stats.bootstrap import FloatArray, nan_mean, percentile_interval, weighted_means
 from vsb.scores.table import ADHERENCE, COHERENCE, StoryTable
@@ -41,7 +42,7 @@ DIFFICULTY_ORDER: tuple[str, ...] = ("easy", "medium", "hard")
 class HorizonPoint(BaseModel):
     """One (model, condition, axis, group, metric) of the long-horizon view."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT
     evaluator: str = Field(description="Who judged (the rows of one evaluator only).")
     model: str
     condition: str

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from vsb.fsio import STRICT
 
 STORY_FORMAT_VERSION: Literal["1.0"] = "1.0"
 
@@ -77,8 +79,6 @@ CATEGORIES: tuple[str, ...] = Category.__args__  # type: ignore[attr-defined]
 Difficulty = Literal["easy", "medium", "hard"]
 DIFFICULTIES: tuple[str, ...] = Difficulty.__args__  # type: ignore[attr-defined]
 
-_STRICT = ConfigDict(extra="forbid", frozen=True)
-
 
 # --- world -------------------------------------------------------------------------------
 
@@ -86,7 +86,7 @@ _STRICT = ConfigDict(extra="forbid", frozen=True)
 class Character(BaseModel):
     """A character of the world as first seen."""
 
-    model_config = _STRICT
+    model_config = STRICT
     name: str = Field(description="Short unique name used in every scene text.")
     skin: str = Field(description="Neutral skin-tone label (vsb.story.vocab.SKIN_TONES).")
     hair_color: str = Field(description="Hair colour (vsb.story.vocab.HAIR_COLORS).")
@@ -101,7 +101,7 @@ class Character(BaseModel):
 class WorldObject(BaseModel):
     """An object of the world; its kind is its identifier within the story."""
 
-    model_config = _STRICT
+    model_config = STRICT
     kind: str = Field(description="Object kind (vsb.story.vocab.OBJECT_KINDS); unique in a story.")
     color: str = Field(description="Object colour (vsb.story.vocab.OBJECT_COLORS).")
     initial_state: str = Field(description="State before the first scene.")
@@ -117,7 +117,7 @@ class WorldObject(BaseModel):
 class World(BaseModel):
     """The world specification: who and what exists, and where the story starts."""
 
-    model_config = _STRICT
+    model_config = STRICT
     characters: list[Character] = Field(min_length=1, max_length=3)
     objects: list[WorldObject] = Field(default_factory=list, max_length=3)
     locations: list[str] = Field(min_length=1, description="Locations visited, in order.")
@@ -129,7 +129,7 @@ class World(BaseModel):
 
 
 class _Event(BaseModel):
-    model_config = _STRICT
+    model_config = STRICT
 
 
 class Enter(_Event):
@@ -281,7 +281,7 @@ EVENT_TYPES: tuple[str, ...] = (
 class CharacterState(BaseModel):
     """A character at the end of a scene."""
 
-    model_config = _STRICT
+    model_config = STRICT
     skin: str
     hair_color: str
     hair_style: str
@@ -296,7 +296,7 @@ class CharacterState(BaseModel):
 class ObjectState(BaseModel):
     """An object at the end of a scene."""
 
-    model_config = _STRICT
+    model_config = STRICT
     color: str
     state: str
     count: int | None
@@ -309,7 +309,7 @@ class ObjectState(BaseModel):
 class SceneState(BaseModel):
     """The full expected state at the end of one scene."""
 
-    model_config = _STRICT
+    model_config = STRICT
     location: str
     time: str
     day: int = Field(description="Day number, starting at 1.")
@@ -337,7 +337,7 @@ Value = bool | int | str | list[str]
 class Requirement(BaseModel):
     """One checkable visual fact about one scene's image."""
 
-    model_config = _STRICT
+    model_config = STRICT
     id: str = Field(description="Unique within the story: s<scene>.<subject>.<attribute>.")
     dimension: Dimension = Field(description="Which of the ten scored dimensions it counts for.")
     taxonomy: Taxonomy = Field(description="Failure label used when the check fails.")
@@ -353,7 +353,7 @@ class Requirement(BaseModel):
 class Scene(BaseModel):
     """One scene: its events, its text, the expected state and the requirements."""
 
-    model_config = _STRICT
+    model_config = STRICT
     index: int = Field(ge=1, description="1-based scene number.")
     events: list[Event]
     text: str = Field(description="Natural-language prompt composed from the events.")
@@ -364,7 +364,7 @@ class Scene(BaseModel):
 class CausalLink(BaseModel):
     """A stated cause in one scene and the later scenes where its effect must persist."""
 
-    model_config = _STRICT
+    model_config = STRICT
     cause_scene: int = Field(ge=1)
     cause_event: int = Field(ge=0, description="Index of the causing event in that scene.")
     description: str = Field(description="The cause as stated in the text.")
@@ -377,7 +377,7 @@ class CausalLink(BaseModel):
 class Story(BaseModel):
     """A complete benchmark unit."""
 
-    model_config = _STRICT
+    model_config = STRICT
     version: Literal["1.0"] = STORY_FORMAT_VERSION
     id: str = Field(pattern=r"^[a-z0-9_\-]+$")
     category: Category
@@ -397,7 +397,7 @@ class SuiteEntry(BaseModel):
     """One line of the suite index (``vsb.story.io.suite_problems`` checks its counts, category
     and difficulty against the story file)."""
 
-    model_config = _STRICT
+    model_config = STRICT
     id: str
     file: str
     category: Category
@@ -412,7 +412,7 @@ class SuiteEntry(BaseModel):
 class SuiteIndex(BaseModel):
     """``suite.json``: which stories a suite holds."""
 
-    model_config = _STRICT
+    model_config = STRICT
     version: Literal["1.0"] = STORY_FORMAT_VERSION
     seed: int = Field(strict=True, ge=0, le=MAX_SEED, description="The suite's seed.")
     prompt_style: Literal["plain", "paraphrase"] = "plain"

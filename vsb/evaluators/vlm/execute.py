@@ -23,9 +23,9 @@ from vsb.evaluators.vlm.store import JudgeCache, JudgePricing
 from vsb.evaluators.vlm.transports import (
     JudgeReply,
     JudgeRequest,
-    Unreachable,
     VlmTransport,
 )
+from vsb.evaluators.vlm.wire import Unreachable
 from vsb.store.calls import (
     Budget,
     BudgetExceeded,

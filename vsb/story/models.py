@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 STORY_FORMAT_VERSION: Literal["1.0"] = "1.0"
 
@@ -76,6 +76,10 @@ Category = Literal[
 CATEGORIES: tuple[str, ...] = Category.__args__  # type: ignore[attr-defined]
 Difficulty = Literal["easy", "medium", "hard"]
 DIFFICULTIES: tuple[str, ...] = Difficulty.__args__  # type: ignore[attr-defined]
+#: The category of a story imported from a narrative (``vsb suite import``): not one of the
+#: generator's ten templates, so it is not in ``CATEGORIES``.
+IMPORTED = "imported"
+StoryCategory = Category | Literal["imported"]
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
@@ -348,6 +352,20 @@ class Requirement(BaseModel):
     causal_link: int | None = Field(
         default=None, description="Index into the story's causal_links when this is an effect."
     )
+    judged_by: Literal["vlm"] | None = Field(
+        default=None,
+        description=(
+            "'vlm': the expected value is free text outside the render vocabulary (imported "
+            "stories), checked by a VLM judge only; the rule checker marks it not_applicable."
+        ),
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_unjudged(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if self.judged_by is None and isinstance(data, dict):
+            data.pop("judged_by", None)  # generated stories keep their bytes
+        return data
 
 
 class Scene(BaseModel):
@@ -374,19 +392,54 @@ class CausalLink(BaseModel):
     effect_scenes: list[int] = Field(description="Later scenes in which the effect is visible.")
 
 
+class Substitution(BaseModel):
+    """How an imported story departs from the requirement derived from its replayed state.
+
+    The state machine tracks render-vocabulary values only; a value the narrative does not
+    give ("unknown") or gives outside the vocabulary (free text) is held by a placeholder in
+    the world. The requirement derived from a placeholder is withheld (``value`` null) or
+    replaced by the free text, judged by a VLM only; a substitution with no derived
+    requirement adds one (an entity outside the vocabulary, seen in that scene)."""
+
+    model_config = _STRICT
+    scene: int = Field(ge=1, description="1-based scene number.")
+    subject: str = Field(description="Character name, object kind, entity or 'scene'.")
+    attribute: str = Field(description="The requirement's attribute (top, present, location…).")
+    value: Value | None = Field(description="Free text judged by VLM, or null: withheld.")
+
+
+class ImportInfo(BaseModel):
+    """Where an imported story came from and what of it is outside the render vocabulary."""
+
+    model_config = _STRICT
+    source: str = Field(description="The narrative file and the story's place in it.")
+    llm: str = Field(description="The model that extracted the story's state.")
+    substitutions: list[Substitution] = Field(default_factory=list)
+
+
 class Story(BaseModel):
     """A complete benchmark unit."""
 
     model_config = _STRICT
     version: Literal["1.0"] = STORY_FORMAT_VERSION
     id: str = Field(pattern=r"^[a-z0-9_\-]+$")
-    category: Category
+    category: StoryCategory
     difficulty: Difficulty
     seed: int = Field(description="Generator seed that produced this story.")
     prompt_style: Literal["plain", "paraphrase"] = "plain"
     world: World
     scenes: list[Scene] = Field(description="3, 5 or 8 scenes.")
     causal_links: list[CausalLink] = Field(default_factory=list)
+    imported: ImportInfo | None = Field(
+        default=None, description="Set for a story imported from a narrative (vsb suite import)."
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_not_imported(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if self.imported is None and isinstance(data, dict):
+            data.pop("imported", None)  # generated stories keep their bytes
+        return data
 
 
 #: The largest suite seed (a signed 64-bit integer: what SQLite and numpy hold exactly).
@@ -400,7 +453,7 @@ class SuiteEntry(BaseModel):
     model_config = _STRICT
     id: str
     file: str
-    category: Category
+    category: StoryCategory
     difficulty: Difficulty
     scenes: int = Field(strict=True, ge=1, description="The story's number of scenes.")
     requirements: int = Field(

@@ -1,11 +1,11 @@
 """What the importer asks the LLM and what it accepts back (docs/IMPORT.md).
 
 ``SYSTEM_PROMPT`` states the task, the render vocabulary and the answer's JSON Schema
-(``answer_schema``, generated from ``Extraction``); ``user_prompt`` gives the scene texts as a JSON list;
-``repair_prompt`` sends a failed answer back once with the exact error. ``parse_answer``
-turns a reply into an ``Extraction`` or raises ``AnswerError`` naming the scene (when the
-problem is inside one) and what was expected: an answer over ``MAX_ANSWER_CHARS``, text that
-is not one JSON object, or one that breaks the schema.
+(``answer_schema``, generated from ``Extraction``); ``user_prompt`` gives the scenes as a
+JSON list; ``repair_prompt`` sends a failed answer back once with the exact error.
+``parse_answer`` turns a reply into an ``Extraction`` or raises ``AnswerError`` naming the
+scene (when the problem is inside one) and what was expected: an answer over
+``MAX_ANSWER_CHARS``, text that is not one JSON object, or one that breaks the schema.
 """
 
 from __future__ import annotations

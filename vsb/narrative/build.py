@@ -271,7 +271,7 @@ def build_story(ext: Extraction, texts: Sequence[str], story_id: str, *, source:
         for k, ev in enumerate(scene_events, start=1)
     ]  # fmt: skip
     story = Story(
-        id=story_id, category=IMPORTED, difficulty=difficulty_of(len(texts)),  # type: ignore[arg-type]
+        id=story_id, category=IMPORTED, difficulty=difficulty_of(len(texts)),
         seed=0, world=world, scenes=scenes, causal_links=derived.causal_links,
         imported=ImportInfo(source=source, llm=llm, substitutions=subs),
     )  # fmt: skip

@@ -6,6 +6,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from vsb.story.imported import ImportInfo, Substitution
+
 STORY_FORMAT_VERSION: Literal["1.0"] = "1.0"
 
 Dimension = Literal[
@@ -76,12 +78,20 @@ Category = Literal[
 CATEGORIES: tuple[str, ...] = Category.__args__  # type: ignore[attr-defined]
 Difficulty = Literal["easy", "medium", "hard"]
 DIFFICULTIES: tuple[str, ...] = Difficulty.__args__  # type: ignore[attr-defined]
-#: The category of a story imported from a narrative (``vsb suite import``): not one of the
-#: generator's ten templates, so it is not in ``CATEGORIES``.
+#: An imported story's category (``vsb suite import``): not a template, not in CATEGORIES.
 IMPORTED = "imported"
 StoryCategory = Category | Literal["imported"]
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
+__all__ = ["ImportInfo", "Substitution"]  # re-exported: part of the story model
+
+
+def _omit_none(data: Any, name: str) -> Any:
+    """A dumped model without the optional field ``name`` when it is null (the fields imported
+    stories add: generated stories keep their bytes)."""
+    if isinstance(data, dict) and data.get(name, 0) is None:
+        del data[name]
+    return data
 
 
 # --- world -------------------------------------------------------------------------------
@@ -354,18 +364,13 @@ class Requirement(BaseModel):
     )
     judged_by: Literal["vlm"] | None = Field(
         default=None,
-        description=(
-            "'vlm': the expected value is free text outside the render vocabulary (imported "
-            "stories), checked by a VLM judge only; the rule checker marks it not_applicable."
-        ),
+        description="'vlm': free text outside the render vocabulary (imported stories), judged "
+        "by a VLM only; the rule checker marks it not_applicable. Left out when null.",
     )
 
     @model_serializer(mode="wrap")
-    def _omit_unjudged(self, handler: SerializerFunctionWrapHandler) -> Any:
-        data = handler(self)
-        if self.judged_by is None and isinstance(data, dict):
-            data.pop("judged_by", None)  # generated stories keep their bytes
-        return data
+    def _omit(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return _omit_none(handler(self), "judged_by")
 
 
 class Scene(BaseModel):
@@ -392,31 +397,6 @@ class CausalLink(BaseModel):
     effect_scenes: list[int] = Field(description="Later scenes in which the effect is visible.")
 
 
-class Substitution(BaseModel):
-    """How an imported story departs from the requirement derived from its replayed state.
-
-    The state machine tracks render-vocabulary values only; a value the narrative does not
-    give ("unknown") or gives outside the vocabulary (free text) is held by a placeholder in
-    the world. The requirement derived from a placeholder is withheld (``value`` null) or
-    replaced by the free text, judged by a VLM only; a substitution with no derived
-    requirement adds one (an entity outside the vocabulary, seen in that scene)."""
-
-    model_config = _STRICT
-    scene: int = Field(ge=1, description="1-based scene number.")
-    subject: str = Field(description="Character name, object kind, entity or 'scene'.")
-    attribute: str = Field(description="The requirement's attribute (top, present, location…).")
-    value: Value | None = Field(description="Free text judged by VLM, or null: withheld.")
-
-
-class ImportInfo(BaseModel):
-    """Where an imported story came from and what of it is outside the render vocabulary."""
-
-    model_config = _STRICT
-    source: str = Field(description="The narrative file and the story's place in it.")
-    llm: str = Field(description="The model that extracted the story's state.")
-    substitutions: list[Substitution] = Field(default_factory=list)
-
-
 class Story(BaseModel):
     """A complete benchmark unit."""
 
@@ -431,15 +411,12 @@ class Story(BaseModel):
     scenes: list[Scene] = Field(description="3, 5 or 8 scenes.")
     causal_links: list[CausalLink] = Field(default_factory=list)
     imported: ImportInfo | None = Field(
-        default=None, description="Set for a story imported from a narrative (vsb suite import)."
+        default=None, description="Set for a story imported from a narrative. Left out when null."
     )
 
     @model_serializer(mode="wrap")
-    def _omit_not_imported(self, handler: SerializerFunctionWrapHandler) -> Any:
-        data = handler(self)
-        if self.imported is None and isinstance(data, dict):
-            data.pop("imported", None)  # generated stories keep their bytes
-        return data
+    def _omit(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return _omit_none(handler(self), "imported")
 
 
 #: The largest suite seed (a signed 64-bit integer: what SQLite and numpy hold exactly).

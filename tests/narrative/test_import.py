@@ -238,6 +238,7 @@ def test_cli_rejected_story_exits_2_and_writes_the_others(tmp_path: Path) -> Non
     ("args", "message"),
     [
         (["--llm", "gpt:4"], "unknown LLM 'gpt:4'"),
+        (["--llm", "mock:0.2"], "--llm mock takes no argument"),
         (["--llm", "replay:/nonexistent"], "/nonexistent: no judge_calls.jsonl"),
         (["--llm", "openai-compatible:"], "--llm openai-compatible:MODEL needs a model name"),
         (["--llm", "anthropic:claude"], "the LLM needs an API key: set ANTHROPIC_API_KEY"),

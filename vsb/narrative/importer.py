@@ -61,7 +61,10 @@ def build_llm(
 ) -> VlmTransport:
     """The extraction model of ``--llm KIND:MODEL``: the judge's transports, and ``mock``
     (the reader of vsb's own sentence shapes)."""
-    if spec.partition(":")[0] == "mock":
+    kind, _, arg = spec.partition(":")
+    if kind == "mock":
+        if arg:
+            raise InputError(f"--llm mock takes no argument (got {spec!r})")
         return ReaderLlm()
     try:
         return build_transport(spec, base_url=base_url, client=client)

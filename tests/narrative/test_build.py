@@ -145,3 +145,16 @@ def test_answers_outside_the_vocabulary_or_the_model(spoil: Any, message: str,
     with pytest.raises(AnswerError) as err:
         _build(doc)
     assert message in err.value.message and err.value.scene == scene
+
+
+def test_placeholders_keep_characters_apart() -> None:
+    doc = answer_doc(list(PARK))
+    ama, bo = doc["characters"]
+    ama.update(skin="tone-1", hair_color="black")
+    bo.update(skin="unknown", hair_color="black", top="unknown", trousers="red")
+    story = _build(doc)
+    a, b = story.world.characters
+    assert (b.skin, b.hair_color) != (a.skin, a.hair_color)  # the placeholder skin differs
+    assert b.top not in (a.top, b.trousers)
+    ids = {r.id for r in story.scenes[0].requirements}
+    assert {"s1.Bo.skin", "s1.Bo.top"}.isdisjoint(ids) and "s1.Bo.trousers" in ids

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -80,7 +80,9 @@ class SceneAnswer(BaseModel):
 
     model_config = _STRICT
     events: list[Event] = Field(max_length=20)
-    entities: list[str] = Field(default_factory=list, max_length=10)
+    entities: list[Annotated[str, Field(max_length=60)]] = Field(
+        default_factory=list, max_length=10
+    )
 
 
 class Extraction(BaseModel):

@@ -121,6 +121,8 @@ class _Builder:
                         continue
                     if attr == "hair_color" and (values["skin"], v) in pairs:
                         continue
+                    if attr == "skin" and (v, values.get("hair_color")) in pairs:
+                        continue  # told apart from the others by (skin, hair colour)
                     values[attr] = v
                     break
             taken["top"].append(values["top"])
@@ -263,7 +265,12 @@ def build_story(ext: Extraction, texts: Sequence[str], story_id: str, *, source:
                 subs.append(Substitution(scene=k, subject=r.subject, attribute=r.attribute,
                                          value=value))  # fmt: skip
         for name in dict.fromkeys(e.strip() for e in ext.scenes[k - 1].entities):
-            if name and name not in states[k - 1].characters and name not in vocab.OBJECT_KINDS:
+            if (
+                name
+                and name != "scene"
+                and name not in states[k - 1].characters
+                and (name not in vocab.OBJECT_KINDS)
+            ):
                 subs.append(Substitution(scene=k, subject=name, attribute="present", value=True))
     scenes = [
         Scene(index=k, events=ev, text=texts[k - 1], state=states[k - 1],

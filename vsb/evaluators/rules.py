@@ -240,7 +240,10 @@ def check_scene(detected: DetectedState, scene: Scene, world: World) -> list[Req
     kinds = {o.kind for o in world.objects}
     out = []
     for req in scene.requirements:
-        if req.subject == "scene":
+        if req.judged_by == "vlm":  # free text outside the render vocabulary
+            why = {"reason": "judged by VLM only (free text outside the render vocabulary)"}
+            out.append(RequirementResult.of(req, why, False, "", "rules", verdict="not_applicable"))
+        elif req.subject == "scene":
             out.append(_scene_fact(ctx, req))
         elif req.subject in kinds:
             out.append(_object_fact(ctx, req))

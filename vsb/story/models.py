@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from vsb.fsio import STRICT
+from vsb.story.imported import ImportInfo, Substitution
 
 STORY_FORMAT_VERSION: Literal["1.0"] = "1.0"
 
@@ -78,6 +79,19 @@ Category = Literal[
 CATEGORIES: tuple[str, ...] = Category.__args__  # type: ignore[attr-defined]
 Difficulty = Literal["easy", "medium", "hard"]
 DIFFICULTIES: tuple[str, ...] = Difficulty.__args__  # type: ignore[attr-defined]
+#: An imported story's category (``vsb suite import``): not a template, not in CATEGORIES.
+IMPORTED = "imported"
+StoryCategory = Category | Literal["imported"]
+
+__all__ = ["ImportInfo", "Substitution"]  # re-exported: part of the story model
+
+
+def _omit_none(data: Any, name: str) -> Any:
+    """A dumped model without the optional field ``name`` when it is null (the fields imported
+    stories add: generated stories keep their bytes)."""
+    if isinstance(data, dict) and data.get(name, 0) is None:
+        del data[name]
+    return data
 
 
 # --- world -------------------------------------------------------------------------------
@@ -348,6 +362,15 @@ class Requirement(BaseModel):
     causal_link: int | None = Field(
         default=None, description="Index into the story's causal_links when this is an effect."
     )
+    judged_by: Literal["vlm"] | None = Field(
+        default=None,
+        description="'vlm': free text outside the render vocabulary (imported stories), judged "
+        "by a VLM only; the rule checker marks it not_applicable. Left out when null.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return _omit_none(handler(self), "judged_by")
 
 
 class Scene(BaseModel):
@@ -380,13 +403,20 @@ class Story(BaseModel):
     model_config = STRICT
     version: Literal["1.0"] = STORY_FORMAT_VERSION
     id: str = Field(pattern=r"^[a-z0-9_\-]+$")
-    category: Category
+    category: StoryCategory
     difficulty: Difficulty
     seed: int = Field(description="Generator seed that produced this story.")
     prompt_style: Literal["plain", "paraphrase"] = "plain"
     world: World
     scenes: list[Scene] = Field(description="3, 5 or 8 scenes.")
     causal_links: list[CausalLink] = Field(default_factory=list)
+    imported: ImportInfo | None = Field(
+        default=None, description="Set for a story imported from a narrative. Left out when null."
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return _omit_none(handler(self), "imported")
 
 
 #: The largest suite seed (a signed 64-bit integer: what SQLite and numpy hold exactly).
@@ -400,7 +430,7 @@ class SuiteEntry(BaseModel):
     model_config = STRICT
     id: str
     file: str
-    category: Category
+    category: StoryCategory
     difficulty: Difficulty
     scenes: int = Field(strict=True, ge=1, description="The story's number of scenes.")
     requirements: int = Field(

@@ -18,6 +18,7 @@ from vsb.story.models import (
     Event,
     Requirement,
     SceneState,
+    Substitution,
     Value,
     World,
 )
@@ -216,3 +217,48 @@ def derive_story(
         texts.append(text)
         reqs.append(build_requirements(k, states[k - 1], world, stated, states[: k - 1], links))
     return Derived(texts, links, reqs)
+
+
+#: Dimension and taxonomy of a requirement a substitution adds (an entity outside the render
+#: vocabulary seen in a scene, or a scene fact told in free text).
+FREE_TEXT_FACTS: dict[str, tuple[str, str]] = {
+    "present": ("object_persistence", "object_disappeared"),
+    **{a: SCENE_FACTS[a] for a in ("location", "weather", "time")},
+}
+
+
+def apply_substitutions(
+    k: int, reqs: Sequence[Requirement], substitutions: Sequence[Substitution]
+) -> list[Requirement]:
+    """Scene ``k``'s requirements of an imported story: those derived from a placeholder
+    withheld or given their free-text value (``judged_by`` vlm), then one per substitution
+    with no derived requirement (an entity outside the vocabulary), in the order given."""
+    subs = {(s.subject, s.attribute): s.value for s in substitutions if s.scene == k}
+    out: list[Requirement] = []
+    used: set[tuple[str, str]] = set()
+    for r in reqs:
+        key = (r.subject, r.attribute)
+        if key not in subs:
+            out.append(r)
+            continue
+        used.add(key)
+        value = subs[key]
+        if value is not None:
+            out.append(r.model_copy(update={"expected": value, "judged_by": "vlm"}))
+    for (subject, attribute), value in subs.items():
+        if (subject, attribute) in used or value is None:
+            continue
+        dim, tax = FREE_TEXT_FACTS.get(attribute, ("adherence", "character_missing"))
+        out.append(
+            Requirement(
+                id=f"s{k}.{subject}.{attribute}",
+                dimension=dim,
+                taxonomy=tax,
+                source="prompt",
+                subject=subject,
+                attribute=attribute,
+                expected=value,
+                judged_by="vlm",
+            )
+        )
+    return out

@@ -66,8 +66,9 @@ class JudgeRequest:
     extra_images: tuple[bytes, ...] = ()
 
     def images(self) -> tuple[bytes, ...]:
-        """Every image of the request, in order."""
-        return (self.image, *self.extra_images)
+        """Every image of the request, in order (none for a text-only request, whose
+        ``image`` is empty: the narrative importer's extraction calls)."""
+        return (self.image, *self.extra_images) if self.image else self.extra_images
 
     def images_sha256(self) -> str:
         """sha256 of the image, or of each image joined by ':'."""

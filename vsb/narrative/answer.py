@@ -14,10 +14,10 @@ import json
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from vsb.errors import InputError
-from vsb.fsio import loads_json
+from vsb.fsio import STRICT, loads_json
 from vsb.story import vocab
 from vsb.story.models import Event
 
@@ -26,8 +26,6 @@ MAX_ANSWER_CHARS = 200_000
 #: Room for the answer, in tokens.
 ANSWER_TOKENS = 8192
 UNKNOWN = "unknown"
-
-_STRICT = ConfigDict(extra="forbid", frozen=True)
 
 
 class AnswerError(InputError):
@@ -42,7 +40,7 @@ class AnswerError(InputError):
 class CharacterAnswer(BaseModel):
     """A character as first seen; ``unknown`` where the text does not say."""
 
-    model_config = _STRICT
+    model_config = STRICT
     name: str = Field(min_length=1, max_length=40)
     skin: str = Field(max_length=60)
     hair_color: str = Field(max_length=60)
@@ -56,7 +54,7 @@ class CharacterAnswer(BaseModel):
 class ObjectAnswer(BaseModel):
     """An object of the vocabulary as first seen (its kind names it in events)."""
 
-    model_config = _STRICT
+    model_config = STRICT
     kind: str = Field(max_length=40)
     color: str = Field(max_length=60)
     state: str = Field(max_length=40)
@@ -68,7 +66,7 @@ class ObjectAnswer(BaseModel):
 class StartAnswer(BaseModel):
     """Scene 1: place, time of day, weather and who is there, left to right."""
 
-    model_config = _STRICT
+    model_config = STRICT
     place: str = Field(max_length=60)
     time: str = Field(max_length=40)
     weather: str = Field(max_length=40)
@@ -78,7 +76,7 @@ class StartAnswer(BaseModel):
 class SceneAnswer(BaseModel):
     """One scene: its events (none in scene 1) and what it shows outside the vocabulary."""
 
-    model_config = _STRICT
+    model_config = STRICT
     events: list[Event] = Field(max_length=20)
     entities: list[Annotated[str, Field(max_length=60)]] = Field(
         default_factory=list, max_length=10
@@ -88,7 +86,7 @@ class SceneAnswer(BaseModel):
 class Extraction(BaseModel):
     """The structured story the LLM reads out of a narrative."""
 
-    model_config = _STRICT
+    model_config = STRICT
     characters: list[CharacterAnswer] = Field(max_length=10)
     objects: list[ObjectAnswer] = Field(default_factory=list, max_length=10)
     start: StartAnswer

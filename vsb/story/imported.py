@@ -10,15 +10,15 @@ that scene). ``vsb.story.requirements.apply_substitutions`` applies them.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-_STRICT = ConfigDict(extra="forbid", frozen=True)
+from vsb.fsio import STRICT
 
 
 class Substitution(BaseModel):
     """One requirement of an imported story that rests on a placeholder, or an entity."""
 
-    model_config = _STRICT
+    model_config = STRICT
     scene: int = Field(ge=1, description="1-based scene number.")
     subject: str = Field(description="Character name, object kind, entity or 'scene'.")
     attribute: str = Field(description="The requirement's attribute (top, present, location…).")
@@ -30,7 +30,7 @@ class Substitution(BaseModel):
 class ImportInfo(BaseModel):
     """Where an imported story came from and what of it is outside the render vocabulary."""
 
-    model_config = _STRICT
+    model_config = STRICT
     source: str = Field(description="The narrative file and the story's place in it.")
     llm: str = Field(description="The model that extracted the story's state.")
     substitutions: list[Substitution] = Field(default_factory=list)

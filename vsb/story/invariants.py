@@ -31,7 +31,7 @@ from vsb.story.models import Requirement, SceneState, Story, World
 from vsb.story.requirements import derive_story
 
 #: Requirement fields compared with the derived requirement, besides ``expected``.
-_FIELDS = ("subject", "attribute", "dimension", "taxonomy", "source", "causal_link")
+_FIELDS = ("subject", "attribute", "dimension", "taxonomy", "source", "causal_link", "inferred")
 
 Problem = tuple[str, str]  # (JSON pointer, message)
 
@@ -115,7 +115,12 @@ def _requirement_diff(k: int, stored: Requirement, derived: Requirement) -> str 
 
 def requirement_problems(story: Story, states: Sequence[SceneState]) -> Iterator[Problem]:
     """Stored requirements and causal links against those derived from the replayed states."""
-    derived = derive_story(story.world, [s.events for s in story.scenes], states)
+    derived = derive_story(
+        story.world,
+        [s.events for s in story.scenes],
+        states,
+        implicit=story.prompt_style == "implicit",
+    )
     for i, (scene, want) in enumerate(zip(story.scenes, derived.requirements, strict=True)):
         k = i + 1
         by_id = {r.id: r for r in want}

@@ -61,6 +61,10 @@ Taxonomy = Literal[
 TAXONOMY: tuple[str, ...] = Taxonomy.__args__  # type: ignore[attr-defined]
 
 Source = Literal["prompt", "memory"]
+#: How scene texts are worded: plain, paraphrased (other words, same facts) or implicit
+#: (an event with a stated cause is told without its effect, which a model must infer).
+PromptStyle = Literal["plain", "paraphrase", "implicit"]
+PROMPT_STYLES: tuple[str, ...] = PromptStyle.__args__  # type: ignore[attr-defined]
 Category = Literal[
     "object_persistence",
     "wardrobe",
@@ -348,6 +352,12 @@ class Requirement(BaseModel):
     causal_link: int | None = Field(
         default=None, description="Index into the story's causal_links when this is an effect."
     )
+    inferred: bool = Field(
+        default=False,
+        description="The text tells the event but never states this effect (implicit style): "
+        "a model must infer it. Written only when true.",
+        exclude_if=lambda v: v is False,
+    )
 
 
 class Scene(BaseModel):
@@ -383,7 +393,7 @@ class Story(BaseModel):
     category: Category
     difficulty: Difficulty
     seed: int = Field(description="Generator seed that produced this story.")
-    prompt_style: Literal["plain", "paraphrase"] = "plain"
+    prompt_style: PromptStyle = "plain"
     world: World
     scenes: list[Scene] = Field(description="3, 5 or 8 scenes.")
     causal_links: list[CausalLink] = Field(default_factory=list)
@@ -415,5 +425,5 @@ class SuiteIndex(BaseModel):
     model_config = _STRICT
     version: Literal["1.0"] = STORY_FORMAT_VERSION
     seed: int = Field(strict=True, ge=0, le=MAX_SEED, description="The suite's seed.")
-    prompt_style: Literal["plain", "paraphrase"] = "plain"
+    prompt_style: PromptStyle = "plain"
     stories: list[SuiteEntry]

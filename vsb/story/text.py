@@ -385,16 +385,23 @@ def paraphrase(text: str) -> str:
 #: over the whole cause. A cause none of them matches is told as it is (it never names the
 #: effect: the plain style adds that as ", so the … is … now").
 IMPLICIT_CAUSES: tuple[tuple[str, str], ...] = (
-    (r"(.+) lights the (lantern|candle) with a match", r"\1 strikes a match and holds it to the \2"),
+    (r"(.+) lights the (lantern|candle) with a match",
+     r"\1 strikes a match and holds it to the \2"),
     (r"(.+) slits the letter open", r"\1 runs a knife along the seal of the letter"),
-    (r"The wind blows the lid of the box open", "The wind catches the lid of the box and flips it back"),
+    (r"The wind blows the lid of the box open",
+     "The wind catches the lid of the box and flips it back"),
     (r"A cat knocks the lid of the box open", "A cat paws at the box until its lid slides off"),
-    (r"A strong gust of wind catches the umbrella", "A strong gust of wind catches the umbrella and snaps its ribs"),
-    (r"The umbrella gets caught in a slamming door", "The umbrella gets caught in a slamming door and its ribs snap"),
-    (r"A heavy chair falls on the umbrella", "A heavy chair falls on the umbrella and snaps its ribs"),
-    (r"(.+) knocks the vase hard against (.+)", r"\1 knocks the vase hard against \2 and it cracks into pieces"),
+    (r"A strong gust of wind catches the umbrella",
+     "A strong gust of wind catches the umbrella and snaps its ribs"),
+    (r"The umbrella gets caught in a slamming door",
+     "The umbrella gets caught in a slamming door and its ribs snap"),
+    (r"A heavy chair falls on the umbrella",
+     "A heavy chair falls on the umbrella and snaps its ribs"),
+    (r"(.+) knocks the vase hard against (.+)",
+     r"\1 knocks the vase hard against \2 and it cracks into pieces"),
     (r"A dog pulls at the book", "A dog pulls at the book until its pages rip"),
-    (r"The hot sun beats down on the flowers", "The hot sun beats down on the flowers all day"),
+    (r"The hot sun beats down on the flowers",
+     "The hot sun beats down on the flowers all day"),
     (r"Nobody waters the flowers", "Nobody waters the flowers for days"),
 )  # fmt: skip
 

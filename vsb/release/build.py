@@ -289,24 +289,28 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
         "scores", "evaluators", "adapters", "generator", "run", "conditions", "story",
         "release/variants",
     )  # fmt: skip
+    vinputs: str | None = None
     for variant, vfn in variant_fns.items():
         vconds = vr.variant_conditions(variant, conditions)
+        records = root / f"run-{variant}" / "records.jsonl"
         if not getattr(config, variant) or not vconds:  # off: never freeze a stale comparison
             vr.remove_variant(rel_dir, variant)
             ledger.forget(variant)
             continue
-        vinputs = _files_hash(rel_dir, [*st.EVALUATION_INPUTS, "suite/suite.json"])
+        if vinputs is None:
+            vinputs = _files_hash(rel_dir, [*st.EVALUATION_INPUTS, "suite/suite.json"])
         vfp = sha256_hex(canonical_json([vinputs, variant_code, models, vconds]))
 
-        def vstep(variant: str = variant, fp: str = vfp, fn: _VariantFn = vfn) -> bool:
-            if ledger.fresh(variant, fp, rel_dir):
+        def vstep(
+            variant: str = variant, fp: str = vfp, fn: _VariantFn = vfn, records: Path = records
+        ) -> bool:
+            if ledger.fresh(variant, fp, rel_dir) and records.is_file():
                 return False
             ledger.forget(variant)
             ledger.record(variant, fp, rel_dir, fn(root, plain, models, conditions, config, prog))
             return True
 
         _timed(prog, result, variant, vstep, None)
-        records = root / f"run-{variant}" / "records.jsonl"
         with records.open("rb") as f:
             result.variant_images += sum(1 for _ in f)
 

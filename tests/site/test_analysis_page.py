@@ -155,7 +155,7 @@ def test_sensitivity_table(page: str) -> None:
 
 def test_implicit_effects_section(page: str, site: Path) -> None:
     section = page.split('id="implicit"', 1)[1]
-    assert "run-implicit" in section and "(implicit)" in section and "68 requirements" in section
+    assert "run-implicit</strong>, implicit)" in section and "68 requirements" in section
     row = next(r for r in section.split("<tr") if ">alpha<" in r and "independent" in r)
     assert '<td class="num neg" data-v="-0.3"' in row and "[-0.450, -0.150]" in row
     assert ">0.900<" in row and ">0.600<" in row

@@ -4,7 +4,7 @@
 Every figure of README.md and docs/*.md that comes from the default release lies between two
 markers, ``<!-- figures:NAME -->`` and ``<!-- /figures:NAME -->``; this script computes the
 text between them from the release's own files (MANIFEST.json, suite/, scores/,
-validation/), so the prose can never drift from the build:
+validation/, sensitivity/), so the prose can never drift from the build:
 
     python scripts/readme_figures.py --release build/v0.1.0 --write   # rewrite the blocks
     python scripts/readme_figures.py --release build/v0.1.0 --check   # exit 1 naming each stale one
@@ -285,6 +285,45 @@ def fig_validation(rel: Path) -> str:
     return "\n".join(out) + "\n"
 
 
+def fig_prompt_sensitivity(rel: Path) -> str:
+    rows = [
+        r
+        for r in _csv(rel, "sensitivity/prompt_sensitivity.csv")
+        if r["metric_kind"] == "summary" and r["metric"] in ("global", "adherence", "coherence")
+    ]
+    by = {(r["model"], r["condition"], r["metric"]): r for r in rows}
+    out = [
+        "| model | condition | global, plain − paraphrase [95 % CI] | prompt adherence | "
+        "memory coherence |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for m, c in dict.fromkeys((r["model"], r["condition"]) for r in rows):
+        cells = []
+        for metric in ("global", "adherence", "coherence"):
+            r = by.get((m, c, metric))
+            cells.append(
+                "—" if r is None
+                else f"{_signed(r['diff'])} {_ci(r['ci_low'], r['ci_high'], _signed)}"
+            )  # fmt: skip
+        out.append(f"| {m} | {c} | {' | '.join(cells)} |")
+    return "\n".join(out) + "\n"
+
+
+def fig_implicit_effects(rel: Path) -> str:
+    out = [
+        "| model | condition | pass rate, effect stated | pass rate, effect implicit | "
+        "implicit − explicit [95 % CI] | checks |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in _csv(rel, "sensitivity/implicit_effects.csv"):
+        out.append(
+            f"| {r['model']} | {r['condition']} | {_f3(r['explicit_pass'])} | "
+            f"{_f3(r['implicit_pass'])} | {_signed(r['diff'])} "
+            f"{_ci(r['ci_low'], r['ci_high'], _signed)} | {r['n_checks']} |"
+        )
+    return "\n".join(out) + "\n"
+
+
 FIGURES: dict[str, Callable[[Path], str]] = {
     "root-hash": fig_root_hash,
     "suite-counts": fig_suite_counts,
@@ -293,6 +332,8 @@ FIGURES: dict[str, Callable[[Path], str]] = {
     "memory-gain": fig_memory_gain,
     "predicted-memory": fig_predicted_memory,
     "validation": fig_validation,
+    "prompt-sensitivity": fig_prompt_sensitivity,
+    "implicit-effects": fig_implicit_effects,
 }
 
 

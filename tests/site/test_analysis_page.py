@@ -14,9 +14,10 @@ from site_synth import HOSTILE, HOSTILE_MODEL, make_release
 from vsb.errors import InputError
 from vsb.release.manifest import freeze
 from vsb.scores.analysis import effects_from_comparisons
+from vsb.scores.implicit import IMPLICIT_FILE, ImplicitReport, ImplicitRow
 from vsb.scores.models import ScoresReport
 from vsb.scores.sensitivity import SENSITIVITY_FILE, SensitivityReport, SensitivityRow
-from vsb.site.analysis import analysis_page, load_sensitivity
+from vsb.site.analysis import analysis_page, load_implicit, load_sensitivity
 from vsb.site.build import build_site
 from vsb.site.data import load_site_data
 
@@ -61,6 +62,26 @@ def _sensitivity(release: Path) -> SensitivityReport:
     )  # fmt: skip
 
 
+def _implicit(release: Path) -> ImplicitReport:
+    scores = ScoresReport.model_validate_json((release / "scores" / "scores.json").read_text())
+    rows = [
+        ImplicitRow(
+            evaluator="rules", model=m, condition=c, explicit_pass=0.9,
+            implicit_pass=0.6 if m == "alpha" else 0.88, diff=-0.3 if m == "alpha" else -0.02,
+            ci_low=-0.45 if m == "alpha" else -0.07, ci_high=-0.15 if m == "alpha" else 0.03,
+            p_less=1.0, n_checks=68, n_stories=18,
+        )
+        for m in scores.models
+        for c in ("independent", "structured_memory")
+    ]  # fmt: skip
+    return ImplicitReport(
+        run_a=scores.run,
+        run_b=scores.run.model_copy(update={"run_dir": "run-implicit", "prompt_style": "implicit"}),
+        evaluator="rules", seed=0, n_resamples=200, confidence=0.95, inferred_requirements=68,
+        stories=["a", "b"], rows=rows,
+    )  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = make_release(
@@ -71,6 +92,7 @@ def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = root / SENSITIVITY_FILE
     path.parent.mkdir(parents=True)
     path.write_text(_sensitivity(root).model_dump_json())
+    (root / IMPLICIT_FILE).write_text(_implicit(root).model_dump_json())
     freeze(root, "v0.0.2-test")
     return root
 
@@ -160,6 +182,23 @@ def test_sensitivity_table(page: str) -> None:
     assert "[+0.050, +0.150]" in section and "[-0.010, +0.010]" in section
 
 
+def test_implicit_effects_section(page: str, site: Path) -> None:
+    section = page.split('id="implicit"', 1)[1]
+    assert "run-implicit</strong>, implicit)" in section and "68 requirements" in section
+    row = next(r for r in section.split("<tr") if ">alpha<" in r and "independent" in r)
+    assert '<td class="num neg" data-v="-0.3"' in row and "[-0.450, -0.150]" in row
+    assert ">0.900<" in row and ">0.600<" in row
+    other = next(r for r in section.split("<tr") if "alpha" not in r and "independent" in r)
+    assert '<td class="num " data-v="-0.02"' in other  # the CI holds 0: not coloured
+    assert (site / "data" / IMPLICIT_FILE).is_file()  # the download the section links
+    # the leaderboard column: off by default, one cell per (model, condition) row
+    board = (site / "index.html").read_text()
+    assert '<input type="checkbox" value="implicit"> implicit effects' in board
+    cells = re.findall(r'<td class="num gain[^"]*" data-col="implicit" data-v="([^"]*)"', board)
+    rows = board.split("<tbody>", 1)[1].split("</tbody>", 1)[0].count("<tr ")
+    assert len(cells) == rows and "-0.3" in cells and "" in cells  # "" for other conditions
+
+
 def test_hostile_names_are_escaped(page: str) -> None:
     assert HOSTILE not in page and "<script>alert" not in page
     assert HOSTILE_MODEL.replace("<", "&lt;").replace(">", "&gt;") in page
@@ -173,6 +212,8 @@ def test_release_without_controls_or_paraphrase(synth_site: Path) -> None:
     assert 'id="predicted-gains"' not in page
     assert "This release has no field ablations" in page
     assert "This release has no paraphrase run" in page
+    assert "This release has no implicit-effects run" in page
+    assert 'data-col="implicit"' not in (synth_site / "index.html").read_text()
     assert "<svg" not in page.split('id="ablations"', 1)[1]
 
 
@@ -182,4 +223,13 @@ def test_a_broken_sensitivity_file_is_one_clear_error(tmp_path: Path) -> None:
     path.write_text(json.dumps({"version": "1.0", "rows": "nope"}))
     with pytest.raises(InputError, match="does not match SensitivityReport") as info:
         load_sensitivity(SimpleNamespace(root=tmp_path))  # type: ignore[arg-type]
+    assert info.value.file == str(path)
+
+
+def test_a_broken_implicit_file_is_one_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / IMPLICIT_FILE
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"version": "1.0", "rows": [{"diff": "big"}]}))
+    with pytest.raises(InputError, match="does not match ImplicitReport") as info:
+        load_implicit(SimpleNamespace(root=tmp_path))  # type: ignore[arg-type]
     assert info.value.file == str(path)

@@ -58,8 +58,13 @@ class _RichProgress:
 @click.option("--condition", "conditions", default=None, metavar="NAME[,NAME…]",
               help="Conditions (default: all,random_context,predicted_memory; adding "
               "ablations runs the field ablations too).")  # fmt: skip
-@click.option("--paraphrase", is_flag=True,
-              help="Also run the reworded suite and publish the prompt sensitivity.")  # fmt: skip
+@click.option("--paraphrase/--no-paraphrase", default=True, show_default=True,
+              help="Run the reworded suite under independent and publish the prompt "
+              "sensitivity (sensitivity/prompt_sensitivity.*).")  # fmt: skip
+@click.option("--implicit/--no-implicit", default=True, show_default=True,
+              help="Run the implicit-effect stories under independent and structured_memory "
+              "and publish explicit vs implicit pass rates "
+              "(sensitivity/implicit_effects.*).")  # fmt: skip
 def build(
     name: str,
     out_dir: Path,
@@ -73,10 +78,16 @@ def build(
     budget: float | None,
     conditions: str | None,
     paraphrase: bool,
+    implicit: bool,
 ) -> None:
     """The main job: generate the default suite, run the five simulators under every
     condition, evaluate, score, validate the judges, freeze OUT/NAME/release and build
     OUT/NAME/site. A rerun reuses the generation cache and skips up-to-date stages.
+
+    Two suite variants run too, unless turned off: the paraphrased suite under independent
+    (prompt sensitivity) and the implicit-effect stories under independent and
+    structured_memory (how much failure is inference); both are compared with the release
+    story by story, with bootstrap CIs, and shown on the site's analysis page.
 
     With --judge the release also holds a VLM judge pass (one call per scene, answers cached
     in OUT/NAME/cache, calls in the run's ledger), scored and validated beside the rule
@@ -103,6 +114,7 @@ def build(
         name=name, out=out_dir, workers=workers, seed=seed, evaluators=names or None,
         judge=judge, base_url=base_url, judge_batch=judge_batch,
         judge_concurrency=judge_concurrency, budget_usd=budget, paraphrase=paraphrase,
+        implicit=implicit,
         conditions=tuple(resolve_conditions(conditions)) if conditions else None,
     )  # fmt: skip
     with Progress(*columns, console=console, auto_refresh=False) as bar:
@@ -111,7 +123,9 @@ def build(
         click.echo(f"skipped {model}: {reason}", err=True)
     total = sum(result.seconds.values())
     click.echo(
-        f"{result.images} images ({result.generated} generated, {result.cached} from cache); "
+        f"{result.images} images ({result.generated} generated, {result.cached} from cache)"
+        + (f", {result.variant_images} in suite variants" if result.variant_images else "")
+        + "; "
         f"stages skipped: {', '.join(result.skipped) or 'none'}; {total:.1f} s"
     )
     if result.manifest is not None:

@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import cast
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from vsb.story.models import CATEGORIES, DIFFICULTIES, DIMENSIONS, MAX_SEED
+from vsb.story.models import (
+    CATEGORIES,
+    DIFFICULTIES,
+    DIMENSIONS,
+    MAX_SEED,
+    PROMPT_STYLES,
+    PromptStyle,
+)
 
 
 @click.group()
@@ -29,7 +37,15 @@ def suite() -> None:
     "--seed", default=0, show_default=True, type=click.IntRange(0, MAX_SEED),
     help="Suite seed (same seed, same bytes).",
 )  # fmt: skip
-@click.option("--paraphrase", is_flag=True, help="Use the paraphrase prompt style.")
+@click.option(
+    "--text-style",
+    type=click.Choice(PROMPT_STYLES),
+    default=None,
+    help="How scene texts are worded: plain (default); paraphrase (other words, same facts); "
+    "implicit (an event with a cause is told without its effect, and the requirements that "
+    "check the effect are marked inferred).",
+)
+@click.option("--paraphrase", is_flag=True, help="Same as --text-style paraphrase.")
 @click.option(
     "--per-cell",
     type=click.IntRange(min=1),
@@ -39,17 +55,25 @@ def suite() -> None:
     "suite; more stories narrow every CI (see the minimum detectable difference on the "
     "comparisons page).",
 )
-def generate(out_dir: Path, seed: int, paraphrase: bool, per_cell: int | None) -> None:
+def generate(
+    out_dir: Path, seed: int, text_style: str | None, paraphrase: bool, per_cell: int | None
+) -> None:
     """Generate the default suite: 10 categories x (easy, medium x2, hard) = 40 stories
     (or, with --per-cell N, N stories per category x difficulty)."""
     from vsb.generator.generate import generate_suite, write_suite
 
-    stories = generate_suite(seed, paraphrase=paraphrase, per_cell=per_cell)
+    if paraphrase and text_style not in (None, "paraphrase"):
+        raise click.UsageError(f"--paraphrase contradicts --text-style {text_style}")
+    style = cast("PromptStyle | None", text_style)
+    stories = generate_suite(seed, paraphrase=paraphrase, per_cell=per_cell, text_style=style)
     index = write_suite(stories, out_dir, seed=seed)
     n_scenes = sum(e.scenes for e in index.stories)
     n_reqs = sum(e.requirements for e in index.stories)
+    n_inferred = sum(r.inferred for s in stories for sc in s.scenes for r in sc.requirements)
+    extra = f" ({n_inferred} inferred)" if index.prompt_style == "implicit" else ""
     click.echo(
-        f"wrote {len(index.stories)} stories, {n_scenes} scenes, {n_reqs} requirements to {out_dir}"
+        f"wrote {len(index.stories)} stories, {n_scenes} scenes, {n_reqs} requirements{extra} "
+        f"to {out_dir}"
     )
 
 

@@ -1,8 +1,10 @@
 """The main job, ``vsb release build NAME``: suite → run → evaluate → score → validate →
 freeze → site, on a CPU with no API keys (the five procedural simulators, the six main
-conditions, the placebo ``random_context`` and ``predicted_memory``). With ``paraphrase`` it
-also runs the reworded suite and puts the prompt sensitivity into the release
-(``sensitivity/``).
+conditions, the placebo ``random_context`` and ``predicted_memory``). Unless turned off
+(``paraphrase``, ``implicit``), it also runs two suite variants and compares them with the
+release (``vsb.release.variants``): the reworded suite under ``independent`` (prompt
+sensitivity) and the implicit-effect stories under ``independent`` and ``structured_memory``;
+both land in the release's ``sensitivity/``.
 
 Layout under ``OUT/NAME/``::
 
@@ -12,7 +14,8 @@ Layout under ``OUT/NAME/``::
     release/    the hashed release: run/ minus its volatile bookkeeping, plus evaluations/,
                 scores/, validation/ and MANIFEST.json (the oracle is kept but not hashed)
     site/       the static site, built from release/ (outside it: it names the root hash)
-    suite-paraphrase/, run-paraphrase/   the reworded suite and its run (``paraphrase`` only)
+    suite-paraphrase/, run-paraphrase/   the reworded suite and its run (``paraphrase``)
+    suite-implicit/, run-implicit/       the implicit-effect stories and their run (``implicit``)
     stages.json what each stage last consumed and produced (lets a rerun skip stages)
 
 The release holds the run's ``records.jsonl`` without ``cache_hit`` and ``latency_s`` and no
@@ -49,8 +52,10 @@ from vsb.release.manifest import MANIFEST_NAME, Manifest, freeze
 RUN_COPY = ("manifest.json", "suite", "oracle")
 VOLATILE_RECORD_FIELDS = ("cache_hit", "latency_s")
 STAGES = (
-    "suite", "run", "assemble", "evaluate", "score", "validate", "paraphrase", "freeze", "site",
+    "suite", "run", "assemble", "evaluate", "score", "validate", "paraphrase", "implicit",
+    "freeze", "site",
 )  # fmt: skip
+_VariantFn = Callable[[Path, Any, list[str], list[str], BuildConfig, Progress], list[str]]
 _PKG = Path(__file__).resolve().parents[1]
 
 
@@ -79,6 +84,8 @@ class BuildResult:
     seconds: dict[str, float] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     images: int = 0
+    #: Images of the suite variants' runs (paraphrase, implicit), beside ``images``.
+    variant_images: int = 0
     generated: int = 0
     cached: int = 0
     unavailable: dict[str, str] = field(default_factory=dict)
@@ -270,26 +277,41 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
 
         _timed(prog, result, stage, step, None)
 
-    def paraphrase() -> bool:
-        inputs = [*st.EVALUATION_INPUTS, "suite/suite.json"]
-        code = source_hash(
-            "scores", "evaluators", "adapters", "generator", "runner", "conditions", "story"
-        )
-        fp = sha256_hex(canonical_json([_files_hash(rel_dir, inputs), code, models, conditions]))
-        if ledger.fresh("paraphrase", fp, rel_dir):
-            return False
-        ledger.forget("paraphrase")
-        ledger.record(
-            "paraphrase", fp, rel_dir,
-            st.paraphrase_sensitivity(root, rel_dir, models, conditions, config, prog),
-        )  # fmt: skip
-        return True
+    from vsb.release import variants as vr
 
-    if config.paraphrase:
-        _timed(prog, result, "paraphrase", paraphrase, None)
-    else:  # never freeze a stale comparison
-        shutil.rmtree(rel_dir / "sensitivity", ignore_errors=True)
-        ledger.forget("paraphrase")
+    plain = vr.PlainRows(rel_dir)
+    variant_fns: dict[str, _VariantFn] = {
+        "paraphrase": vr.paraphrase_sensitivity,
+        "implicit": vr.implicit_effects,
+    }
+    variant_code = source_hash(
+        "scores", "evaluators", "adapters", "generator", "run", "conditions", "story",
+        "release/variants",
+    )  # fmt: skip
+    vinputs: str | None = None
+    for variant, vfn in variant_fns.items():
+        vconds = vr.variant_conditions(variant, conditions)
+        records = root / f"run-{variant}" / "records.jsonl"
+        if not getattr(config, variant) or not vconds:  # off: never freeze a stale comparison
+            vr.remove_variant(rel_dir, variant)
+            ledger.forget(variant)
+            continue
+        if vinputs is None:
+            vinputs = _files_hash(rel_dir, [*st.EVALUATION_INPUTS, "suite/suite.json"])
+        vfp = sha256_hex(canonical_json([vinputs, variant_code, models, vconds]))
+
+        def vstep(
+            variant: str = variant, fp: str = vfp, fn: _VariantFn = vfn, records: Path = records
+        ) -> bool:
+            if ledger.fresh(variant, fp, rel_dir) and records.is_file():
+                return False
+            ledger.forget(variant)
+            ledger.record(variant, fp, rel_dir, fn(root, plain, models, conditions, config, prog))
+            return True
+
+        _timed(prog, result, variant, vstep, None)
+        with records.open("rb") as f:
+            result.variant_images += sum(1 for _ in f)
 
     def do_freeze() -> bool:
         result.manifest = freeze(rel_dir, config.name, known=image_hashes)

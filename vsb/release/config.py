@@ -38,7 +38,9 @@ class BuildConfig:
     judge_concurrency: int = 4
     budget_usd: float | None = None
     #: Also run the paraphrased suite and put the prompt sensitivity into the release.
-    paraphrase: bool = False
+    paraphrase: bool = True
+    #: Also run the implicit-effect stories and put the inference gap into the release.
+    implicit: bool = True
 
     @property
     def root(self) -> Path:

@@ -169,35 +169,3 @@ def _site_outputs(site_dir: Path) -> list[str]:
         for p in site_dir.rglob("*")
         if p.is_file() and "images" not in p.relative_to(site_dir).parts[:1]
     )
-
-
-def paraphrase_sensitivity(
-    root: Path,
-    release_dir: Path,
-    models: list[str],
-    conditions: list[str],
-    config: BuildConfig,
-    progress: Progress,
-) -> list[str]:
-    """The optional paraphrase run: the default suite reworded (``suite-paraphrase/``), run
-    like the release (``run-paraphrase/``, same cache), judged by the rule checker, and
-    compared with the release story by story (writes sensitivity/ into the release)."""
-    import shutil
-
-    from vsb.evaluators.evaluate import evaluate_run
-    from vsb.generator.generate import generate_suite, write_suite
-    from vsb.run.runner import RunConfig, run
-    from vsb.scores.sensitivity import SENSITIVITY_DIR, compare_runs, write_sensitivity
-
-    suite, run_dir = root / "suite-paraphrase", root / "run-paraphrase"
-    write_suite(generate_suite(config.seed, paraphrase=True), suite, seed=config.seed)
-    cfg = RunConfig(
-        suite_dir=suite, models=models, conditions=conditions, out=run_dir, seed=config.seed,
-        workers=config.workers, cache_dir=root / "cache",
-    )  # fmt: skip
-    run(cfg, lambda done, total: progress.advance("paraphrase", done, total))
-    shutil.rmtree(run_dir / "evaluations", ignore_errors=True)
-    evaluate_run(run_dir, workers=config.workers, evaluators=("rules",))
-    progress.note("paraphrase", "comparing with the plain run")
-    report = compare_runs(release_dir, run_dir, evaluator="rules")
-    return _rel(release_dir, write_sensitivity(release_dir / SENSITIVITY_DIR, report))

@@ -88,15 +88,18 @@ def _fingerprints(suite: Path) -> dict[str, list[tuple[object, ...]]]:
     return out
 
 
-def check_same_stories(root_a: Path, root_b: Path) -> None:
+def check_same_stories(root_a: Path, root_b: Path, *, subset: bool = False) -> None:
     """``InputError`` unless the two runs' suites (``RUN/suite``) hold the same story ids with
-    the same requirements (the wording may differ)."""
+    the same requirements (the wording may differ); with ``subset``, run B's stories may be
+    some of run A's."""
     suites = []
     for root in (root_a, root_b):
         if not (root / "suite").is_dir():
             raise RunError("run has no suite/ directory (the stories it ran)", file=root)
         suites.append(_fingerprints(root / "suite"))
     a, b = suites
+    if subset:
+        a = {sid: fa for sid, fa in a.items() if sid in b}
     if set(a) != set(b):
         diff = sorted(set(a) ^ set(b))
         raise InputError(

@@ -5,7 +5,8 @@ paired difference with its CI.
 Everything is read from the release: the effects from ``scores/scores.json``'s paired
 comparisons (``vsb.scores.analysis.effects_from_comparisons``: the same numbers as the
 comparisons page and ``vsb analysis``), the prompt sensitivity from
-``sensitivity/prompt_sensitivity.json`` when the release was built with a paraphrase run.
+``sensitivity/prompt_sensitivity.json`` and the implicit effects from
+``sensitivity/implicit_effects.json`` when the release holds those suite variants.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from markupsafe import Markup, escape
 from vsb.conditions import ABLATIONS, PLACEBO_CONDITION, PREDICTED_CONDITION, PRIMARY_CONDITION
 from vsb.fsio import load_model
 from vsb.scores.analysis import Effect, effects_from_comparisons
+from vsb.scores.implicit import IMPLICIT_FILE, ImplicitReport, ImplicitRow
 from vsb.scores.sensitivity import SENSITIVITY_FILE, SensitivityReport, SensitivityRow
 from vsb.site.data import SiteData
 from vsb.story.context.predicted import DEFAULT_ERROR_RATE, suite_reading_errors
@@ -54,7 +56,9 @@ class Cell:
         return "pos" if self.diff > 0 else "neg"
 
 
-def _cell(x: Effect | SensitivityRow | None) -> Cell | None:
+def _cell(x: Effect | SensitivityRow | ImplicitRow | None) -> Cell | None:
+    if isinstance(x, ImplicitRow):
+        return Cell(x.diff, x.ci_low, x.ci_high, x.n_stories)
     return None if x is None else Cell(x.diff, x.ci_low, x.ci_high, x.n_stories)
 
 
@@ -169,6 +173,22 @@ def extraction_error_rate(data: SiteData) -> float | None:
     return wrong / total if total else None
 
 
+def load_implicit(data: SiteData) -> ImplicitReport | None:
+    """The release's implicit-effects report, if it has one."""
+    path = data.root / IMPLICIT_FILE
+    if not path.is_file():
+        return None
+    return load_model(path, ImplicitReport, "does not match ImplicitReport")
+
+
+def implicit_cells(report: ImplicitReport | None) -> dict[tuple[str, str], Cell]:
+    """(model, condition) → implicit − explicit pass rate on the inferred checks, with CI."""
+    if report is None:
+        return {}
+    return {(r.model, r.condition): Cell(r.diff, r.ci_low, r.ci_high, r.n_stories)
+            for r in report.rows}  # fmt: skip
+
+
 def analysis_page(data: SiteData) -> dict[str, Any]:
     """What ``analysis.html`` shows, for the primary evaluator."""
     effects = effects_from_comparisons(data.scores.comparisons)
@@ -221,4 +241,8 @@ def analysis_page(data: SiteData) -> dict[str, Any]:
         "sensitivity": sens,
         "sensitivity_rows": sens_rows,
         "sensitivity_metrics": [_label("summary", m) for m in SENSITIVITY_METRICS],
+        "sensitivity_conditions": list(dict.fromkeys(c for _, c, _ in sens_rows)),
+        "sensitivity_flat": sens is not None and all(r.diff == 0 for r in sens.rows),
+        "implicit": (implicit := load_implicit(data)),
+        "implicit_rows": [(r, _cell(r)) for r in implicit.rows] if implicit else [],
     }

@@ -28,6 +28,8 @@ from markupsafe import Markup, escape
 
 from vsb import __version__
 from vsb.release.manifest import COVERAGE
+from vsb.scores.implicit import IMPLICIT_FILE
+from vsb.scores.sensitivity import SENSITIVITY_FILE
 from vsb.site.data import SiteData
 from vsb.site.inventory import SIGNAL_DEFINITIONS, evaluator_rows, statistic_rows
 from vsb.story.models import CATEGORIES, DIFFICULTIES, DIMENSION_LABELS, DIMENSIONS, Event
@@ -130,6 +132,14 @@ def release_facts(data: SiteData, *, evaluate_page: bool = False) -> dict[str, A
         ],
         "suite_seed": index.seed if index else None,
         "prompt_style": index.prompt_style if index else stories[0].prompt_style,
+        "variant_styles": [
+            text
+            for rel, text in (
+                (SENSITIVITY_FILE, "the paraphrased suite (prompt sensitivity)"),
+                (IMPLICIT_FILE, "the implicit-effect stories (implicit effects)"),
+            )
+            if (data.root / rel).is_file()
+        ],
         "event_types": _event_types(),
         "conditions": [
             (

@@ -33,6 +33,7 @@ from vsb.story.requirements import apply_substitutions, derive_story
 #: Requirement fields compared with the derived requirement, besides ``expected``.
 _FIELDS = (
     "subject", "attribute", "dimension", "taxonomy", "source", "causal_link", "judged_by",
+    "inferred",
 )  # fmt: skip
 
 Problem = tuple[str, str]  # (JSON pointer, message)
@@ -118,7 +119,12 @@ def _requirement_diff(k: int, stored: Requirement, derived: Requirement) -> str 
 
 def requirement_problems(story: Story, states: Sequence[SceneState]) -> Iterator[Problem]:
     """Stored requirements and causal links against those derived from the replayed states."""
-    derived = derive_story(story.world, [s.events for s in story.scenes], states)
+    derived = derive_story(
+        story.world,
+        [s.events for s in story.scenes],
+        states,
+        implicit=story.prompt_style == "implicit",
+    )
     subs = story.imported.substitutions if story.imported is not None else []
     for i, (scene, want) in enumerate(zip(story.scenes, derived.requirements, strict=True)):
         k = i + 1

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, Field
 
 from vsb.fsio import STRICT
 from vsb.story.imported import ImportInfo, Substitution
@@ -64,6 +64,10 @@ Taxonomy = Literal[
 TAXONOMY: tuple[str, ...] = Taxonomy.__args__  # type: ignore[attr-defined]
 
 Source = Literal["prompt", "memory"]
+#: How scene texts are worded: plain, paraphrased (other words, same facts) or implicit
+#: (an event with a stated cause is told without its effect, which a model must infer).
+PromptStyle = Literal["plain", "paraphrase", "implicit"]
+PROMPT_STYLES: tuple[str, ...] = PromptStyle.__args__  # type: ignore[attr-defined]
 Category = Literal[
     "object_persistence",
     "wardrobe",
@@ -84,14 +88,6 @@ IMPORTED = "imported"
 StoryCategory = Category | Literal["imported"]
 
 __all__ = ["ImportInfo", "Substitution"]  # re-exported: part of the story model
-
-
-def _omit_none(data: Any, name: str) -> Any:
-    """A dumped model without the optional field ``name`` when it is null (the fields imported
-    stories add: generated stories keep their bytes)."""
-    if isinstance(data, dict) and data.get(name, 0) is None:
-        del data[name]
-    return data
 
 
 # --- world -------------------------------------------------------------------------------
@@ -366,11 +362,15 @@ class Requirement(BaseModel):
         default=None,
         description="'vlm': free text outside the render vocabulary (imported stories), judged "
         "by a VLM only; the rule checker marks it not_applicable. Left out when null.",
+        exclude_if=lambda v: v is None,
     )
 
-    @model_serializer(mode="wrap")
-    def _omit(self, handler: SerializerFunctionWrapHandler) -> Any:
-        return _omit_none(handler(self), "judged_by")
+    inferred: bool = Field(
+        default=False,
+        description="The text tells the event but never states this effect (implicit style): "
+        "a model must infer it. Written only when true.",
+        exclude_if=lambda v: v is False,
+    )
 
 
 class Scene(BaseModel):
@@ -406,17 +406,15 @@ class Story(BaseModel):
     category: StoryCategory
     difficulty: Difficulty
     seed: int = Field(description="Generator seed that produced this story.")
-    prompt_style: Literal["plain", "paraphrase"] = "plain"
+    prompt_style: PromptStyle = "plain"
     world: World
     scenes: list[Scene] = Field(description="3, 5 or 8 scenes.")
     causal_links: list[CausalLink] = Field(default_factory=list)
     imported: ImportInfo | None = Field(
-        default=None, description="Set for a story imported from a narrative. Left out when null."
+        default=None,
+        description="Set for a story imported from a narrative. Left out when null.",
+        exclude_if=lambda v: v is None,
     )
-
-    @model_serializer(mode="wrap")
-    def _omit(self, handler: SerializerFunctionWrapHandler) -> Any:
-        return _omit_none(handler(self), "imported")
 
 
 #: The largest suite seed (a signed 64-bit integer: what SQLite and numpy hold exactly).
@@ -445,5 +443,5 @@ class SuiteIndex(BaseModel):
     model_config = STRICT
     version: Literal["1.0"] = STORY_FORMAT_VERSION
     seed: int = Field(strict=True, ge=0, le=MAX_SEED, description="The suite's seed.")
-    prompt_style: Literal["plain", "paraphrase"] = "plain"
+    prompt_style: PromptStyle = "plain"
     stories: list[SuiteEntry]

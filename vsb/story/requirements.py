@@ -120,8 +120,12 @@ def build_requirements(
     stated: set[Fact],
     history: Sequence[SceneState],
     causal_links: Sequence[CausalLink],
+    *,
+    implicit: bool = False,
 ) -> list[Requirement]:
-    """The requirements of scene ``k`` (``history`` = states of scenes 1..k-1)."""
+    """The requirements of scene ``k`` (``history`` = states of scenes 1..k-1). With
+    ``implicit`` (the implicit text style), every requirement that checks a causal effect is
+    ``inferred``: the text tells the cause and never states the effect."""
     reqs: list[Requirement] = []
     for subject, attribute, expected in scene_facts(state, world, history):
         dim, tax = _labels(subject, attribute, expected)
@@ -143,6 +147,7 @@ def build_requirements(
                 attribute=attribute,
                 expected=expected,
                 causal_link=link,
+                inferred=implicit and link is not None,
             )
         )
     return reqs
@@ -196,7 +201,7 @@ def derive_causal_links(
 
 @dataclass(frozen=True)
 class Derived:
-    """What a story's events determine: plain scene texts, causal links, requirements."""
+    """What a story's events determine: scene texts, causal links, requirements."""
 
     texts: list[str]
     causal_links: list[CausalLink]
@@ -204,18 +209,27 @@ class Derived:
 
 
 def derive_story(
-    world: World, scene_events: Sequence[Sequence[Event]], states: Sequence[SceneState]
+    world: World,
+    scene_events: Sequence[Sequence[Event]],
+    states: Sequence[SceneState],
+    *,
+    implicit: bool = False,
 ) -> Derived:
-    """Texts (plain style), causal links and per-scene requirements of a story whose events
-    replay to ``states`` (one state per scene)."""
+    """Texts (plain style, or the implicit style with ``implicit``), causal links and
+    per-scene requirements of a story whose events replay to ``states`` (one state per
+    scene)."""
     links = derive_causal_links(scene_events, states)
     texts: list[str] = []
     reqs: list[list[Requirement]] = []
     for k, events in enumerate(scene_events, start=1):
         before = states[k - 2] if k > 1 else None
-        text, stated = compose_scene(k, events, before, states[k - 1], world)
+        text, stated = compose_scene(k, events, before, states[k - 1], world, implicit=implicit)
         texts.append(text)
-        reqs.append(build_requirements(k, states[k - 1], world, stated, states[: k - 1], links))
+        reqs.append(
+            build_requirements(
+                k, states[k - 1], world, stated, states[: k - 1], links, implicit=implicit
+            )
+        )
     return Derived(texts, links, reqs)
 
 

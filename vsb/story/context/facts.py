@@ -54,9 +54,11 @@ def fact_value(state: SceneState, subject: str, attribute: str) -> Value | None:
 
 
 def stated_in(story: Story, j: int, req: Requirement) -> bool:
-    """Whether scene ``j``'s text states ``req``'s fact with the same value."""
+    """Whether scene ``j``'s text states ``req``'s fact with the same value (an ``inferred``
+    requirement's fact is told by its event only, never stated)."""
     return any(
         r.source == "prompt"
+        and not r.inferred
         and r.subject == req.subject
         and r.attribute == req.attribute
         and r.expected == req.expected

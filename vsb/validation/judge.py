@@ -39,9 +39,9 @@ from vsb.errors import RunError, select_present
 from vsb.fsio import sha256_file
 from vsb.scores.inputs import (
     REQUIREMENTS_FILE,
+    EvaluationTables,
     RequirementRows,
-    load_requirements,
-    load_signals,
+    load_tables,
     release_name,
     require_run_dir,
 )
@@ -220,17 +220,20 @@ def validate_run(
     progress: Callable[[str], None] | None = None,
     release: str | None = None,
     evaluators: Sequence[str] | None = None,
+    tables: EvaluationTables | None = None,
 ) -> JudgeReport:
     """Validate a run's evaluators and signals against its sealed oracle; writes nothing.
 
     ``evaluators`` keeps only those (requirement or signal evaluators); an unknown name
-    raises ``InputError`` listing the ones present.
+    raises ``InputError`` listing the ones present. ``tables``: the run's evaluation tables
+    already loaded (``vsb release build`` loads them once for every stage), else read here.
     """
     note = progress or (lambda _msg: None)
     root = require_run_dir(run_dir)
-    rows = load_requirements(root)
+    tables = tables if tables is not None else load_tables(root)
+    rows = tables.requirements
     faults = load_faults(root)
-    table = signal_table(load_signals(root))
+    table = signal_table(tables.signals)
     # Frames of models without an oracle are unknown, not fault-free: left out, counted.
     with_oracle = models_with_oracle(root, set(rows.model))
     blind = sorted(set(rows.model) - with_oracle)

@@ -105,6 +105,7 @@ def fake_stages(monkeypatch: pytest.MonkeyPatch) -> _Calls:
     monkeypatch.setattr(stages, "run_models", run_models)
     monkeypatch.setattr(stages, "default_models", lambda: ["m"])
     monkeypatch.setattr(stages, "default_conditions", lambda: ["c"])
+
     def load_tables(release_dir: Path) -> object:
         calls.hit("load_tables")
         return SimpleNamespace(root=release_dir)

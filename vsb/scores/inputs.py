@@ -12,10 +12,12 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from vsb.errors import InputError, RunError
 from vsb.fsio import UniqueKeys, iter_jsonl, load_json
@@ -99,6 +101,17 @@ class SignalRows:
 
     def __len__(self) -> int:
         return len(self.value)
+
+
+def codes(column: Sequence[Any], index: Mapping[Any, int]) -> np.ndarray:
+    """``index[value]`` of every entry of a column, as an int64 array (a C-speed map, for
+    the bincounts of scoring; a value ``index`` lacks raises ``KeyError``)."""
+    return np.fromiter(map(index.__getitem__, column), dtype=np.int64, count=len(column))
+
+
+def equals(column: Sequence[Any], value: Any) -> np.ndarray:
+    """Per entry: whether it equals ``value`` (a bool array, C speed)."""
+    return np.fromiter(map(value.__eq__, column), dtype=bool, count=len(column))
 
 
 #: Verdicts of a requirement row (docs/CONTRACTS.md); ``passed`` is true iff verdict == "passed".

@@ -92,7 +92,7 @@ class ScoringInput:
 
     def evaluator_rows(self, evaluator: str) -> RequirementRows:
         """The rows of one scored evaluator."""
-        return self.rows.subset([x == evaluator for x in self.labels])
+        return self.rows.view([x == evaluator for x in self.labels])
 
     def table(self, evaluator: str) -> StoryTable:
         """One evaluator's story table (not_applicable rows left out)."""

@@ -118,7 +118,7 @@ def horizon(
     without it the length is the highest scene evaluated and difficulty is left out.
     """
     if NOT_APPLICABLE in rows.verdict:
-        rows = rows.subset([v != NOT_APPLICABLE for v in rows.verdict])
+        rows = rows.view([v != NOT_APPLICABLE for v in rows.verdict])
     if not len(rows):
         return []
     n_pos = max(rows.scene)

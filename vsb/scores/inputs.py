@@ -82,6 +82,13 @@ class RequirementRows:
             setattr(out, name, list(itertools.compress(col, keep)))  # 2x a comprehension
         return out
 
+    def view(self, keep: list[bool]) -> RequirementRows:
+        """``subset`` for reading only: this very object when every flag is true (no copy of
+        the columns), else the subset."""
+        if len(keep) == len(self) and all(keep):
+            return self
+        return self.subset(keep)
+
     def evaluators(self) -> list[str]:
         """The evaluators present, in order of first appearance."""
         return list(dict.fromkeys(self.evaluator))

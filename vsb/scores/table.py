@@ -80,7 +80,7 @@ def build_story_table(
     if len(set(rows.evaluator)) > 1:
         raise ValueError(f"rows of several evaluators: {', '.join(rows.evaluators())}")
     if NOT_APPLICABLE in rows.verdict:
-        rows = rows.subset([v != NOT_APPLICABLE for v in rows.verdict])
+        rows = rows.view([v != NOT_APPLICABLE for v in rows.verdict])
     models = ordered_names(rows.model, model_order)
     conditions = ordered_names(rows.condition, (*condition_order, *CONDITION_ORDER))
     stories = tuple(sorted(set(rows.story_id)))

@@ -88,6 +88,8 @@ def test_columns_hold_what_each_row_says(tmp_path: Path) -> None:
         ({"verdict": "failed"}, "'passed' must be true exactly when verdict is 'passed'"),
         ({"model": _DROP, "scene": _DROP}, "missing field(s) model, scene"),
         ({"dimension": ["clothing"]}, "unknown dimension ['clothing']"),
+        ({"scene": None}, "'scene' must be a whole number"),
+        ({"scene": "two"}, "'scene' must be a whole number"),
     ],
 )
 def test_the_first_bad_row_is_named_by_its_line(

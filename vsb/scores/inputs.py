@@ -184,12 +184,6 @@ def require_run_dir(run_dir: str | Path) -> Path:
     return p
 
 
-def _check_keys(obj: dict[str, Any], keys: tuple[str, ...], path: Path, n: int) -> None:
-    missing = [k for k in keys if k not in obj]
-    if missing:
-        raise InputError(f"missing field(s) {', '.join(missing)}", file=path, location=f"line {n}")
-
-
 def read_columns(path: Path, columns: Sequence[str]) -> dict[str, list[Any]]:
     """The named columns of an evaluation table as lists (file order; a field a row lacks is
     None). With ``iter_rows``, the only place this module reads evaluation tables (the seam
@@ -220,12 +214,12 @@ def iter_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     return iter_jsonl(path)
 
 
-def _raw_row(path: Path, index: int) -> tuple[str, dict[str, Any]]:
-    """(location, row) of the ``index``-th row (0-based) of an evaluation table."""
+def _first_problem(path: Path, suspects: set[int]) -> None:
+    """``InputError`` naming the first of the ``suspects`` (0-based rows) that breaks a rule
+    of ``_requirement_problem``: one pass over the file."""
     for i, (n, obj) in enumerate(iter_rows(path)):
-        if i == index:
-            return f"line {n}", obj
-    raise IndexError(index)
+        if i in suspects and (problem := _requirement_problem(obj)) is not None:
+            raise InputError(problem, file=path, location=f"line {n}")
 
 
 def _requirement_problem(obj: dict[str, Any]) -> str | None:
@@ -237,6 +231,8 @@ def _requirement_problem(obj: dict[str, Any]) -> str | None:
         return f"unknown dimension {obj['dimension']!r}"
     if obj["source"] not in ("prompt", "memory"):
         return f"unknown source {obj['source']!r}"
+    if type(obj["scene"]) is not int and not str(obj["scene"]).isdigit():
+        return "'scene' must be a whole number"
     if not isinstance(obj["passed"], bool):
         return "'passed' must be true or false"
     verdict = row_verdict(obj)
@@ -247,7 +243,7 @@ def _requirement_problem(obj: dict[str, Any]) -> str | None:
     return None
 
 
-def _suspects(cols: dict[str, list[Any]], verdicts: list[str]) -> list[int]:
+def _suspects(cols: dict[str, list[Any]], verdicts: list[str]) -> set[int]:
     """Rows that may break a rule of ``_requirement_problem`` (a superset, found at C speed
     column by column; each is then checked as a row)."""
     bad: set[int] = set()
@@ -256,14 +252,15 @@ def _suspects(cols: dict[str, list[Any]], verdicts: list[str]) -> list[int]:
         try:
             values = set(col)
         except TypeError:  # a list or an object in the column: compare by repr
-            col = [_hashable(x) for x in col]
+            col = [x if isinstance(x, str | int | float | None) else repr(x) for x in col]
             values = set(col)
         wrong = {x for x in values if not ok(x)}
         if wrong:
             bad.update(i for i, x in enumerate(col) if x in wrong)
 
-    for k in ("model", "condition", "story_id", "scene"):
+    for k in ("model", "condition", "story_id"):
         where(cols[k], lambda x: x is not None)
+    where(cols["scene"], lambda x: type(x) is int)
     where(cols["dimension"], lambda x: x in DIMENSIONS)  # None is in neither
     where(cols["source"], lambda x: x in ("prompt", "memory"))
     where(cols["passed"], lambda x: x is True or x is False)
@@ -273,11 +270,7 @@ def _suspects(cols: dict[str, list[Any]], verdicts: list[str]) -> list[int]:
         for i, (p, v) in enumerate(zip(cols["passed"], verdicts, strict=True))
         if p is not (v == "passed")
     )
-    return sorted(bad)
-
-
-def _hashable(x: Any) -> Any:
-    return x if isinstance(x, str | int | float | bool | None) else repr(x)
+    return bad
 
 
 _REQ_COLUMNS = (
@@ -301,11 +294,8 @@ def load_requirements(run_dir: str | Path) -> RequirementRows:
         ("passed" if p else "failed") if v is None else str(v)
         for v, p in zip(cols["verdict"], passed, strict=True)
     ]
-    for i in _suspects(cols, verdicts):
-        location, obj = _raw_row(path, i)
-        problem = _requirement_problem(obj)
-        if problem is not None:
-            raise InputError(problem, file=path, location=location)
+    if suspects := _suspects(cols, verdicts):
+        _first_problem(path, suspects)
     if not passed:
         raise RunError("run has no evaluations (requirements.jsonl is empty)", file=path)
     failure = [str(x or "") for x in cols["failure"]]
@@ -403,7 +393,10 @@ def _check_signal_rows(path: Path) -> None:
     unique = UniqueKeys(path, SIGNAL_KEY, "signal row")
     first = unique.first
     for n, obj in iter_rows(path):
-        _check_keys(obj, _SIG_KEYS, path, n)
+        if missing := [k for k in _SIG_KEYS if k not in obj]:
+            raise InputError(
+                f"missing field(s) {', '.join(missing)}", file=path, location=f"line {n}"
+            )
         key = signal_key(obj)
         if first.setdefault(key, n) != n:
             unique.add(key, n)  # raises, naming both lines

@@ -62,6 +62,7 @@ class _Calls:
     def __init__(self) -> None:
         self.counts: dict[str, int] = {}
         self.tables: dict[str, object] = {}
+        self.served: bool | None = None
 
     def hit(self, name: str) -> None:
         self.counts[name] = self.counts.get(name, 0) + 1
@@ -87,8 +88,10 @@ def fake_stages(monkeypatch: pytest.MonkeyPatch) -> _Calls:
     def writer(name: str, rel: str) -> Any:
         def fn(release_dir: Path, *a: Any) -> list[str]:
             calls.hit(name)
-            if name in ("score", "validate"):
-                calls.tables[name] = a[-1]  # the evaluation tables it was handed
+            if name == "score":  # (progress, release name, tables)
+                calls.tables[name] = a[2]
+            if name == "validate":  # (progress, release name, scratch, tables, served)
+                calls.tables[name], calls.served = a[3], a[4]
             (release_dir / rel).parent.mkdir(parents=True, exist_ok=True)
             (release_dir / rel).write_text(f"{name}\n")
             return [rel]
@@ -145,8 +148,13 @@ def test_evaluation_tables_are_read_once_and_handed_to_score_and_validate(
     same in-memory value to score and validate; a build whose stages are fresh reads none."""
     cfg = BuildConfig(name="v9.0.0", out=tmp_path)
     build_release(cfg)
-    assert fake_stages.counts["load_tables"] == 1
+    assert fake_stages.counts["load_tables"] == 1 and fake_stages.served is False
     score, validate = fake_stages.tables["score"], fake_stages.tables["validate"]
     assert score is validate and getattr(score, "root", None) == tmp_path / "v9.0.0" / "release"
     build_release(cfg)
     assert fake_stages.counts["load_tables"] == 1
+
+
+def test_served_judges_reaches_the_validate_stage(fake_stages: _Calls, tmp_path: Path) -> None:
+    build_release(BuildConfig(name="v9.0.0", out=tmp_path, served_judges=True))
+    assert fake_stages.served is True

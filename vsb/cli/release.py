@@ -60,6 +60,9 @@ class _RichProgress:
               "ablations runs the field ablations too).")  # fmt: skip
 @click.option("--paraphrase", is_flag=True,
               help="Also run the reworded suite and publish the prompt sensitivity.")  # fmt: skip
+@click.option("--served-judges", is_flag=True,
+              help="Serve the reference judges over HTTP on 127.0.0.1 (default: answered in "
+              "process through the same handler; same verdicts).")  # fmt: skip
 def build(
     name: str,
     out_dir: Path,
@@ -73,6 +76,7 @@ def build(
     budget: float | None,
     conditions: str | None,
     paraphrase: bool,
+    served_judges: bool,
 ) -> None:
     """The main job: generate the default suite, run the five simulators under every
     condition, evaluate, score, validate the judges, freeze OUT/NAME/release and build
@@ -103,6 +107,7 @@ def build(
         name=name, out=out_dir, workers=workers, seed=seed, evaluators=names or None,
         judge=judge, base_url=base_url, judge_batch=judge_batch,
         judge_concurrency=judge_concurrency, budget_usd=budget, paraphrase=paraphrase,
+        served_judges=served_judges,
         conditions=tuple(resolve_conditions(conditions)) if conditions else None,
     )  # fmt: skip
     with Progress(*columns, console=console, auto_refresh=False) as bar:

@@ -267,7 +267,8 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
          lambda: st.score(rel_dir, prog, config.name, tables())),
         ("validate", [*st.EVALUATION_INPUTS, "oracle/faults.jsonl"],
          ("validation", "evaluators"),
-         lambda: st.validate(rel_dir, prog, config.name, root / "scratch", tables())),
+         lambda: st.validate(rel_dir, prog, config.name, root / "scratch", tables(),
+                             config.served_judges)),
     )  # fmt: skip
     judging = [config.evaluators, config.judge, config.base_url, config.judge_batch]
     for stage, inputs, code, fn in cached_stages:

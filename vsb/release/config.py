@@ -39,6 +39,9 @@ class BuildConfig:
     budget_usd: float | None = None
     #: Also run the paraphrased suite and put the prompt sensitivity into the release.
     paraphrase: bool = False
+    #: Serve the reference judges over HTTP on 127.0.0.1 (default: answered in process;
+    #: the same verdicts, so not part of any stage's fingerprint).
+    served_judges: bool = False
 
     @property
     def root(self) -> Path:

@@ -65,6 +65,9 @@ class _RichProgress:
               help="Run the implicit-effect stories under independent and structured_memory "
               "and publish explicit vs implicit pass rates "
               "(sensitivity/implicit_effects.*).")  # fmt: skip
+@click.option("--served-judges", is_flag=True,
+              help="Serve the reference judges over HTTP on 127.0.0.1 (default: answered in "
+              "process through the same handler; same verdicts).")  # fmt: skip
 def build(
     name: str,
     out_dir: Path,
@@ -79,6 +82,7 @@ def build(
     conditions: str | None,
     paraphrase: bool,
     implicit: bool,
+    served_judges: bool,
 ) -> None:
     """The main job: generate the default suite, run the five simulators under every
     condition, evaluate, score, validate the judges, freeze OUT/NAME/release and build
@@ -115,6 +119,7 @@ def build(
         judge=judge, base_url=base_url, judge_batch=judge_batch,
         judge_concurrency=judge_concurrency, budget_usd=budget, paraphrase=paraphrase,
         implicit=implicit,
+        served_judges=served_judges,
         conditions=tuple(resolve_conditions(conditions)) if conditions else None,
     )  # fmt: skip
     with Progress(*columns, console=console, auto_refresh=False) as bar:

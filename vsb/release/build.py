@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vsb import __version__
 from vsb.errors import InputError, ReleaseError
@@ -48,6 +48,9 @@ from vsb.fsio import (
 )
 from vsb.release.config import BuildConfig, Progress
 from vsb.release.manifest import MANIFEST_NAME, Manifest, freeze
+
+if TYPE_CHECKING:
+    from vsb.scores.inputs import EvaluationTables
 
 RUN_COPY = ("manifest.json", "suite", "oracle")
 VOLATILE_RECORD_FIELDS = ("cache_hit", "latency_s")
@@ -255,14 +258,24 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
 
     _timed(prog, result, "assemble", do_assemble, None)
 
+    loaded: list[EvaluationTables] = []
+
+    def tables() -> EvaluationTables:
+        """The release's evaluation tables, read at the first stage that needs them (after
+        evaluate) and handed to the next in memory."""
+        if not loaded:
+            loaded.append(st.load_tables(rel_dir))
+        return loaded[0]
+
     cached_stages = (
         ("evaluate", ["records.jsonl", "manifest.json", "suite/suite.json"], ("evaluators",),
          lambda: st.evaluate(rel_dir, config.workers, prog, config, root)),
         ("score", list(st.EVALUATION_INPUTS), ("scores",),
-         lambda: st.score(rel_dir, prog, config.name)),
+         lambda: st.score(rel_dir, prog, config.name, tables())),
         ("validate", [*st.EVALUATION_INPUTS, "oracle/faults.jsonl"],
          ("validation", "evaluators"),
-         lambda: st.validate(rel_dir, prog, config.name, root / "scratch")),
+         lambda: st.validate(rel_dir, prog, config.name, root / "scratch", tables(),
+                             config.served_judges)),
     )  # fmt: skip
     judging = [config.evaluators, config.judge, config.base_url, config.judge_batch]
     for stage, inputs, code, fn in cached_stages:
@@ -276,6 +289,7 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
             return True
 
         _timed(prog, result, stage, step, None)
+    loaded.clear()  # no later stage reads them: their memory goes back
 
     from vsb.release import variants as vr
 

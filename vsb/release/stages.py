@@ -10,6 +10,7 @@ from vsb.release.config import BuildConfig, Progress
 
 if TYPE_CHECKING:
     from vsb.run.runner import RunResult
+    from vsb.scores.inputs import EvaluationTables
 
 #: What scoring and validation read from a release.
 EVALUATION_INPUTS: tuple[str, ...] = (
@@ -112,23 +113,45 @@ def evaluate(
     return _files_under(release_dir, "evaluations")
 
 
-def score(release_dir: Path, progress: Progress, release: str | None = None) -> list[str]:
-    """Scores, CIs, comparisons and rank stability (writes scores/)."""
+def load_tables(release_dir: Path) -> EvaluationTables:
+    """The release's evaluation tables, read once for the stages that use them."""
+    from vsb.scores.inputs import load_tables as load
+
+    return load(release_dir)
+
+
+def score(
+    release_dir: Path,
+    progress: Progress,
+    release: str | None = None,
+    tables: EvaluationTables | None = None,
+) -> list[str]:
+    """Scores, CIs, comparisons and rank stability (writes scores/); ``tables``: the
+    release's evaluation tables already loaded (else read here)."""
     from vsb.scores.compute import score_run
     from vsb.scores.write import write_scores
 
     report = score_run(
-        release_dir, release=release, progress=lambda msg: progress.note("score", msg)
+        release_dir,
+        release=release,
+        progress=lambda msg: progress.note("score", msg),
+        tables=tables,
     )
     return _rel(release_dir, write_scores(release_dir, report))
 
 
 def validate(
-    release_dir: Path, progress: Progress, release: str | None = None, work: Path | None = None
+    release_dir: Path,
+    progress: Progress,
+    release: str | None = None,
+    work: Path | None = None,
+    tables: EvaluationTables | None = None,
+    served: bool = False,
 ) -> list[str]:
     """The rule checker and signals against the sealed oracle (writes validation/); with
     ``work`` (a scratch folder), also the reference judges on the mid-drift simulator under
-    the primary condition when the release has those frames (reference_judges.json)."""
+    the primary condition when the release has those frames (reference_judges.json), asked
+    in process (``served``: over HTTP on 127.0.0.1). ``tables``: as for ``score``."""
     from vsb.fsio import iter_jsonl
     from vsb.validation.judge import validate_run, write_judge
     from vsb.validation.reference import (
@@ -141,14 +164,14 @@ def validate(
     def note(msg: str) -> None:
         progress.note("validate", msg)
 
-    report = validate_run(release_dir, release=release, progress=note)
+    report = validate_run(release_dir, release=release, progress=note, tables=tables)
     paths = write_judge(release_dir, report)
     has_slice = any(
         r["model"] == DEFAULT_MODEL and r["condition"] == DEFAULT_CONDITION
         for _, r in iter_jsonl(release_dir / "records.jsonl")
     )
     if work is not None and has_slice:
-        refs = validate_reference_judges(release_dir, work, progress=note)
+        refs = validate_reference_judges(release_dir, work, progress=note, served=served)
         paths.append(write_reference(release_dir, refs))
     return _rel(release_dir, paths)
 

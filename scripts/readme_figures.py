@@ -4,7 +4,7 @@
 Every figure of README.md and docs/*.md that comes from the default release lies between two
 markers, ``<!-- figures:NAME -->`` and ``<!-- /figures:NAME -->``; this script computes the
 text between them from the release's own files (MANIFEST.json, suite/, scores/,
-validation/), so the prose can never drift from the build:
+validation/, sensitivity/), so the prose can never drift from the build:
 
     python scripts/readme_figures.py --release build/v0.1.0 --write   # rewrite the blocks
     python scripts/readme_figures.py --release build/v0.1.0 --check   # exit 1 naming each stale one
@@ -30,6 +30,7 @@ BLOCK = re.compile(
     re.S,
 )
 PRIMARY_CONDITION = "structured_memory"
+PREDICTED_CONDITION = "predicted_memory"
 METHODOLOGY_REQUIREMENTS = 3865
 """The requirement count the methodology's example suite states (the README compares)."""
 
@@ -200,6 +201,47 @@ def fig_memory_gain(rel: Path) -> str:
     return "\n".join(out) + "\n"
 
 
+def _oriented(diff: dict[tuple[str, str, str], dict[str, str]], m: str, a: str, b: str) -> str:
+    """``Δ [CI]`` of a − b for model ``m`` from a comparison stored either way round."""
+    r = diff.get((m, a, b))
+    if r is not None:
+        return f"{_signed(r['diff'])} {_ci(r['ci_low'], r['ci_high'], _signed)}"
+    r = diff.get((m, b, a))
+    if r is None:
+        raise FigureError(f"comparisons lack the pair {a} / {b} of {m}")
+    neg = lambda x: str(-float(x))  # noqa: E731
+    return f"{_signed(neg(r['diff']))} {_ci(neg(r['ci_high']), neg(r['ci_low']), _signed)}"
+
+
+def fig_predicted_memory(rel: Path) -> str:
+    """Memory gain under imperfect extraction: structured_memory − independent,
+    predicted_memory − independent and structured_memory − predicted_memory."""
+    ev = _primary_evaluator(rel)
+    diff: dict[tuple[str, str, str], dict[str, str]] = {}
+    for r in _csv(rel, "scores/comparisons.csv"):
+        wanted = (r["kind"], r["metric_kind"], r["metric"], r["evaluator"])
+        if wanted == ("condition", "summary", "coherence", ev):
+            diff[(r["a_model"], r["a_condition"], r["b_condition"])] = r
+    models = sorted({k[0] for k in diff}, key=lambda m: -float(
+        diff.get((m, PRIMARY_CONDITION, "independent"), {"diff": "0"})["diff"]))  # fmt: skip
+    out = [
+        "| model | memory gain [95 % CI] | predicted gain [95 % CI] | "
+        "memory − predicted [95 % CI] |",
+        "| --- | --- | --- | --- |",
+    ]
+    for m in models:
+        try:
+            cells = [
+                _oriented(diff, m, PRIMARY_CONDITION, "independent"),
+                _oriented(diff, m, PREDICTED_CONDITION, "independent"),
+                _oriented(diff, m, PRIMARY_CONDITION, PREDICTED_CONDITION),
+            ]
+        except FigureError as err:
+            raise FigureError(f"{rel}: {err}") from None
+        out.append(f"| {m} | {' | '.join(cells)} |")
+    return "\n".join(out) + "\n"
+
+
 def fig_validation(rel: Path) -> str:
     ev = _primary_evaluator(rel)
     rows = [r for r in _csv(rel, "validation/taxonomy_by_model.csv") if r["evaluator"] == ev]
@@ -243,13 +285,55 @@ def fig_validation(rel: Path) -> str:
     return "\n".join(out) + "\n"
 
 
+def fig_prompt_sensitivity(rel: Path) -> str:
+    rows = [
+        r
+        for r in _csv(rel, "sensitivity/prompt_sensitivity.csv")
+        if r["metric_kind"] == "summary" and r["metric"] in ("global", "adherence", "coherence")
+    ]
+    by = {(r["model"], r["condition"], r["metric"]): r for r in rows}
+    out = [
+        "| model | condition | global, plain − paraphrase [95 % CI] | prompt adherence | "
+        "memory coherence |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for m, c in dict.fromkeys((r["model"], r["condition"]) for r in rows):
+        cells = []
+        for metric in ("global", "adherence", "coherence"):
+            r = by.get((m, c, metric))
+            cells.append(
+                "—" if r is None
+                else f"{_signed(r['diff'])} {_ci(r['ci_low'], r['ci_high'], _signed)}"
+            )  # fmt: skip
+        out.append(f"| {m} | {c} | {' | '.join(cells)} |")
+    return "\n".join(out) + "\n"
+
+
+def fig_implicit_effects(rel: Path) -> str:
+    out = [
+        "| model | condition | pass rate, effect stated | pass rate, effect implicit | "
+        "implicit − explicit [95 % CI] | checks |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in _csv(rel, "sensitivity/implicit_effects.csv"):
+        out.append(
+            f"| {r['model']} | {r['condition']} | {_f3(r['explicit_pass'])} | "
+            f"{_f3(r['implicit_pass'])} | {_signed(r['diff'])} "
+            f"{_ci(r['ci_low'], r['ci_high'], _signed)} | {r['n_checks']} |"
+        )
+    return "\n".join(out) + "\n"
+
+
 FIGURES: dict[str, Callable[[Path], str]] = {
     "root-hash": fig_root_hash,
     "suite-counts": fig_suite_counts,
     "leaderboard": fig_leaderboard,
     "sloppy": fig_sloppy,
     "memory-gain": fig_memory_gain,
+    "predicted-memory": fig_predicted_memory,
     "validation": fig_validation,
+    "prompt-sensitivity": fig_prompt_sensitivity,
+    "implicit-effects": fig_implicit_effects,
 }
 
 

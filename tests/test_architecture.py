@@ -227,6 +227,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("vsb.evaluators",),
     ("vsb.scores",),
     ("vsb.validation",),
+    ("vsb.narrative",),  # narratives imported through the judge's call machinery
     ("vsb.release.manifest", "vsb.release.signing", "vsb.release.config"),  # the format
     ("vsb.site.data",),  # reading a release for display
     ("vsb.human",),

@@ -148,7 +148,7 @@ ABLATION_NAMES = [
 
 
 def test_control_conditions_registered_apart_from_all() -> None:
-    assert all_condition_names() == [*SIX, "random_context", *ABLATION_NAMES]
+    assert all_condition_names() == [*SIX, "random_context", *ABLATION_NAMES, "predicted_memory"]
     assert ablation_names() == ABLATION_NAMES == list(ABLATIONS)
     assert PLACEBO_CONDITION == "random_context"
     assert resolve_conditions("ablations") == ABLATION_NAMES
@@ -161,6 +161,7 @@ def test_control_conditions_registered_apart_from_all() -> None:
     kinds = {n: get_condition(n).kind for n in all_condition_names()}
     assert [n for n, k in kinds.items() if k == "main"] == SIX
     assert kinds["random_context"] == "placebo"
+    assert kinds["predicted_memory"] == "predicted"
     for name, group in ABLATIONS.items():
         cond = get_condition(name)
         assert cond.kind == "ablation" and cond.removes == group

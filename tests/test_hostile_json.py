@@ -13,7 +13,7 @@ import pytest
 
 from vsb.cli.main import main
 from vsb.errors import AdapterError, InputError, ReleaseError, VsbError
-from vsb.evaluators.vlm.transports import _post
+from vsb.evaluators.vlm.wire import post_json as _post
 from vsb.release.build import _Stages, assemble
 from vsb.release.manifest import load_manifest
 from vsb.scores.models import ScoresReport

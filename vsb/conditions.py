@@ -24,6 +24,17 @@ structured_memory-no_objects       ... without the objects
 structured_memory-no_environment   ... without location, time, day and weather
 =================================  ==================================================
 
+The primary condition under imperfect extraction (issue 26, VinaBench's "LLM constraints"):
+
+=================================  ==================================================
+predicted_memory                   structured memory as an extractor reads the story
+                                   so far: the simulated extractor, 10 % of facts
+                                   wrong (stale, another value, an object dropped)
+predicted_memory-errNN             ... with NN % wrong (two digits, made on demand)
+predicted_memory-NAME              ... read by an extractor registered as NAME
+                                   (``register_extractor``: the hook for an LLM)
+=================================  ==================================================
+
 ``--condition ablations`` names the four ``structured_memory-no_*`` variants. A condition
 also says which of a scene's facts its context carries (``supplies``); the procedural
 simulators use that, with ``context_factor``, to set corruption probabilities. An ablation
@@ -36,18 +47,29 @@ stream a simulator shares (common random numbers with the condition a control is
 with): an ablation shares structured memory's, so the paired difference isolates the removed
 group; the placebo shares independent's, so for a simulator it *is* no context (the same
 images), and any placebo gain measured on simulators would come from the pipeline, not from
-chance. Scene 1 gets no context under any condition (there is no previous scene).
+chance. A predicted memory supplies the facts its extractor read right, and shares structured
+memory's stream, so the paired difference isolates the extraction errors; the facts it read
+wrong it ``misleads`` on: a simulator draws them as the memory states them (unless it fails
+to adhere to its context, as it would under structured memory), except ``procedural-oracle``,
+which renders the truth whatever its context says. Scene 1 gets no context under any
+condition (there is no previous scene).
 
 This module is the face of the conditions: it registers the built-in ones (below) and
 re-exports what the rest of vsb imports. What a condition is and its registry live in
 ``vsb.story.context.condition``, which facts a context carries in ``.facts``, the state as
-JSON or a paragraph in ``.memory``; the placebo's partner story in ``vsb.generator.placebo``.
+JSON or a paragraph in ``.memory``, an extractor's reading in ``.predicted``; the placebo's
+partner story in ``vsb.generator.placebo``.
 """
 
 from __future__ import annotations
 
+import copy
+import re
+
+from vsb.errors import InputError
 from vsb.generator.placebo import placebo_partner, placebo_seed
 from vsb.story.context.condition import (
+    CONDITION_FAMILIES,
     CONDITION_SETS,
     CONDITIONS,
     Condition,
@@ -57,6 +79,7 @@ from vsb.story.context.condition import (
     all_condition_names,
     condition_names,
     get_condition,
+    is_condition,
     register,
     resolve_conditions,
 )
@@ -64,6 +87,7 @@ from vsb.story.context.facts import (
     ABLATIONS,
     FACT_GROUPS,
     PLACEBO_CONDITION,
+    PREDICTED_CONDITION,
     PRIMARY_CONDITION,
     Supplies,
     fact_group,
@@ -76,6 +100,12 @@ from vsb.story.context.facts import (
     supplies_without,
 )
 from vsb.story.context.memory import state_json, state_summary
+from vsb.story.context.predicted import (
+    DEFAULT_ERROR_RATE,
+    Extractor,
+    PredictedMemory,
+    simulated_extractor,
+)
 from vsb.story.models import Story
 
 __all__ = [
@@ -84,6 +114,7 @@ __all__ = [
     "CONDITION_SETS",
     "FACT_GROUPS",
     "PLACEBO_CONDITION",
+    "PREDICTED_CONDITION",
     "PRIMARY_CONDITION",
     "Condition",
     "ConditionContext",
@@ -95,9 +126,11 @@ __all__ = [
     "fact_group",
     "fact_value",
     "get_condition",
+    "is_condition",
     "placebo_partner",
     "placebo_seed",
     "register",
+    "register_extractor",
     "resolve_conditions",
     "state_json",
     "state_summary",
@@ -190,3 +223,78 @@ def _register_ablation(name: str, group: str) -> None:
 
 for _name, _group in ABLATIONS.items():
     _register_ablation(_name, _group)
+
+
+def predicted_condition(name: str, description: str, extract: Extractor) -> Condition:
+    """A predicted-memory condition: the memory ``extract`` reads from the story so far,
+    shown as structured memory is (same JSON shape, same context factor, same stream)."""
+    reading = PredictedMemory(name, extract)
+
+    def build(story: Story, k: int) -> ConditionContext:
+        return ConditionContext(name, data=copy.deepcopy(reading.memory(story, k)))
+
+    return Condition(
+        name,
+        description,
+        build,
+        supplies=reading.supplies,
+        context_factor=1.0,
+        kind="predicted",
+        stream_of=PRIMARY_CONDITION,
+        misleads=reading.misleads,
+    )
+
+
+_ERR = re.compile(rf"{PREDICTED_CONDITION}-err(\d\d)")
+
+
+def _error_variant(name: str) -> Condition | None:
+    """``predicted_memory-errNN``: the simulated extractor at NN % (None: not an errNN name)."""
+    if not name.startswith(f"{PREDICTED_CONDITION}-err"):
+        return None
+    match = _ERR.fullmatch(name)
+    if match is None:
+        raise InputError(
+            f"condition {name!r}: expected {PREDICTED_CONDITION}-errNN, NN the simulated "
+            "extractor's error rate in percent as two digits (00 to 99)"
+        )
+    rate = int(match.group(1)) / 100
+    return predicted_condition(
+        name,
+        f"structured memory as a simulated extractor reads it, {rate:.0%} of facts wrong",
+        simulated_extractor(rate),
+    )
+
+
+def register_extractor(name: str, extract: Extractor, description: str | None = None) -> str:
+    """The hook for a real (LLM) extractor: register ``extract`` (``(story, k) -> memory``,
+    the state before scene ``k`` read from the texts of scenes 1..k-1, in ``state_json``'s
+    shape) as the condition ``predicted_memory-NAME``, and return that name. vsb makes no
+    call itself: ``extract`` owns its transport, and should cache (the judge's call
+    machinery, ``vsb.store.calls``, does) since it is asked once per story and scene in
+    each process. Register it before the run (e.g. where a plug-in adapter is imported)."""
+    if name.startswith("err") or not re.fullmatch(r"[a-z0-9][a-z0-9_.-]*", name):
+        raise InputError(
+            f"extractor name {name!r}: expected lower-case letters, digits, '_', '-' or '.', "
+            "not starting with 'err' (those name the simulated extractor's rates)"
+        )
+    full = f"{PREDICTED_CONDITION}-{name}"
+    CONDITIONS.add(
+        full,
+        predicted_condition(
+            full, description or f"structured memory as extractor {name!r} reads it", extract
+        ),
+    )
+    return full
+
+
+CONDITIONS.add(
+    PREDICTED_CONDITION,
+    predicted_condition(
+        PREDICTED_CONDITION,
+        "structured memory as a simulated extractor reads the story so far "
+        f"({DEFAULT_ERROR_RATE:.0%} of facts wrong: stale, another value, an object dropped)",
+        simulated_extractor(DEFAULT_ERROR_RATE),
+    ),
+)
+CONDITION_FAMILIES[f"{PREDICTED_CONDITION}-"] = _error_variant

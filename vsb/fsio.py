@@ -6,7 +6,8 @@ Every JSON document vsb reads from disk goes through ``load_json`` / ``loads_jso
 can be wrong (not UTF-8, bad syntax, too deep, an absurd number) becomes one ``InputError``
 carrying the file and the line and column. A missing file raises ``FileNotFoundError`` so that
 each caller decides whether absence is an error. ``load_model`` reads one typed document
-(``InputError`` at the first field that does not match). ``hf_hub_cache`` says where
+(``InputError`` at the first field that does not match); ``STRICT`` is the pydantic config of
+every typed document (no unknown field, immutable). ``hf_hub_cache`` says where
 downloaded model weights live (the image adapters and the embedding evaluators look there).
 """
 
@@ -25,7 +26,7 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from vsb.errors import InputError
 
@@ -407,6 +408,10 @@ def hf_hub_cache() -> Path:
         return Path(os.environ["HF_HOME"]).expanduser() / "hub"
     xdg = os.environ.get("XDG_CACHE_HOME") or str(Path("~/.cache").expanduser())
     return Path(xdg) / "huggingface" / "hub"
+
+
+#: The config of every typed document vsb writes or reads back: no unknown field, immutable.
+STRICT = ConfigDict(extra="forbid", frozen=True)
 
 
 def load_model(path: str | Path, model: type[M], what: str) -> M:

@@ -94,3 +94,40 @@ def test_missing_path_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert main(["suite", "stats", str(tmp_path / "nope")]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no such file or directory" in err
+
+
+def test_generate_text_styles(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "implicit"
+    assert main(["suite", "generate", "--out", str(out), "--text-style", "implicit"]) == 0
+    assert "(68 inferred)" in capsys.readouterr().out
+    assert json.loads((out / "suite.json").read_text())["prompt_style"] == "implicit"
+    doc = json.loads((out / "damage_state-easy.json").read_text())
+    assert any(r.get("inferred") for sc in doc["scenes"] for r in sc["requirements"])
+    assert main(["suite", "validate", str(out)]) == 0  # the schema and the invariants hold
+    capsys.readouterr()
+    para = tmp_path / "para"
+    assert main(["suite", "generate", "--out", str(para), "--text-style", "paraphrase"]) == 0
+    assert "inferred" not in capsys.readouterr().out
+    assert json.loads((para / "suite.json").read_text())["prompt_style"] == "paraphrase"
+    argv = ["suite", "generate", "--out", str(tmp_path / "x"), "--paraphrase"]
+    assert main([*argv, "--text-style", "implicit"]) == 2
+    assert "--paraphrase contradicts --text-style implicit" in capsys.readouterr().err
+    assert main([*argv[:4], "--text-style", "sarcastic"]) == 2
+    assert "'sarcastic' is not one of" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+
+
+def test_an_edited_inferred_mark_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "implicit"
+    assert main(["suite", "generate", "--out", str(out), "--text-style", "implicit"]) == 0
+    path = out / "damage_state-easy.json"
+    doc = json.loads(path.read_text())
+    req = next(r for sc in doc["scenes"] for r in sc["requirements"] if r.get("inferred"))
+    del req["inferred"]
+    path.write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert main(["suite", "validate", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "s2.vase.state: inferred false differs from the derived true" in err

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from pathlib import Path
 
-from vsb.generator.generate import generate_suite, write_suite
+from vsb.generator.generate import generate_suite, story_json, write_suite
 from vsb.story import vocab
 from vsb.story.models import CATEGORIES, DIMENSIONS, Drop, Exit, Give, Pickup, Story
-from vsb.story.text import is_stated
+from vsb.story.text import implicit_cause, is_stated
 
 
 def test_default_suite_counts(default_suite: list[Story]) -> None:
@@ -90,6 +91,54 @@ def test_paraphrase_keeps_facts_and_changes_words(default_suite: list[Story]) ->
                     r.source == "prompt"
                 )
     assert changed >= 150
+
+
+def test_implicit_style_tells_the_event_and_leaves_the_effect_to_infer(
+    default_suite: list[Story],
+) -> None:
+    implicit = generate_suite(0, text_style="implicit")
+    inferred = changed = 0
+    for plain, s in zip(default_suite, implicit, strict=True):
+        assert s.prompt_style == "implicit"
+        assert s.world == plain.world and s.causal_links == plain.causal_links
+        for a, b in zip(plain.scenes, s.scenes, strict=True):
+            assert a.state == b.state and a.events == b.events
+            changed += a.text != b.text
+            for ra, rb in zip(a.requirements, b.requirements, strict=True):
+                # the same requirement, only marked: a paired comparison with plain holds
+                assert ra == rb.model_copy(update={"inferred": False})
+                assert rb.inferred == (rb.causal_link is not None)
+                stated = is_stated(b.text, rb.subject, rb.attribute, rb.expected)
+                if rb.inferred:
+                    inferred += 1
+                    link = s.causal_links[rb.causal_link]  # type: ignore[index]
+                    # the effect is never named, in this scene nor the cause scene
+                    cause_text = s.scenes[link.cause_scene - 1].text
+                    assert not stated and str(rb.expected) not in b.text.split(), b.text
+                    assert not re.search(rf"\b{rb.expected}\b", cause_text), cause_text
+                    # while the plain text names it in the cause scene
+                    if b.index == link.cause_scene:
+                        assert is_stated(a.text, ra.subject, ra.attribute, ra.expected)
+                else:
+                    assert stated == (rb.source == "prompt"), (s.id, b.index, rb.id, b.text)
+    assert inferred >= 50 and changed >= 15
+    # an inferred requirement is written as such; every other one is byte-identical to plain
+    doc = json.loads(story_json(implicit[[s.causal_links != [] for s in implicit].index(True)]))
+    flags = [r.get("inferred") for sc in doc["scenes"] for r in sc["requirements"]]
+    assert True in flags and False not in flags
+
+
+def test_implicit_cause_rewords_every_generated_cause(default_suite: list[Story]) -> None:
+    causes = {
+        ln.description for seed in range(3) for s in generate_suite(seed) for ln in s.causal_links
+    }
+    for cause in causes:
+        told = implicit_cause(cause)
+        if "smashes on the" not in cause:  # already told without its effect
+            assert told != cause, cause
+        for word in ("broken", "lit", "torn", "wilted", "open", "opened"):
+            assert not re.search(rf"\b{word}\b", told), told
+    assert implicit_cause("A meteor strikes the box") == "A meteor strikes the box"
 
 
 def test_names_and_text_carry_no_markers(default_suite: list[Story]) -> None:

@@ -18,6 +18,7 @@ from vsb.state import replay
 from vsb.story.invariants import story_problems
 from vsb.story.models import (
     EVENT_TYPES,
+    PROMPT_STYLES,
     Appear,
     ChangeAttr,
     Character,
@@ -36,12 +37,12 @@ SEEDS = range(5)
 
 @pytest.fixture(scope="module")
 def suites(default_suite: list[Story]) -> dict[tuple[int, str], list[Story]]:
-    """The default suite at seeds 0-4, plain and paraphrase."""
+    """The default suite at seeds 0-4, in every text style."""
     out = {(0, "plain"): default_suite}
     for seed in SEEDS:
-        for style in ("plain", "paraphrase"):
+        for style in PROMPT_STYLES:
             if (seed, style) not in out:
-                out[(seed, style)] = generate_suite(seed, paraphrase=style == "paraphrase")
+                out[(seed, style)] = generate_suite(seed, text_style=style)  # type: ignore[arg-type]
     return out
 
 

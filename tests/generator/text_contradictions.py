@@ -1,7 +1,7 @@
 """A scanner for scene texts that contradict the scene's state (issue #10 item 5).
 
 A model that follows the text must draw the expected state, so no sentence may say
-otherwise. The scanner reads the generator's sentence shapes (plain and paraphrase) and
+otherwise. The scanner reads the generator's sentence shapes (plain, paraphrase and implicit) and
 reports, per scene:
 
 * phrasing that cannot hold in the picture: an object falling or dropping while it ends the
@@ -69,6 +69,11 @@ SHAPES: dict[str, re.Pattern[str]] = {
         r"(in (?P<holder>\w+)'s hands|on the ground)\.",
         "removed": r"The (?P<noun>\w+) (is|are) taken away\.",
         "state": r"(?P<cause>.+, so )?[Tt]he (?P<noun>\w+) (is|are) (?P<state>\w+) now\.",
+        # the implicit style: a cause told without its effect (vsb.story.text.IMPLICIT_CAUSES)
+        "implicit": r".+ (strikes a match and holds it to the (lantern|candle)|runs a knife "
+        r"along the seal of the letter|flips it back|until its lid slides off|snaps its ribs|"
+        r"its ribs snap|and it cracks into pieces|until its pages rip|all day|for days|"
+        r"smashes on the (floor|ground))\.",
         "count": r"(Now|At this point) there (is|are) (?P<num>\w+) (?P<noun>\w+)\.",
         "give": r"(?P<n>\w+) (gives|hands) the (?P<noun>\w+) to (?P<m>\w+)\.",
         "drop": r"(?P<n>\w+) (puts|sets) the (?P<noun>\w+) down on the ground\.",

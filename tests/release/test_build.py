@@ -61,6 +61,8 @@ def test_assemble_drops_volatile_bookkeeping(tmp_path: Path) -> None:
 class _Calls:
     def __init__(self) -> None:
         self.counts: dict[str, int] = {}
+        self.tables: dict[str, object] = {}
+        self.served: bool | None = None
 
     def hit(self, name: str) -> None:
         self.counts[name] = self.counts.get(name, 0) + 1
@@ -86,6 +88,10 @@ def fake_stages(monkeypatch: pytest.MonkeyPatch) -> _Calls:
     def writer(name: str, rel: str) -> Any:
         def fn(release_dir: Path, *a: Any) -> list[str]:
             calls.hit(name)
+            if name == "score":  # (progress, release name, tables)
+                calls.tables[name] = a[2]
+            if name == "validate":  # (progress, release name, scratch, tables, served)
+                calls.tables[name], calls.served = a[3], a[4]
             (release_dir / rel).parent.mkdir(parents=True, exist_ok=True)
             (release_dir / rel).write_text(f"{name}\n")
             return [rel]
@@ -102,6 +108,12 @@ def fake_stages(monkeypatch: pytest.MonkeyPatch) -> _Calls:
     monkeypatch.setattr(stages, "run_models", run_models)
     monkeypatch.setattr(stages, "default_models", lambda: ["m"])
     monkeypatch.setattr(stages, "default_conditions", lambda: ["c"])
+
+    def load_tables(release_dir: Path) -> object:
+        calls.hit("load_tables")
+        return SimpleNamespace(root=release_dir)
+
+    monkeypatch.setattr(stages, "load_tables", load_tables)
     monkeypatch.setattr(stages, "evaluate", writer("evaluate", "evaluations/requirements.parquet"))
     monkeypatch.setattr(stages, "score", writer("score", "scores/scores.json"))
     monkeypatch.setattr(stages, "validate", writer("validate", "validation/judge.json"))
@@ -120,10 +132,29 @@ def test_rerun_skips_fresh_stages_and_keeps_root_hash(fake_stages: _Calls, tmp_p
     assert second.manifest is not None
     assert second.manifest.root_hash == first.manifest.root_hash
     assert fake_stages.counts == {"suite": 2, "run": 2, "evaluate": 1, "score": 1,
-                                  "validate": 1, "site": 1}  # fmt: skip
+                                  "validate": 1, "site": 1, "load_tables": 1}  # fmt: skip
     # a damaged output makes its stage run again
     (first.release_dir / "scores" / "scores.json").write_text("tampered\n")
     third = build_release(cfg)
     assert "score" not in third.skipped and fake_stages.counts["score"] == 2
     assert third.manifest is not None and third.manifest.root_hash == first.manifest.root_hash
     assert (first.root / "site").is_dir() and not (first.release_dir / "site").exists()
+
+
+def test_evaluation_tables_are_read_once_and_handed_to_score_and_validate(
+    fake_stages: _Calls, tmp_path: Path
+) -> None:
+    """The build reads the release's evaluation tables once, after evaluate, and gives the
+    same in-memory value to score and validate; a build whose stages are fresh reads none."""
+    cfg = BuildConfig(name="v9.0.0", out=tmp_path)
+    build_release(cfg)
+    assert fake_stages.counts["load_tables"] == 1 and fake_stages.served is False
+    score, validate = fake_stages.tables["score"], fake_stages.tables["validate"]
+    assert score is validate and getattr(score, "root", None) == tmp_path / "v9.0.0" / "release"
+    build_release(cfg)
+    assert fake_stages.counts["load_tables"] == 1
+
+
+def test_served_judges_reaches_the_validate_stage(fake_stages: _Calls, tmp_path: Path) -> None:
+    build_release(BuildConfig(name="v9.0.0", out=tmp_path, served_judges=True))
+    assert fake_stages.served is True

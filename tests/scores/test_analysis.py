@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from score_synth import Row, req_row
 
-from vsb.conditions import ABLATIONS, PRIMARY_CONDITION
+from vsb.conditions import ABLATIONS, PREDICTED_CONDITION, PRIMARY_CONDITION
 from vsb.errors import InputError
 from vsb.scores.analysis import (
     EFFECTS,
@@ -112,6 +112,32 @@ def test_effects_from_scores_json_equal_the_analysis(synth: Path) -> None:
     assert order == sorted(order, key=lambda t: EFFECTS.index(t))
 
 
+def test_predicted_memory_effects(make_run: Callable[..., Path]) -> None:
+    """predicted_gain and memory_vs_predicted: paired, oriented, the same in scores.json."""
+    p = {
+        "independent": dict.fromkeys(FACTS, 0.40),
+        PRIMARY_CONDITION: dict.fromkeys(FACTS, 0.05),
+        PREDICTED_CONDITION: dict.fromkeys(FACTS, 0.20),
+    }
+    run = make_run(_rows(p))
+    report = analyze_run(run, n_resamples=500)
+    by = {(e.effect, e.metric): e for e in report.effects if e.metric_kind == "summary"}
+    gain, pred = by["memory_gain", "coherence"], by["predicted_gain", "coherence"]
+    cost = by["memory_vs_predicted", "coherence"]
+    assert (pred.condition_a, pred.condition_b) == (PREDICTED_CONDITION, "independent")
+    assert (cost.condition_a, cost.condition_b) == (PRIMARY_CONDITION, PREDICTED_CONDITION)
+    assert 0 < pred.diff < gain.diff and cost.diff > 0
+    assert pred.diff + cost.diff == pytest.approx(gain.diff)
+    for e in (pred, cost):
+        assert e.ci_low is not None and e.ci_low > 0 and e.n_stories == 30
+    # scores.json stores independent − predicted_memory: flipped, equal up to the last bits
+    scores = score_run(run, n_resamples=500, n_draws=10)
+    stored = effects_from_comparisons(scores.comparisons)
+    assert [(e.effect, e.metric) for e in stored] == [(e.effect, e.metric) for e in report.effects]
+    for a, b in zip(stored, report.effects, strict=True):
+        assert (a.diff, a.ci_low, a.ci_high) == pytest.approx((b.diff, b.ci_low, b.ci_high))
+
+
 def test_flipped_comparison_swaps_everything(make_run: Callable[..., Path]) -> None:
     p = {"independent": dict.fromkeys(FACTS, 0.05), "random_context": dict.fromkeys(FACTS, 0.4)}
     run = make_run(_rows(p))
@@ -181,14 +207,15 @@ SIMS = ("procedural-drift-mid", "procedural-amnesiac", "procedural-sloppy")
 def control_run(tmp_path_factory: pytest.TempPathFactory, default_suite: list) -> Path:
     """The ten medium-a stories of the default suite, three simulators (the oracle injects
     nothing under any condition: tests/adapters), independent, structured memory, the
-    placebo and the four ablations, through the rule checker (1,050 images)."""
+    placebo, the four ablations and predicted memory, through the rule checker (1,200
+    images)."""
     from vsb.evaluators.evaluate import evaluate_run
     from vsb.generator.generate import write_suite
     from vsb.run.runner import RunConfig, run
 
     root = tmp_path_factory.mktemp("controls")
     write_suite([s for s in default_suite if s.id.endswith("medium-a")], root / "suite")
-    conds = ["independent", PRIMARY_CONDITION, "random_context", *ABLATIONS]
+    conds = ["independent", PRIMARY_CONDITION, "random_context", *ABLATIONS, PREDICTED_CONDITION]
     cfg = RunConfig(
         suite_dir=root / "suite", models=list(SIMS), conditions=conds, out=root / "run",
         seed=0, workers=2, cache_dir=root / "cache",
@@ -240,3 +267,21 @@ def test_placebo_gives_no_gain_on_any_simulator(control_run: Path) -> None:
             assert e.diff == pytest.approx(gain[e.model, e.metric_kind, e.metric])
     assert gain["procedural-amnesiac", "summary", "coherence"] > 0.3
     assert gain["procedural-sloppy", "summary", "coherence"] < 0
+
+
+@pytest.mark.slow
+def test_extraction_errors_cost_memory_coherence(control_run: Path) -> None:
+    """Through images and the rule checker: a memory with 10 % of facts wrong loses part of
+    the gain (the simulators follow their context), and the two effects add up."""
+    report = analyze_run(control_run, n_resamples=1000)
+    by = {
+        (e.model, e.effect): e
+        for e in report.effects
+        if e.metric_kind == "summary" and e.metric == "coherence"
+    }
+    for model in SIMS:
+        cost = by[model, "memory_vs_predicted"]
+        assert cost.diff > 0 and _excludes_zero(cost.ci_low, cost.ci_high), cost
+        gain, pred = by[model, "memory_gain"], by[model, "predicted_gain"]
+        assert pred.diff + cost.diff == pytest.approx(gain.diff)
+    assert by["procedural-amnesiac", "predicted_gain"].diff > 0.1

@@ -19,7 +19,7 @@ figures = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(figures)
 
 MODELS = ("procedural-oracle", "procedural-sloppy")
-CONDITIONS = ("independent", "structured_memory", "random_context")
+CONDITIONS = ("independent", "structured_memory", "random_context", "predicted_memory")
 SUMMARIES = ("global", "coherence", "adherence", "conditional_coherence")
 
 
@@ -58,8 +58,11 @@ def fake_release(root: Path, *, root_hash: str = "ab" * 32) -> Path:
     comps = []
     for i, m in enumerate(MODELS):
         for a, b in (("structured_memory", "independent"), ("independent", "random_context"),
-                     ("structured_memory", "random_context")):  # fmt: skip
+                     ("structured_memory", "random_context"), ("independent", "predicted_memory"),
+                     ("structured_memory", "predicted_memory")):  # fmt: skip
             d = -0.2 * i if a == "structured_memory" else 0.0
+            if b == "predicted_memory":  # independent − predicted, stored b − a: flipped
+                d = 0.05 if a == "independent" else 0.1 * i
             comps.append({
                 "evaluator": "rules", "kind": "condition", "a_model": m, "a_condition": a,
                 "b_condition": b, "metric_kind": "summary", "metric": "coherence",
@@ -85,6 +88,22 @@ def fake_release(root: Path, *, root_hash: str = "ab" * 32) -> Path:
             if t["model"] != "procedural-oracle"
         ],
     )
+    sens = [
+        {"evaluator": "rules", "model": m, "condition": "independent", "metric_kind": kind,
+         "metric": metric, "diff": 0.01 * i, "ci_low": -0.02, "ci_high": 0.03}
+        for i, m in enumerate(MODELS)
+        for kind, metric in (("summary", "global"), ("summary", "adherence"),
+                             ("summary", "coherence"), ("dimension", "identity"))
+    ]  # fmt: skip
+    _write_csv(rel / "sensitivity" / "prompt_sensitivity.csv", sens)
+    implicit = [
+        {"evaluator": "rules", "model": m, "condition": c, "explicit_pass": 0.9,
+         "implicit_pass": 0.9 - 0.2 * i, "diff": -0.2 * i, "ci_low": -0.3 * i,
+         "ci_high": -0.1 * i, "p_less": 1.0, "n_checks": 68, "n_stories": 18}
+        for i, m in enumerate(MODELS)
+        for c in ("independent", "structured_memory")
+    ]  # fmt: skip
+    _write_csv(rel / "sensitivity" / "implicit_effects.csv", implicit)
     return rel
 
 
@@ -114,6 +133,14 @@ def test_write_then_check_agrees_and_an_edited_figure_fails(tmp_path: Path) -> N
     assert "--expect-root " + "ab" * 32 in text
     assert "1 stories, 2 scenes and 5 requirements" in text and "3 stated" in text
     assert "| procedural-sloppy | 10 | 0.900" in text and "order_swap 9/10" in text
+    # predicted gain = −(independent − predicted); memory − predicted as stored
+    row = "| procedural-sloppy | −0.200 [−0.250, −0.150] | −0.050 [−0.100, 0.000] | "
+    assert row + "+0.100 [+0.050, +0.150] |" in text
+    assert "| procedural-sloppy | independent | +0.010 [−0.020, +0.030] | +0.010" in text
+    assert (
+        "| procedural-sloppy | structured_memory | 0.900 | 0.700 | −0.200 [−0.300, −0.100] | 68 |"
+        in text
+    )
     assert text.startswith("# project\n\nprose\n") and text.endswith("more prose\n")
     ok = _script("--release", build, "--root", tmp_path, "--check")
     assert ok.returncode == 0, ok.stderr

@@ -261,8 +261,9 @@ def test_methodology_is_generated_from_the_release(
     req = _requirements(per_cell_release)
     oracle = req[(req.model == "procedural-oracle") & (req.evaluator == "rules")]
     assert f"failed {int((~oracle.passed).sum()):,} of {len(oracle):,} checks" in text
-    assert "procedural-oracle 0.00 0.00 — evaluator false-positive floor yes" in text
-    assert "procedural-amnesiac 0.35 0.01 0.25 great single images, no memory no" in text
+    assert "procedural-oracle 0.00 0.00 — 1.00 evaluator false-positive floor yes" in text
+    assert "procedural-sloppy 0.03 0.15 0.60 0.50" in text  # p_inference beside the others
+    assert "procedural-amnesiac 0.35 0.01 0.25 0.80 great single images, no memory no" in text
     assert "(100 resamples in this release)" in text
     for stale in ("3,865", "15,460", "/evaluate "):  # scripts/*.py named must exist (below)
         assert stale not in text

@@ -13,6 +13,21 @@ values stay inside the vocabulary and within what an honest image could show:
   is recorded as a knock-on ``object_disappeared`` fault of the same origin;
 * clothing and identity stay distinct between characters (tops differ, (skin, hair colour)
   pairs differ); a wrong holder is someone present and empty-handed, or the ground.
+
+A context that states a fact wrongly (``Condition.misleads``: a predicted memory) misleads a
+simulator that follows its context: the fact is drawn as the context states it (a fault of
+origin ``context``) unless the fault draw falls below ``p_adherence × context_factor``, where
+it drifts as it would under structured memory. A wrong value no honest image could show here
+(an absent holder, a clash with another character) leaves the fact unsupplied (``p_memory``).
+``procedural-oracle`` does not follow its context (``follows_context``): it renders the truth.
+
+An ``inferred`` requirement (the implicit text style: the cause is told, the effect never
+stated) follows the model's inference of its causal link (``inferred_links``, drawn once per
+link with ``p_inference`` by the caller, from a stream of its own so the three draws above
+are the same as for the plain story). A link the model missed is drawn in the state before
+the cause, in the cause scene and every effect scene, unless the condition's memory states
+the effect (a text-memory condition that ``supplies`` it: structured memory does from the
+next scene on; the previous text and the previous image do not).
 """
 
 from __future__ import annotations
@@ -36,6 +51,10 @@ class SimulatorParams:
     p_adherence: float
     image_bonus: float = 1.0
     sticky: float = 0.7
+    #: Draw what a context states wrongly (``Condition.misleads``); False for the oracle.
+    follows_context: bool = True
+    #: The chance the model infers an effect the text does not state (implicit style).
+    p_inference: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -49,7 +68,7 @@ class Fault:
     rendered_value: Value | None
     taxonomy: str
     dimension: str
-    origin: str  # "new" | "sticky"
+    origin: str  # "new" | "sticky" | "context"
     source: str  # the requirement's source (prompt | memory)
     visual: bool = True
 
@@ -289,10 +308,61 @@ def _pick(groups: list[list[_Option]], u: float) -> _Option | None:
     return g[min(int((x - int(x)) * len(g)), len(g) - 1)]
 
 
+def _misled(
+    params: SimulatorParams,
+    condition: Condition,
+    story: Story,
+    k: int,
+    req: Requirement,
+    options: list[_Option],
+) -> _Option | None:
+    """The corruption a misleading context asks for (None: it states the truth, nothing, or
+    something no image could show here; or the simulator does not follow its context)."""
+    if condition.misleads is None or not params.follows_context:
+        return None
+    if req.source == "prompt" or k == 1:
+        return None
+    told = condition.misleads(story, k, req)
+    if told is None:
+        return None
+    return next((o for o in options if (o.attribute, o.value) == told), None)
+
+
+def infer_links(story: Story, params: SimulatorParams, rng: np.random.Generator) -> list[bool]:
+    """Per causal link of ``story``: whether the model infers its effect (one uniform per
+    link, drawn whether or not the story marks any requirement inferred)."""
+    draws = rng.random(len(story.causal_links))
+    return [bool(u < params.p_inference) for u in draws]
+
+
+def _missed_effect(
+    story: Story, condition: Condition, k: int, req: Requirement, inferred: list[bool] | None
+) -> _Option | None:
+    """The state before the cause, for an inferred requirement whose link the model missed
+    and whose effect the context does not state; None otherwise."""
+    if inferred is None or not req.inferred or req.causal_link is None:
+        return None
+    if inferred[req.causal_link]:
+        return None
+    link = story.causal_links[req.causal_link]
+    told = condition.context_factor is not None and condition.supplies(story, k, req)
+    if k > link.cause_scene and told:
+        return None  # the memory states what the text never did
+    before = story.scenes[link.cause_scene - 2].state.objects[req.subject].state
+    if link.cause_scene < 2 or before == req.expected:
+        return None
+    return _Option(req.attribute, before, req.taxonomy)
+
+
 def simulate_story(
-    story: Story, condition: Condition, params: SimulatorParams, rng: np.random.Generator
+    story: Story,
+    condition: Condition,
+    params: SimulatorParams,
+    rng: np.random.Generator,
+    inferred: list[bool] | None = None,
 ) -> list[SceneSim]:
-    """Corrupt every scene of ``story`` in order; element *k-1* is scene *k*'s outcome."""
+    """Corrupt every scene of ``story`` in order; element *k-1* is scene *k*'s outcome.
+    ``inferred`` (``infer_links``) says which causal links the model inferred; None: all."""
     out: list[SceneSim] = []
     drifted: dict[tuple[str, str], tuple[Value, _Option]] = {}
     for scene in story.scenes:
@@ -309,13 +379,22 @@ def simulate_story(
             groups = _options(w, req)
             flat = [o for g in groups for o in g]
             prev = drifted.get(key)
-            opt: _Option | None = None
+            opt = _missed_effect(story, condition, k, req, inferred)
             origin = "sticky"
-            if prev is not None and prev[0] == req.expected and u_sticky < params.sticky:
+            if opt is not None:
+                link = story.causal_links[req.causal_link or 0]
+                origin = "new" if k == link.cause_scene else "sticky"
+            elif prev is not None and prev[0] == req.expected and u_sticky < params.sticky:
                 opt = next((o for o in flat if o == prev[1]), None)
             if opt is None:
                 origin = "new"
-                if u_fault < fact_probability(params, condition, story, k, req):
+                told = _misled(params, condition, story, k, req, flat)
+                if told is not None:
+                    if u_fault >= params.p_adherence * (condition.context_factor or 1.0):
+                        opt, origin = told, "context"
+                    else:
+                        opt = _pick(groups, float(u_choice))
+                elif u_fault < fact_probability(params, condition, story, k, req):
                     opt = _pick(groups, float(u_choice))
             if opt is None:
                 continue

@@ -17,17 +17,26 @@ numbers). An ablation draws structured memory's stream, so its images differ fro
 structured-memory ones only where a removed fact drew a fault the full memory would have
 prevented. The placebo supplies no fact (its facts are another story's and are ignored), so
 every memory fact gets ``p_memory`` as without context, and it draws independent's stream:
-its images are the independent ones, by design.
+its images are the independent ones, by design. A predicted memory draws structured memory's
+stream too: its images differ from the structured-memory ones only where the extractor read a
+fact wrong (drawn as the memory states it) or dropped it (``p_memory``); the oracle does not
+follow its context, so its images are the truth under every condition.
 
-==================== ========= =========== ===========
-simulator            p_memory  p_adherence image_bonus
-==================== ========= =========== ===========
-procedural-oracle    0.00      0.00        —
-procedural-drift-low 0.04      0.01        0.35
-procedural-drift-mid 0.12      0.02        0.35
-procedural-amnesiac  0.35      0.01        0.25
-procedural-sloppy    0.03      0.15        0.60
-==================== ========= =========== ===========
+==================== ========= =========== =========== ===========
+simulator            p_memory  p_adherence image_bonus p_inference
+==================== ========= =========== =========== ===========
+procedural-oracle    0.00      0.00        —           1.00
+procedural-drift-low 0.04      0.01        0.35        0.90
+procedural-drift-mid 0.12      0.02        0.35        0.75
+procedural-amnesiac  0.35      0.01        0.25        0.80
+procedural-sloppy    0.03      0.15        0.60        0.50
+==================== ========= =========== =========== ===========
+
+``p_inference`` matters only for a story in the implicit text style: it is the chance the
+simulated model infers an effect the text does not state (one draw per causal link, from a
+Generator seeded from (model, story id, seed) alone: the same links are missed under every
+condition, and the other draws are those of the plain story, so the explicit and implicit
+images differ only where an inference was missed).
 """
 
 from __future__ import annotations
@@ -39,7 +48,7 @@ from functools import partial
 import numpy as np
 
 from vsb.adapters.base import GenerationRequest, GenerationResult, ImageModelAdapter
-from vsb.adapters.faults import SceneSim, SimulatorParams, simulate_story
+from vsb.adapters.faults import SceneSim, SimulatorParams, infer_links, simulate_story
 from vsb.conditions import get_condition
 from vsb.errors import AdapterError
 from vsb.fsio import canonical_json
@@ -49,11 +58,19 @@ from vsb.story.models import Story
 SIMULATOR_VERSION = "3"
 
 SIMULATORS: dict[str, SimulatorParams] = {
-    "procedural-oracle": SimulatorParams(p_memory=0.0, p_adherence=0.0),
-    "procedural-drift-low": SimulatorParams(p_memory=0.04, p_adherence=0.01, image_bonus=0.35),
-    "procedural-drift-mid": SimulatorParams(p_memory=0.12, p_adherence=0.02, image_bonus=0.35),
-    "procedural-amnesiac": SimulatorParams(p_memory=0.35, p_adherence=0.01, image_bonus=0.25),
-    "procedural-sloppy": SimulatorParams(p_memory=0.03, p_adherence=0.15, image_bonus=0.60),
+    "procedural-oracle": SimulatorParams(p_memory=0.0, p_adherence=0.0, follows_context=False),
+    "procedural-drift-low": SimulatorParams(
+        p_memory=0.04, p_adherence=0.01, image_bonus=0.35, p_inference=0.90
+    ),
+    "procedural-drift-mid": SimulatorParams(
+        p_memory=0.12, p_adherence=0.02, image_bonus=0.35, p_inference=0.75
+    ),
+    "procedural-amnesiac": SimulatorParams(
+        p_memory=0.35, p_adherence=0.01, image_bonus=0.25, p_inference=0.80
+    ),
+    "procedural-sloppy": SimulatorParams(
+        p_memory=0.03, p_adherence=0.15, image_bonus=0.60, p_inference=0.50
+    ),
 }
 
 _MEMO_SIZE = 64
@@ -71,6 +88,11 @@ def jitter_seed(story_id: str, scene: int, seed: int) -> int:
 def chain_rng(model: str, story_id: str, condition: str, seed: int) -> np.random.Generator:
     """The Generator that drives one (model, story, condition, seed) chain."""
     return np.random.default_rng(_seed_int("chain", model, story_id, condition, seed))
+
+
+def inference_rng(model: str, story_id: str, seed: int) -> np.random.Generator:
+    """The Generator of a model's inferences on one story (the same under every condition)."""
+    return np.random.default_rng(_seed_int("inference", model, story_id, seed))
 
 
 class ProceduralSimulator(ImageModelAdapter):
@@ -95,7 +117,8 @@ class ProceduralSimulator(ImageModelAdapter):
         if sims is None:
             cond = get_condition(condition)
             rng = chain_rng(self.name, story.id, cond.stream, seed)
-            sims = simulate_story(story, cond, self.params, rng)
+            inferred = infer_links(story, self.params, inference_rng(self.name, story.id, seed))
+            sims = simulate_story(story, cond, self.params, rng, inferred)
             self._memo[key] = sims
             if len(self._memo) > _MEMO_SIZE:
                 self._memo.popitem(last=False)

@@ -9,7 +9,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-_RUN = click.Path(path_type=Path)
+from vsb.cli.options import RUN_PATH, bootstrap_options, cells_options
 
 
 def _names(spec: str | None) -> list[str] | None:
@@ -19,17 +19,14 @@ def _names(spec: str | None) -> list[str] | None:
 
 
 @click.command("compare-runs")
-@click.argument("run_a", type=_RUN)
-@click.argument("run_b", type=_RUN)
+@click.argument("run_a", type=RUN_PATH)
+@click.argument("run_b", type=RUN_PATH)
 @click.option(
     "--evaluator",
     default=None,
     help="Whose verdicts to compare (default: rules if present, else the only evaluator).",
 )
-@click.option("--model", "models", default=None, help="Only these models (comma-separated).")
-@click.option(
-    "--condition", "conditions", default=None, help="Only these conditions (comma-separated)."
-)
+@cells_options
 @click.option(
     "--metric",
     "metrics",
@@ -40,12 +37,11 @@ def _names(spec: str | None) -> list[str] | None:
 @click.option(
     "--out",
     "out_dir",
-    type=_RUN,
+    type=RUN_PATH,
     default=None,
     help="Write prompt_sensitivity.json and .csv here (default: RUN_A/sensitivity/).",
 )
-@click.option("--seed", default=0, show_default=True, help="Bootstrap seed.")
-@click.option("--resamples", default=2000, show_default=True, help="Bootstrap resamples.")
+@bootstrap_options()
 def compare_runs(
     run_a: Path,
     run_b: Path,

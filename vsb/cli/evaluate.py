@@ -16,6 +16,15 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from vsb.cli.options import (
+    cells_options,
+    evaluators_option,
+    executor_options,
+    judge_options,
+    run_dir_argument,
+    workers_option,
+)
+
 
 def _names(value: str | None) -> list[str] | None:
     if value is None:
@@ -51,55 +60,13 @@ class _Lines:
 
 
 @click.command("evaluate")
-@click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option(
-    "--evaluator",
-    "evaluators",
-    default=None,
-    metavar="NAME[,NAME…]",
-    help="Evaluators to run: rules, pairwise, vlm, clip, dino. Default: rules and pairwise, plus "
-    "vlm when --judge is given. Only the named evaluators' rows are replaced; others are kept.",
+@run_dir_argument
+@evaluators_option(
+    "Evaluators to run: rules, pairwise, vlm, clip, dino. Default: rules and pairwise, plus "
+    "vlm when --judge is given. Only the named evaluators' rows are replaced; others are kept."
 )
-@click.option("--model", "models", default=None, help="Only these models (comma-separated).")
-@click.option(
-    "--condition", "conditions", default=None, help="Only these conditions (comma-separated)."
-)
-@click.option(
-    "--judge",
-    default=None,
-    metavar="KIND:ARG",
-    help="The VLM judge: openai-compatible:MODEL (key from OPENAI_API_KEY, optional for a "
-    "loopback --base-url), anthropic:MODEL (ANTHROPIC_API_KEY), replay:DIR (answers from "
-    "judge_calls.jsonl files), mock[:ERROR_RATE] (pipeline checks only).",
-)
-@click.option(
-    "--base-url",
-    default=None,
-    help="Judge endpoint, e.g. http://127.0.0.1:8000/v1 (vLLM, Ollama, LM Studio) or "
-    "https://openrouter.ai/api/v1.",
-)
-@click.option(
-    "--judge-batch",
-    default=0,
-    show_default=True,
-    type=click.IntRange(min=0),
-    help="Questions per judge call; 0 = every question of a scene in one call; 1 = one "
-    "question per call (judges that cannot batch).",
-)
-@click.option(
-    "--judge-concurrency",
-    default=4,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="Judge calls in flight at once.",
-)
-@click.option(
-    "--budget",
-    default=None,
-    type=click.FloatRange(min=0),
-    metavar="USD",
-    help="Stop before a judge call that could take spending past this (cached calls are free).",
-)
+@cells_options
+@judge_options
 @click.option(
     "--max-parse-failures",
     default=0.1,
@@ -151,25 +118,10 @@ class _Lines:
     type=click.IntRange(min=1),
     help="Images (and texts) per forward pass of the clip and dino models.",
 )
-@click.option(
-    "--workers",
-    default=2,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="Worker processes for the local evaluators (rules, pairwise), as in vsb run.",
-)
-@click.option(
-    "--executor",
-    default="local",
-    show_default=True,
-    type=click.Choice(["local", "ray"]),
-    help="Where the rules/pairwise tasks and the clip/dino models run: local processes, or "
-    "a Ray cluster (pip install 'vsb[ray]'; the models on GPU workers with --device cuda).",
-)
-@click.option(
-    "--ray-address",
-    default=None,
-    help="--executor ray: the cluster (auto, HOST:PORT, ray://HOST:PORT); none starts a local one.",
+@workers_option("Worker processes for the local evaluators (rules, pairwise), as in vsb run.")
+@executor_options(
+    "Where the rules/pairwise tasks and the clip/dino models run: local processes, or "
+    "a Ray cluster (pip install 'vsb[ray]'; the models on GPU workers with --device cuda)."
 )
 def evaluate(
     run_dir: Path,

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from vsb.cli.options import bootstrap_options
 from vsb.errors import InputError
 
 if TYPE_CHECKING:  # the library is imported by each command (keeps `vsb --help` fast)
@@ -124,8 +125,7 @@ def human() -> None:
     help="Release the ratings are of: needed for the evaluate page's exports (format 2.0, "
     "opaque targets); refuses files of another release; adds judge-human agreement.",
 )
-@click.option("--seed", default=0, show_default=True, help="Seed of the bootstraps.")
-@click.option("--resamples", default=1000, show_default=True, help="Bootstrap resamples.")
+@bootstrap_options("Seed of the bootstraps.", resamples=1000)
 def import_(
     files: tuple[Path, ...], out: Path, release: Path | None, seed: int,
     resamples: int,

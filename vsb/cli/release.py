@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from vsb.cli.options import judge_options, workers_option
+
 _DIR = click.Path(file_okay=False, path_type=Path)
 
 
@@ -47,28 +49,25 @@ class _RichProgress:
 @click.argument("name")
 @click.option("--out", "out_dir", default=Path("build"), show_default=True, type=_DIR,
               help="Build directory; the release goes to OUT/NAME/.")  # fmt: skip
-@click.option(
-    "--workers", default=2, show_default=True, type=click.IntRange(min=1), help="Parallel workers."
-)
+@workers_option("Parallel workers.")
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**63 - 1),
               help="Suite and run seed.")  # fmt: skip
 @click.option("--evaluator", "evaluators", default=None, metavar="NAME[,NAME…]",
               help="Evaluators (default: rules and pairwise, plus vlm with --judge).")  # fmt: skip
-@click.option("--judge", default=None, metavar="KIND:ARG",
-              help="Include a VLM judge pass: openai-compatible:MODEL, anthropic:MODEL, "
-              "replay:DIR or mock[:ERROR_RATE] (see `vsb evaluate --help`).")  # fmt: skip
-@click.option("--base-url", default=None, help="Judge endpoint (e.g. a local vLLM server).")
-@click.option("--judge-batch", default=0, show_default=True, type=click.IntRange(min=0),
-              help="Questions per judge call (0: a whole scene).")  # fmt: skip
-@click.option("--judge-concurrency", default=4, show_default=True, type=click.IntRange(min=1),
-              help="Judge calls in flight at once.")  # fmt: skip
-@click.option("--budget", default=None, type=click.FloatRange(min=0), metavar="USD",
-              help="Stop before a judge call that could take spending past this.")  # fmt: skip
+@judge_options
 @click.option("--condition", "conditions", default=None, metavar="NAME[,NAME…]",
-              help="Conditions (default: all,random_context; e.g. all,random_context,"
-              "ablations adds the field ablations).")  # fmt: skip
-@click.option("--paraphrase", is_flag=True,
-              help="Also run the reworded suite and publish the prompt sensitivity.")  # fmt: skip
+              help="Conditions (default: all,random_context,predicted_memory; adding "
+              "ablations runs the field ablations too).")  # fmt: skip
+@click.option("--paraphrase/--no-paraphrase", default=True, show_default=True,
+              help="Run the reworded suite under independent and publish the prompt "
+              "sensitivity (sensitivity/prompt_sensitivity.*).")  # fmt: skip
+@click.option("--implicit/--no-implicit", default=True, show_default=True,
+              help="Run the implicit-effect stories under independent and structured_memory "
+              "and publish explicit vs implicit pass rates "
+              "(sensitivity/implicit_effects.*).")  # fmt: skip
+@click.option("--served-judges", is_flag=True,
+              help="Serve the reference judges over HTTP on 127.0.0.1 (default: answered in "
+              "process through the same handler; same verdicts).")  # fmt: skip
 def build(
     name: str,
     out_dir: Path,
@@ -82,10 +81,17 @@ def build(
     budget: float | None,
     conditions: str | None,
     paraphrase: bool,
+    implicit: bool,
+    served_judges: bool,
 ) -> None:
     """The main job: generate the default suite, run the five simulators under every
     condition, evaluate, score, validate the judges, freeze OUT/NAME/release and build
     OUT/NAME/site. A rerun reuses the generation cache and skips up-to-date stages.
+
+    Two suite variants run too, unless turned off: the paraphrased suite under independent
+    (prompt sensitivity) and the implicit-effect stories under independent and
+    structured_memory (how much failure is inference); both are compared with the release
+    story by story, with bootstrap CIs, and shown on the site's analysis page.
 
     With --judge the release also holds a VLM judge pass (one call per scene, answers cached
     in OUT/NAME/cache, calls in the run's ledger), scored and validated beside the rule
@@ -112,6 +118,8 @@ def build(
         name=name, out=out_dir, workers=workers, seed=seed, evaluators=names or None,
         judge=judge, base_url=base_url, judge_batch=judge_batch,
         judge_concurrency=judge_concurrency, budget_usd=budget, paraphrase=paraphrase,
+        implicit=implicit,
+        served_judges=served_judges,
         conditions=tuple(resolve_conditions(conditions)) if conditions else None,
     )  # fmt: skip
     with Progress(*columns, console=console, auto_refresh=False) as bar:
@@ -120,7 +128,9 @@ def build(
         click.echo(f"skipped {model}: {reason}", err=True)
     total = sum(result.seconds.values())
     click.echo(
-        f"{result.images} images ({result.generated} generated, {result.cached} from cache); "
+        f"{result.images} images ({result.generated} generated, {result.cached} from cache)"
+        + (f", {result.variant_images} in suite variants" if result.variant_images else "")
+        + "; "
         f"stages skipped: {', '.join(result.skipped) or 'none'}; {total:.1f} s"
     )
     if result.manifest is not None:

@@ -15,7 +15,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from vsb.cli.model_options import executor_from, local_adapters, local_model_options
+from vsb.cli.options import executor_from, local_adapters, local_model_options, workers_option
 from vsb.store.cache import DEFAULT_CACHE_DIR
 
 #: Exit status of a run that is not whole (a model skipped or all failed, a budget stop).
@@ -38,15 +38,15 @@ INCOMPLETE = 3
     "conditions",
     required=True,
     help="Condition name(s), comma-separated; all = the six main ones, ablations = the four "
-    "structured_memory-no_* variants (e.g. all,random_context,ablations).",
+    "structured_memory-no_* variants, predicted_memory[-errNN] = structured memory as an "
+    "extractor reads it, NN % of facts wrong (e.g. all,random_context,ablations).",
 )
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--seed", default=0, show_default=True, help="Run seed (same seed, same images).")
-@click.option(
-    "--workers", default=2, show_default=True, type=click.IntRange(min=1),
-    help="Processes for simulators and stored samples (and threads for adapters that set "
-    "no concurrency of their own).",
-)  # fmt: skip
+@workers_option(
+    "Processes for simulators and stored samples (and threads for adapters that set no "
+    "concurrency of their own)."
+)
 @click.option(
     "--concurrency", type=click.IntRange(min=1), default=None,
     help="Requests at a time, per model (default: the adapter's: 8 for HTTP providers; "

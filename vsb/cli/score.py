@@ -11,10 +11,11 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from vsb.cli.options import bootstrap_options, evaluators_option, run_dir_argument
+
 if TYPE_CHECKING:
     from vsb.scores.models import ScoresReport
 
-_RUN = click.Path(path_type=Path)
 #: Display names of the summary metrics (the dimension ``adherence`` keeps its key).
 _SUMMARY_NAMES = {
     "adherence": "prompt adherence",
@@ -141,18 +142,12 @@ def _judge_swap(report: ScoresReport, shown: list[str]) -> Table | None:
 
 
 @click.command()
-@click.argument("run_dir", type=_RUN)
-@click.option("--seed", default=0, show_default=True, help="Bootstrap / perturbation seed.")
-@click.option("--resamples", default=2000, show_default=True, help="Bootstrap resamples.")
+@run_dir_argument
+@bootstrap_options("Bootstrap / perturbation seed.")
 @click.option(
     "--condition", default=None, help="Only print this condition's leaderboard (or 'all')."
 )
-@click.option(
-    "--evaluator",
-    "evaluators",
-    default=None,
-    help="Only score these evaluators (comma-separated; default: every one in the run).",
-)
+@evaluators_option("Only score these evaluators (default: every one in the run).")
 def score(
     run_dir: Path, seed: int, resamples: int, condition: str | None, evaluators: str | None
 ) -> None:
@@ -190,7 +185,7 @@ def score(
 
 
 @click.command()
-@click.argument("run_dir", type=_RUN)
+@run_dir_argument
 @click.option(
     "--a",
     "a",
@@ -203,8 +198,7 @@ def score(
     default=None,
     help="Whose verdicts to compare (default: rules if present, else the only evaluator).",
 )
-@click.option("--seed", default=0, show_default=True, help="Bootstrap seed.")
-@click.option("--resamples", default=2000, show_default=True, help="Bootstrap resamples.")
+@bootstrap_options()
 def compare(
     run_dir: Path, a: str, b: str, evaluator: str | None, seed: int, resamples: int
 ) -> None:

@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import cast
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from vsb.story.models import CATEGORIES, DIFFICULTIES, DIMENSIONS, MAX_SEED
+from vsb.story.models import (
+    CATEGORIES,
+    DIFFICULTIES,
+    DIMENSIONS,
+    MAX_SEED,
+    PROMPT_STYLES,
+    PromptStyle,
+)
 
 
 @click.group()
@@ -29,7 +37,15 @@ def suite() -> None:
     "--seed", default=0, show_default=True, type=click.IntRange(0, MAX_SEED),
     help="Suite seed (same seed, same bytes).",
 )  # fmt: skip
-@click.option("--paraphrase", is_flag=True, help="Use the paraphrase prompt style.")
+@click.option(
+    "--text-style",
+    type=click.Choice(PROMPT_STYLES),
+    default=None,
+    help="How scene texts are worded: plain (default); paraphrase (other words, same facts); "
+    "implicit (an event with a cause is told without its effect, and the requirements that "
+    "check the effect are marked inferred).",
+)
+@click.option("--paraphrase", is_flag=True, help="Same as --text-style paraphrase.")
 @click.option(
     "--per-cell",
     type=click.IntRange(min=1),
@@ -39,17 +55,25 @@ def suite() -> None:
     "suite; more stories narrow every CI (see the minimum detectable difference on the "
     "comparisons page).",
 )
-def generate(out_dir: Path, seed: int, paraphrase: bool, per_cell: int | None) -> None:
+def generate(
+    out_dir: Path, seed: int, text_style: str | None, paraphrase: bool, per_cell: int | None
+) -> None:
     """Generate the default suite: 10 categories x (easy, medium x2, hard) = 40 stories
     (or, with --per-cell N, N stories per category x difficulty)."""
     from vsb.generator.generate import generate_suite, write_suite
 
-    stories = generate_suite(seed, paraphrase=paraphrase, per_cell=per_cell)
+    if paraphrase and text_style not in (None, "paraphrase"):
+        raise click.UsageError(f"--paraphrase contradicts --text-style {text_style}")
+    style = cast("PromptStyle | None", text_style)
+    stories = generate_suite(seed, paraphrase=paraphrase, per_cell=per_cell, text_style=style)
     index = write_suite(stories, out_dir, seed=seed)
     n_scenes = sum(e.scenes for e in index.stories)
     n_reqs = sum(e.requirements for e in index.stories)
+    n_inferred = sum(r.inferred for s in stories for sc in s.scenes for r in sc.requirements)
+    extra = f" ({n_inferred} inferred)" if index.prompt_style == "implicit" else ""
     click.echo(
-        f"wrote {len(index.stories)} stories, {n_scenes} scenes, {n_reqs} requirements to {out_dir}"
+        f"wrote {len(index.stories)} stories, {n_scenes} scenes, {n_reqs} requirements{extra} "
+        f"to {out_dir}"
     )
 
 
@@ -143,3 +167,105 @@ def stats(suite_dir: Path) -> None:
     )  # fmt: skip
     console.print(table)
     console.print(dims)
+
+
+#: Exit status of an import that rejected some stories (the others are written).
+SOME_REJECTED = 2
+#: Exit status of an import that --budget stopped (as ``vsb run`` and ``vsb evaluate``).
+INCOMPLETE = 3
+
+
+@suite.command("import")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--llm", required=True, metavar="KIND:MODEL",
+    help="The model that extracts each story's state: openai-compatible:MODEL, "
+    "anthropic:MODEL, replay:DIR (a previous import's OUT/import) or mock (reads vsb's own "
+    "sentence shapes only).",
+)  # fmt: skip
+@click.option("--base-url", default=None, help="The LLM's base URL (HTTP kinds).")
+@click.option(
+    "--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+    help="Where the suite is written (and, in OUT/import/, the report, the calls and the "
+    "ledger).",
+)  # fmt: skip
+@click.option(
+    "--budget", default=None, type=click.FloatRange(min=0), metavar="USD",
+    help="Stop before a call that could take spending past this (cached calls are free).",
+)  # fmt: skip
+@click.option(
+    "--dry-run", is_flag=True,
+    help="Print the extraction calls not yet cached and their estimated cost; call nothing.",
+)  # fmt: skip
+@click.option(
+    "--cache", "cache_dir", default=".vsb-cache", show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where the LLM's answers are cached (a rerun pays nothing).",
+)  # fmt: skip
+@click.option(
+    "--concurrency", default=4, show_default=True, type=click.IntRange(min=1),
+    help="LLM calls in flight at once.",
+)  # fmt: skip
+def import_cmd(
+    files: tuple[Path, ...], llm: str, base_url: str | None, out_dir: Path,
+    budget: float | None, dry_run: bool, cache_dir: Path, concurrency: int,
+) -> None:  # fmt: skip
+    """Import narratives (plain text, JSON, JSON lines; docs/IMPORT.md) as state-checked
+    stories: an LLM extracts characters, objects, events, place and time; the extraction is
+    replayed through the state machine (a contradiction is sent back once) and the
+    requirements are derived from the replayed state. Exit status 2 when some stories were
+    rejected (the others are written), 3 when --budget stopped the calls."""
+    from vsb.evaluators.vlm.execute import JudgeOptions
+    from vsb.evaluators.vlm.store import JudgePricing
+    from vsb.evaluators.vlm.transports import default_client
+    from vsb.narrative.importer import (
+        IMPORT_DIR,
+        LEDGER_NAME,
+        build_llm,
+        check_llm,
+        import_narratives,
+        plan_import,
+        previous_import,
+        write_import,
+    )  # fmt: skip
+    from vsb.narrative.sources import read_narratives
+    from vsb.store.calls import BudgetExceeded
+
+    narratives = read_narratives(files)
+    http = default_client()
+    click.get_current_context().call_on_close(http.close)
+    model = build_llm(llm, base_url=base_url, client=http)
+    options = JudgeOptions(
+        concurrency=concurrency, budget_usd=budget, cache_dir=cache_dir,
+        pricing=JudgePricing.load(),
+    )  # fmt: skip
+    if dry_run:
+        plan = plan_import(narratives, model, options)
+        cost = "unknown" if plan.estimated_usd is None else f"{plan.estimated_usd:.4f} USD"
+        click.echo(
+            f"{model.judge_model}: {plan.calls} extraction calls, {plan.cached} cached, "
+            f"{plan.to_make} to make, estimated cost {cost} (an answer that fails is sent "
+            "back once: at most as many calls again)"
+        )
+        return
+    check_llm(model)
+    previous_import(out_dir)  # refuse a folder that holds something else before any call
+    try:
+        report, transcript = import_narratives(
+            narratives, model, options, ledger_path=out_dir / IMPORT_DIR / LEDGER_NAME,
+            progress=lambda msg: click.echo(msg, err=True),
+        )  # fmt: skip
+    except BudgetExceeded as err:
+        click.echo(f"error: {err} (nothing written)", err=True)
+        sys.exit(INCOMPLETE)
+    write_import(out_dir, report, transcript, model.judge_model)
+    for r in report.rejected:
+        where = f"scene {r.scene}: " if r.scene else ""
+        click.echo(f"rejected {r.narrative.id} ({r.narrative.source}): {where}{r.error}", err=True)
+    n_reqs = sum(len(s.requirements) for st in report.imported for s in st.scenes)
+    click.echo(
+        f"imported {len(report.imported)} of {len(report.results)} stories "
+        f"({n_reqs} requirements) to {out_dir}"
+    )
+    if report.rejected:
+        sys.exit(SOME_REJECTED)

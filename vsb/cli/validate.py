@@ -11,10 +11,9 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from vsb.cli.options import evaluators_option, run_dir_argument
 from vsb.errors import InputError
 from vsb.validation.models import EvaluatorValidation, JudgeReport, TaxonomyMetrics
-
-_RUN = click.Path(path_type=Path)
 
 
 def _console() -> Console:
@@ -117,10 +116,11 @@ def _print_section(console: Console, s: EvaluatorValidation) -> None:
     )
 
 
-def _grouped(items: list[Any]) -> list[Any]:
-    """Items grouped by evaluator, groups in order of first appearance (stable within)."""
-    first = {e: i for i, e in reversed(list(enumerate(x.evaluator for x in items)))}
-    return sorted(items, key=lambda x: first[x.evaluator])
+def _grouped(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Rows (item, cells…) grouped by the item's evaluator, groups in order of first
+    appearance (stable within)."""
+    first = {e: i for i, e in reversed(list(enumerate(r[0].evaluator for r in rows)))}
+    return sorted(rows, key=lambda r: first[r[0].evaluator])
 
 
 def print_report(console: Console, report: JudgeReport) -> None:
@@ -133,33 +133,32 @@ def print_report(console: Console, report: JudgeReport) -> None:
     for s in report.evaluators:
         _print_section(console, s)
     console.rule("signals")
-    au = _table(
-        "AUROC of −signal for 'frame has ≥1 injected visual fault'",
-        ("evaluator", "signal", "AUROC", "frames", "faulty"),
+    signal_tables = (
+        (
+            "AUROC of −signal for 'frame has ≥1 injected visual fault'",
+            ("AUROC", "frames", "faulty"),
+            [(x, _f(x.auroc), str(x.n_frames), str(x.n_faulty)) for x in report.auroc],
+        ),
+        (
+            "story-level rank correlation with oracle coherence",
+            ("Spearman ρ", "Kendall τ", "units"),
+            [(c, _f(c.spearman), _f(c.kendall), str(c.n_units)) for c in report.correlations],
+        ),
     )
-    for x in _grouped(report.auroc):
-        au.add_row(x.evaluator, x.signal, _f(x.auroc), str(x.n_frames), str(x.n_faulty))
-    console.print(au)
-    co = _table(
-        "story-level rank correlation with oracle coherence",
-        ("evaluator", "signal", "Spearman ρ", "Kendall τ", "units"),
-    )
-    for c in _grouped(report.correlations):
-        co.add_row(c.evaluator, c.signal, _f(c.spearman), _f(c.kendall), str(c.n_units))
-    console.print(co)
+    for title, columns, rows in signal_tables:
+        table = _table(title, ("evaluator", "signal", *columns))
+        for x, *cells in _grouped(rows):
+            table.add_row(x.evaluator, x.signal, *cells)
+        console.print(table)
 
 
 @click.command("validate-judge")
-@click.argument("run_dir", type=_RUN)
-@click.option(
-    "--evaluator",
-    "evaluator",
-    default=None,
-    metavar="NAME[,NAME]",
-    help="Validate only these evaluators (requirement or signal evaluators: rules, vlm, "
-    "pairwise…); judge.json then holds only them. Default: every evaluator present.",
+@run_dir_argument
+@evaluators_option(
+    "Validate only these evaluators (requirement or signal evaluators: rules, vlm, "
+    "pairwise…); judge.json then holds only them. Default: every evaluator present."
 )
-def validate_judge(run_dir: Path, evaluator: str | None) -> None:
+def validate_judge(run_dir: Path, evaluators: str | None) -> None:
     """Validate every evaluator and signal against the sealed oracle of a simulator run
     (strict matching: same image, subject and label; root-cause view beside it); writes
     RUN_DIR/validation/."""
@@ -172,8 +171,8 @@ def validate_judge(run_dir: Path, evaluator: str | None) -> None:
         "work on a copy (cp -r RELEASE DIR, then vsb release freeze DIR to publish it)",
     )
     names = None
-    if evaluator is not None:
-        names = [n.strip() for n in evaluator.split(",") if n.strip()]
+    if evaluators is not None:
+        names = [n.strip() for n in evaluators.split(",") if n.strip()]
         if not names:
             raise InputError("--evaluator needs at least one name (NAME[,NAME])")
     report = validate_run(run_dir, evaluators=names)

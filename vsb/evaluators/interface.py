@@ -50,7 +50,8 @@ Its distribution declares it under the entry-point group ``vsb.evaluators``
 ``verdicts`` evaluator writes ``RequirementResult.of(req, observed, passed, label,
 self.name).row(model=…, condition=…, story_id=…, scene=…)`` per requirement
 (``vsb.evaluators.rules``) and may override ``requirements_at``. The class must be
-importable in worker processes and constructible without arguments. A paid evaluator sets
+importable in worker processes and constructible without arguments. A paid evaluator
+subclasses ``EvaluatorBase`` (the attributes' defaults, ``check``, ``requirements_at``), sets
 ``stage = "calls"`` and ``paid = True``, plans ``WorkItem``s whose payloads are
 ``JudgeCall``s (``vsb.evaluators.vlm_judge.plan_calls``) and turns their answers into rows
 in ``rows(outcomes, judge_model)``; see ``VlmJudge``.
@@ -223,9 +224,10 @@ class Evaluator(Protocol):
         ...
 
 
-class StoryEvaluator:
-    """Base of the local evaluators: one item per (model, condition, story) sequence, run in
-    the process pool; subclasses set the class attributes and write ``evaluate_story``."""
+class EvaluatorBase:
+    """The class attributes of an ``Evaluator`` with their defaults (a free local
+    ``signals`` evaluator of any image), a ``check`` that needs nothing and the scene's own
+    requirements; the built-in evaluators derive from it and set what differs."""
 
     name: ClassVar[str] = ""
     kind: ClassVar[Kind] = "signals"
@@ -238,13 +240,18 @@ class StoryEvaluator:
     def check(self, options: EvaluateOptions) -> None:
         """Nothing to check: it needs only the run."""
 
-    def plan(self, run: RunView, options: EvaluateOptions) -> list[WorkItem]:
-        """One item per sequence, costing nothing."""
-        return [WorkItem(self.name, sequence_key(self.name, s), 0.0, s) for s in run.sequences]
-
     def requirements_at(self, story: Story, scene: int) -> list[Requirement]:
         """The scene's requirements."""
         return list(story.scenes[scene - 1].requirements)
+
+
+class StoryEvaluator(EvaluatorBase):
+    """Base of the local evaluators: one item per (model, condition, story) sequence, run in
+    the process pool; subclasses set the class attributes and write ``evaluate_story``."""
+
+    def plan(self, run: RunView, options: EvaluateOptions) -> list[WorkItem]:
+        """One item per sequence, costing nothing."""
+        return [WorkItem(self.name, sequence_key(self.name, s), 0.0, s) for s in run.sequences]
 
     def evaluate_story(self, story: Story, frames: list[Frame]) -> EvaluatorOutput:
         """Rows for the frames of one (model, condition, story), in scene order."""

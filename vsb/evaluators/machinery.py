@@ -194,13 +194,14 @@ def _frames_stage(
 # ---- calls: paid or slow judge calls through the call machinery --------------------------
 
 
-class _LedgerRecorder:
+class LedgerRecorder:
     """Judge calls in the ledger: a row before each call is sent, completed after it; cache
-    hits get a completed row of their own (like generation)."""
+    hits get a completed row of their own (like generation). ``role`` prefixes the model
+    (``judge:…``; the narrative importer's ``import:…``)."""
 
-    def __init__(self, ledger: Any, judge_model: str) -> None:
+    def __init__(self, ledger: Any, judge_model: str, role: str = "judge") -> None:
         self.ledger = ledger
-        self.model = f"judge:{judge_model}"
+        self.model = f"{role}:{judge_model}"
 
     def begin(self, call: JudgeCall, estimate_usd: float | None) -> int:
         row = self.ledger.begin(
@@ -251,7 +252,7 @@ def _calls_stage(
     with Ledger(options.ledger_path or run.root / "ledger.sqlite") as ledger:
         label = f"evaluate vlm {judge.judge_model}" + (f" at {where}" if where else "")
         ledger.start_session(label)
-        recorder = _LedgerRecorder(ledger, judge.judge_model)
+        recorder = LedgerRecorder(ledger, judge.judge_model)
 
         def on_done(out: CallOutcome) -> None:
             nonlocal done

@@ -15,7 +15,7 @@ import json
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 from scipy.optimize import linear_sum_assignment
 
 from vsb.evaluators.extractor import extract
@@ -26,6 +26,7 @@ from vsb.evaluators.render.detected import (
     DetectedState,
     EntityVocabulary,
 )
+from vsb.fsio import STRICT
 from vsb.story.models import CharacterState, Requirement, Scene, Story, Value, World
 
 #: Attribute weights of the matching distance (identity first).
@@ -57,7 +58,7 @@ _IDENTITY = ("skin", "hair_color", "hair_style")
 class RequirementResult(BaseModel):
     """One requirement checked on one image (the evaluations row minus the run columns)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT
     req_id: str = Field(description="Requirement id (s<scene>.<subject>.<attribute>).")
     dimension: str = Field(description="Scored dimension of the requirement.")
     taxonomy: str = Field(description="The requirement's own failure label.")
@@ -239,7 +240,10 @@ def check_scene(detected: DetectedState, scene: Scene, world: World) -> list[Req
     kinds = {o.kind for o in world.objects}
     out = []
     for req in scene.requirements:
-        if req.subject == "scene":
+        if req.judged_by == "vlm":  # free text outside the render vocabulary
+            why = {"reason": "judged by VLM only (free text outside the render vocabulary)"}
+            out.append(RequirementResult.of(req, why, False, "", "rules", verdict="not_applicable"))
+        elif req.subject == "scene":
             out.append(_scene_fact(ctx, req))
         elif req.subject in kinds:
             out.append(_object_fact(ctx, req))

@@ -28,18 +28,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar
 
 from vsb.errors import InputError
 from vsb.evaluators.interface import (
     EvaluateOptions,
+    EvaluatorBase,
     EvaluatorOutput,
     Frame,
     FrameSequence,
-    Kind,
-    Reads,
     RunView,
-    Stage,
     WorkItem,
 )
 from vsb.evaluators.vlm.answers import (
@@ -101,17 +98,16 @@ __all__ = [
 ]  # fmt: skip
 
 
-class VlmJudge:
+class VlmJudge(EvaluatorBase):
     """The ``vlm`` evaluator: one judge call per scene (its questions batched), through the
     call machinery; its rows carry the judge model."""
 
-    name: ClassVar[str] = EVALUATOR_NAME
-    kind: ClassVar[Kind] = "verdicts"
-    reads: ClassVar[Reads] = "any"
-    paid: ClassVar[bool] = True
-    stage: ClassVar[Stage] = "calls"
-    needs: ClassVar[str] = "--judge"
-    description: ClassVar[str] = "VLM question-answering judge, one call per scene (any image)"
+    name = EVALUATOR_NAME
+    kind = "verdicts"
+    paid = True
+    stage = "calls"
+    needs = "--judge"
+    description = "VLM question-answering judge, one call per scene (any image)"
 
     def __init__(
         self, transport: VlmTransport | None = None, options: JudgeOptions | None = None
@@ -164,10 +160,6 @@ class VlmJudge:
             for c in self.calls(run, judge, opts)
         ]
 
-    def requirements_at(self, story: Story, scene: int) -> list[Requirement]:
-        """The scene's requirements."""
-        return list(story.scenes[scene - 1].requirements)
-
     def rows(self, outcomes: Sequence[CallOutcome], judge_model: str) -> EvaluatorOutput:
         """Requirement rows and pass-rate signal rows of its finished calls."""
         reqs, sigs = rows_from_outcomes(outcomes, judge_model)
@@ -178,10 +170,8 @@ class VlmPairJudge(VlmJudge):
     """The ``vlm_xframe`` evaluator: the judge's cross-frame questions, one call per pair of
     consecutive frames that both have a picture; located at the later frame."""
 
-    name: ClassVar[str] = PAIRS_EVALUATOR
-    description: ClassVar[str] = (
-        "VLM cross-frame questions on consecutive frames: same person, clothes, place"
-    )
+    name = PAIRS_EVALUATOR
+    description = "VLM cross-frame questions on consecutive frames: same person, clothes, place"
 
     def calls(self, run: RunView, judge: VlmTransport, options: JudgeOptions) -> list[JudgeCall]:
         """The cross-frame calls of the run's sequences."""

@@ -16,6 +16,7 @@ from vsb.story import vocab
 from vsb.story.models import (
     Character,
     Event,
+    PromptStyle,
     Scene,
     Story,
     World,
@@ -114,10 +115,13 @@ class StoryBuilder:
         return c
 
     # -- assembly ----------------------------------------------------------------------------
-    def build(self, *, category: str, difficulty: str, seed: int, style: str = "plain") -> Story:
-        """Replay, compose texts, derive causal links and requirements, and return the story."""
+    def build(
+        self, *, category: str, difficulty: str, seed: int, style: PromptStyle = "plain"
+    ) -> Story:
+        """Replay, compose texts (in the prompt ``style``), derive causal links and
+        requirements, and return the story."""
         states = replay(self.world, self.scenes, self.story_id)
-        derived = derive_story(self.world, self.scenes, states)
+        derived = derive_story(self.world, self.scenes, states, implicit=style == "implicit")
         scenes = [
             Scene(
                 index=k,

@@ -17,7 +17,15 @@ import numpy as np
 from vsb.errors import InputError
 from vsb.fsio import atomic_write_json, atomic_write_text, sha256_hex
 from vsb.generator import templates
-from vsb.story.models import CATEGORIES, DIFFICULTIES, Story, SuiteEntry, SuiteIndex
+from vsb.story.models import (
+    CATEGORIES,
+    DIFFICULTIES,
+    PROMPT_STYLES,
+    PromptStyle,
+    Story,
+    SuiteEntry,
+    SuiteIndex,
+)
 
 #: The default suite's variants per category: (story-id suffix, difficulty).
 DEFAULT_VARIANTS: tuple[tuple[str, str], ...] = (
@@ -38,10 +46,29 @@ def story_seed(suite_seed: int, story_id: str, attempt: int = 0) -> int:
     return int.from_bytes(digest[:8], "big") >> 1
 
 
+def _style(paraphrase: bool, text_style: PromptStyle | None) -> PromptStyle:
+    if text_style is None:
+        return "paraphrase" if paraphrase else "plain"
+    if paraphrase and text_style != "paraphrase":
+        raise InputError(f"paraphrase=True contradicts text style {text_style!r}")
+    if text_style not in PROMPT_STYLES:
+        raise InputError(f"unknown text style {text_style!r}; known: {', '.join(PROMPT_STYLES)}")
+    return text_style
+
+
 def generate_story(
-    category: str, difficulty: str, story_id: str, *, seed: int, paraphrase: bool = False
+    category: str,
+    difficulty: str,
+    story_id: str,
+    *,
+    seed: int,
+    paraphrase: bool = False,
+    text_style: PromptStyle | None = None,
 ) -> Story:
-    """One story of ``category`` at ``difficulty``, deterministic in ``seed``."""
+    """One story of ``category`` at ``difficulty``, deterministic in ``seed``; worded in
+    ``text_style`` (plain, paraphrase or implicit; ``paraphrase=True`` is the paraphrase
+    style). The styles differ in scene texts only, plus the ``inferred`` mark of the
+    implicit style: the events, states and requirement ids are the same."""
     template = templates.TEMPLATES.get(category)
     rng = np.random.default_rng(seed)
     builder = template(rng, difficulty, story_id)
@@ -49,7 +76,7 @@ def generate_story(
         category=category,
         difficulty=difficulty,
         seed=seed,
-        style="paraphrase" if paraphrase else "plain",
+        style=_style(paraphrase, text_style),
     )
 
 
@@ -85,6 +112,7 @@ def generate_suite(
     paraphrase: bool = False,
     progress: Callable[[int, int], None] | None = None,
     per_cell: int | None = None,
+    text_style: PromptStyle | None = None,
 ) -> list[Story]:
     """The default suite (40 stories), or ``per_cell`` stories per category × difficulty
     (``suite_jobs``), sorted by id."""
@@ -98,6 +126,7 @@ def generate_suite(
                 story_id,
                 seed=story_seed(seed, story_id),
                 paraphrase=paraphrase,
+                text_style=text_style,
             )
         )
         if progress:

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from vsb.human.results import MixedEffectRow
+
 
 @dataclass(frozen=True)
 class Observation:
@@ -30,24 +32,12 @@ class Observation:
 
 
 @dataclass(frozen=True)
-class Effect:
-    """A model's fixed effect relative to the reference model."""
-
-    model: str
-    estimate: float
-    se: float | None
-    ci_low: float | None
-    ci_high: float | None
-    p: float | None
-
-
-@dataclass(frozen=True)
 class MixedFit:
     """What the fit found (None: it could not be fitted; ``notes`` says why)."""
 
     reference: str
     intercept: float | None
-    effects: list[Effect]
+    effects: list[MixedEffectRow]
     var_story: float | None
     var_rater: float | None
     var_residual: float | None
@@ -113,9 +103,9 @@ def fit_mixed(
             continue
         code = name.rsplit("[T.", 1)[1].rstrip("]")
         effects.append(
-            Effect(
-                back[code], float(res.fe_params[name]), _f(res.bse_fe[name]),
-                _f(ci.loc[name, 0]), _f(ci.loc[name, 1]), _f(res.pvalues[name]),
+            MixedEffectRow(
+                model=back[code], estimate=float(res.fe_params[name]), se=_f(res.bse_fe[name]),
+                ci_low=_f(ci.loc[name, 0]), ci_high=_f(ci.loc[name, 1]), p=_f(res.pvalues[name]),
             )
         )  # fmt: skip
     vc = dict(zip(md.exog_vc.names, np.asarray(res.vcomp, dtype=float), strict=True))

@@ -29,7 +29,6 @@ from vsb.human.results import (
     BradleyTerryRow,
     HumanReport,
     IccRow,
-    MixedEffectRow,
     MixedModel,
     ModelMean,
     PreferenceRow,
@@ -239,15 +238,11 @@ def _mixed(
         return None
     fit = fit_mixed(obs, confidence=confidence)
     effects = [
-        MixedEffectRow(
-            model=e.model, estimate=e.estimate, se=e.se, ci_low=e.ci_low, ci_high=e.ci_high,
-            p=e.p,
-            true_effect=(truth[e.model] - truth[fit.reference])
-            if truth and e.model in truth and fit.reference in truth
-            else None,
-        )
+        e.model_copy(update={"true_effect": truth[e.model] - truth[fit.reference]})
+        if truth and e.model in truth and fit.reference in truth
+        else e
         for e in fit.effects
-    ]  # fmt: skip
+    ]
     return MixedModel(
         formula=MIXED_FORMULA, reference=fit.reference, intercept=fit.intercept, effects=effects,
         var_story=fit.var_story, var_rater=fit.var_rater, var_residual=fit.var_residual,

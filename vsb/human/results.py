@@ -4,8 +4,9 @@ file is ``synthetic`` and carries ``notice`` (shown wherever the report is)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from vsb.fsio import STRICT
 from vsb.validation.humans import HumanAgreement
 
 HUMAN_REPORT_VERSION = "1.1"
@@ -14,13 +15,11 @@ SYNTHETIC_NOTICE = (
     "they are not human judgements."
 )
 
-_STRICT = ConfigDict(extra="forbid", frozen=True)
-
 
 class SourceFile(BaseModel):
     """One imported rating file."""
 
-    model_config = _STRICT
+    model_config = STRICT
     file: str = Field(description="File name (not the full path).")
     sha256: str
     rater_id: str
@@ -35,7 +34,7 @@ class RaterSummary(BaseModel):
     """One session (rating file) of a rater, and whether it was excluded (and why).
     Sessions are judged apart: one careless session of a rater excludes only itself."""
 
-    model_config = _STRICT
+    model_config = STRICT
     rater_id: str
     session_id: str = Field(description="The session's id (its rating file's session_id).")
     file: str = Field(description="Name of the rating file of the session.")
@@ -56,7 +55,7 @@ class RaterSummary(BaseModel):
 class AlphaRow(BaseModel):
     """Krippendorff's alpha over kept raters for one rated dimension (or 'all' pooled)."""
 
-    model_config = _STRICT
+    model_config = STRICT
     dimension: str
     nominal: float | None
     ordinal: float | None
@@ -68,7 +67,7 @@ class AlphaRow(BaseModel):
 class IccRow(BaseModel):
     """ICC(2,1) and ICC(2,k) on the largest complete raters x targets block."""
 
-    model_config = _STRICT
+    model_config = STRICT
     dimension: str = Field(description="Rated dimension, or 'overall' (mean of the six).")
     icc2_1: float | None
     icc2_k: float | None
@@ -80,7 +79,7 @@ class IccRow(BaseModel):
 class ModelMean(BaseModel):
     """A model's mean rating (macro over stories) with a story-clustered bootstrap CI."""
 
-    model_config = _STRICT
+    model_config = STRICT
     model: str
     condition: str
     dimension: str = Field(description="Rated dimension, or 'overall' (mean of the six).")
@@ -94,7 +93,7 @@ class ModelMean(BaseModel):
 class PreferenceRow(BaseModel):
     """Pairwise preferences between two models (controls left out)."""
 
-    model_config = _STRICT
+    model_config = STRICT
     model_a: str
     model_b: str
     n: int = Field(ge=1)
@@ -109,7 +108,7 @@ class PreferenceRow(BaseModel):
 class BradleyTerryRow(BaseModel):
     """Bradley-Terry strength on lmarena's scale (1000 + 400 log10 p)."""
 
-    model_config = _STRICT
+    model_config = STRICT
     model: str
     rating: float
     ci_low: float | None
@@ -121,7 +120,7 @@ class BradleyTerryRow(BaseModel):
 class MixedEffectRow(BaseModel):
     """A model's fixed effect relative to the reference model."""
 
-    model_config = _STRICT
+    model_config = STRICT
     model: str
     estimate: float
     se: float | None
@@ -136,7 +135,7 @@ class MixedEffectRow(BaseModel):
 class MixedModel(BaseModel):
     """``rating ~ model + (1|story) + (1|rater)`` (REML, statsmodels MixedLM)."""
 
-    model_config = _STRICT
+    model_config = STRICT
     formula: str
     reference: str = Field(description="Model every effect is measured against.")
     intercept: float | None
@@ -154,7 +153,7 @@ class MixedModel(BaseModel):
 class HumanReport(BaseModel):
     """``human/report.json``."""
 
-    model_config = _STRICT
+    model_config = STRICT
     version: str = Field(default=HUMAN_REPORT_VERSION, description="Report format version.")
     synthetic: bool = Field(description="True if any rating file was synthetic.")
     notice: str = Field(description="The synthetic notice, or ''.")

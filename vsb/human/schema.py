@@ -4,13 +4,10 @@ version 2.0: what the blinded evaluate page exports)."""
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 from vsb.human.models import BlindRatingFile, RatingFile
-from vsb.story.schema import DIALECT, schema_text
+from vsb.story.schema import model_schema, schema_text, shipped_schema
 
 SCHEMA_ID = "https://vsb.invalid/schema/rating.schema.json"
 SCHEMA_PATH = "schema/rating.schema.json"
@@ -29,27 +26,19 @@ __all__ = [
 
 def generate_rating_schema() -> dict[str, Any]:
     """The schema as generated now from the typed model."""
-    schema = RatingFile.model_json_schema(mode="validation")
-    return {"$schema": DIALECT, "$id": SCHEMA_ID, **schema}
+    return model_schema(RatingFile, SCHEMA_ID)
 
 
-@lru_cache(maxsize=1)
 def committed_rating_schema() -> dict[str, Any]:
     """The schema file shipped in the package (``vsb/schema/rating.schema.json``)."""
-    text = resources.files("vsb").joinpath(SCHEMA_PATH).read_text()
-    result: dict[str, Any] = json.loads(text)
-    return result
+    return shipped_schema(SCHEMA_PATH)
 
 
 def generate_blind_rating_schema() -> dict[str, Any]:
     """The blinded export's schema as generated now from the typed model."""
-    schema = BlindRatingFile.model_json_schema(mode="validation")
-    return {"$schema": DIALECT, "$id": BLIND_SCHEMA_ID, **schema}
+    return model_schema(BlindRatingFile, BLIND_SCHEMA_ID)
 
 
-@lru_cache(maxsize=1)
 def committed_blind_rating_schema() -> dict[str, Any]:
     """The shipped ``vsb/schema/blind_rating.schema.json``."""
-    text = resources.files("vsb").joinpath(BLIND_SCHEMA_PATH).read_text()
-    result: dict[str, Any] = json.loads(text)
-    return result
+    return shipped_schema(BLIND_SCHEMA_PATH)

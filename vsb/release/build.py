@@ -1,7 +1,10 @@
 """The main job, ``vsb release build NAME``: suite → run → evaluate → score → validate →
 freeze → site, on a CPU with no API keys (the five procedural simulators, the six main
-conditions and the placebo ``random_context``). With ``paraphrase`` it also runs the
-reworded suite and puts the prompt sensitivity into the release (``sensitivity/``).
+conditions, the placebo ``random_context`` and ``predicted_memory``). Unless turned off
+(``paraphrase``, ``implicit``), it also runs two suite variants and compares them with the
+release (``vsb.release.variants``): the reworded suite under ``independent`` (prompt
+sensitivity) and the implicit-effect stories under ``independent`` and ``structured_memory``;
+both land in the release's ``sensitivity/``.
 
 Layout under ``OUT/NAME/``::
 
@@ -11,7 +14,8 @@ Layout under ``OUT/NAME/``::
     release/    the hashed release: run/ minus its volatile bookkeeping, plus evaluations/,
                 scores/, validation/ and MANIFEST.json (the oracle is kept but not hashed)
     site/       the static site, built from release/ (outside it: it names the root hash)
-    suite-paraphrase/, run-paraphrase/   the reworded suite and its run (``paraphrase`` only)
+    suite-paraphrase/, run-paraphrase/   the reworded suite and its run (``paraphrase``)
+    suite-implicit/, run-implicit/       the implicit-effect stories and their run (``implicit``)
     stages.json what each stage last consumed and produced (lets a rerun skip stages)
 
 The release holds the run's ``records.jsonl`` without ``cache_hit`` and ``latency_s`` and no
@@ -25,10 +29,10 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vsb import __version__
 from vsb.errors import InputError, ReleaseError
@@ -45,11 +49,16 @@ from vsb.fsio import (
 from vsb.release.config import BuildConfig, Progress
 from vsb.release.manifest import MANIFEST_NAME, Manifest, freeze
 
+if TYPE_CHECKING:
+    from vsb.scores.inputs import EvaluationTables
+
 RUN_COPY = ("manifest.json", "suite", "oracle")
 VOLATILE_RECORD_FIELDS = ("cache_hit", "latency_s")
 STAGES = (
-    "suite", "run", "assemble", "evaluate", "score", "validate", "paraphrase", "freeze", "site",
+    "suite", "run", "assemble", "evaluate", "score", "validate", "paraphrase", "implicit",
+    "freeze", "site",
 )  # fmt: skip
+_VariantFn = Callable[[Path, Any, list[str], list[str], BuildConfig, Progress], list[str]]
 _PKG = Path(__file__).resolve().parents[1]
 
 
@@ -78,6 +87,8 @@ class BuildResult:
     seconds: dict[str, float] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     images: int = 0
+    #: Images of the suite variants' runs (paraphrase, implicit), beside ``images``.
+    variant_images: int = 0
     generated: int = 0
     cached: int = 0
     unavailable: dict[str, str] = field(default_factory=dict)
@@ -137,19 +148,25 @@ class _Stages:
 def _sync_tree(src: Path, dest: Path) -> None:
     """Make ``dest`` a copy of ``src`` (files whose size and bytes match are left alone)."""
     want = {p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_file()}
-    if dest.exists():
-        for p in sorted(dest.rglob("*"), reverse=True):
-            rel = p.relative_to(dest).as_posix()
-            if p.is_file() and rel not in want:
-                p.unlink()
-            elif p.is_dir() and not any(p.iterdir()):
-                p.rmdir()
+    _prune(dest, dest, want)
     for rel in sorted(want):
         s, d = src / rel, dest / rel
         if d.is_file() and d.stat().st_size == s.stat().st_size and _same(s, d):
             continue
         d.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(s, d)
+
+
+def _prune(tree: Path, base: Path, keep: Collection[str]) -> None:
+    """Remove the files under ``tree`` whose path relative to ``base`` is not in ``keep``,
+    then the folders left empty (deepest first)."""
+    if not tree.exists():
+        return
+    for p in sorted(tree.rglob("*"), reverse=True):
+        if p.is_file() and p.relative_to(base).as_posix() not in keep:
+            p.unlink()
+        elif p.is_dir() and not any(p.iterdir()):
+            p.rmdir()
 
 
 def _same(a: Path, b: Path) -> bool:
@@ -181,14 +198,7 @@ def assemble(run_dir: Path, release_dir: Path) -> dict[str, str]:
             shutil.copyfile(src, release_dir / name)
     # images: copy by the sha256 the run recorded; skip those already in place
     wanted = {r["path"]: r["sha256"] for r in records if r.get("path")}
-    images = release_dir / "images"
-    if images.exists():
-        for p in sorted(images.rglob("*"), reverse=True):
-            rel = p.relative_to(release_dir).as_posix()
-            if p.is_file() and rel not in wanted:
-                p.unlink()
-            elif p.is_dir() and not any(p.iterdir()):
-                p.rmdir()
+    _prune(release_dir / "images", release_dir, wanted.keys())
     hashes: dict[str, str] = {}
     for rel, sha in sorted(wanted.items()):
         d = release_dir / rel
@@ -248,15 +258,25 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
 
     _timed(prog, result, "assemble", do_assemble, None)
 
+    loaded: list[EvaluationTables] = []
+
+    def tables() -> EvaluationTables:
+        """The release's evaluation tables, read at the first stage that needs them (after
+        evaluate) and handed to the next in memory."""
+        if not loaded:
+            loaded.append(st.load_tables(rel_dir))
+        return loaded[0]
+
     cached_stages = (
         ("evaluate", ["records.jsonl", "manifest.json", "suite/suite.json"],
          ("evaluators", "tables"),
          lambda: st.evaluate(rel_dir, config.workers, prog, config, root)),
         ("score", list(st.EVALUATION_INPUTS), ("scores", "tables"),
-         lambda: st.score(rel_dir, prog, config.name)),
+         lambda: st.score(rel_dir, prog, config.name, tables())),
         ("validate", [*st.EVALUATION_INPUTS, "oracle/faults.jsonl"],
          ("validation", "evaluators", "tables"),
-         lambda: st.validate(rel_dir, prog, config.name, root / "scratch")),
+         lambda: st.validate(rel_dir, prog, config.name, root / "scratch", tables(),
+                             config.served_judges)),
     )  # fmt: skip
     judging = [config.evaluators, config.judge, config.base_url, config.judge_batch]
     for stage, inputs, code, fn in cached_stages:
@@ -270,34 +290,43 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
             return True
 
         _timed(prog, result, stage, step, None)
+    loaded.clear()  # no later stage reads them: their memory goes back
 
-    def paraphrase() -> bool:
-        inputs = [*st.EVALUATION_INPUTS, "suite/suite.json"]
-        code = source_hash(
-            "scores",
-            "evaluators",
-            "adapters",
-            "generator",
-            "runner",
-            "conditions",
-            "story",
-            "tables",
-        )
-        fp = sha256_hex(canonical_json([_files_hash(rel_dir, inputs), code, models, conditions]))
-        if ledger.fresh("paraphrase", fp, rel_dir):
-            return False
-        ledger.forget("paraphrase")
-        ledger.record(
-            "paraphrase", fp, rel_dir,
-            st.paraphrase_sensitivity(root, rel_dir, models, conditions, config, prog),
-        )  # fmt: skip
-        return True
+    from vsb.release import variants as vr
 
-    if config.paraphrase:
-        _timed(prog, result, "paraphrase", paraphrase, None)
-    else:  # never freeze a stale comparison
-        shutil.rmtree(rel_dir / "sensitivity", ignore_errors=True)
-        ledger.forget("paraphrase")
+    plain = vr.PlainRows(rel_dir)
+    variant_fns: dict[str, _VariantFn] = {
+        "paraphrase": vr.paraphrase_sensitivity,
+        "implicit": vr.implicit_effects,
+    }
+    variant_code = source_hash(
+        "scores", "evaluators", "adapters", "generator", "run", "conditions", "story",
+        "release/variants", "tables",
+    )  # fmt: skip
+    vinputs: str | None = None
+    for variant, vfn in variant_fns.items():
+        vconds = vr.variant_conditions(variant, conditions)
+        records = root / f"run-{variant}" / "records.jsonl"
+        if not getattr(config, variant) or not vconds:  # off: never freeze a stale comparison
+            vr.remove_variant(rel_dir, variant)
+            ledger.forget(variant)
+            continue
+        if vinputs is None:
+            vinputs = _files_hash(rel_dir, [*st.EVALUATION_INPUTS, "suite/suite.json"])
+        vfp = sha256_hex(canonical_json([vinputs, variant_code, models, vconds]))
+
+        def vstep(
+            variant: str = variant, fp: str = vfp, fn: _VariantFn = vfn, records: Path = records
+        ) -> bool:
+            if ledger.fresh(variant, fp, rel_dir) and records.is_file():
+                return False
+            ledger.forget(variant)
+            ledger.record(variant, fp, rel_dir, fn(root, plain, models, conditions, config, prog))
+            return True
+
+        _timed(prog, result, variant, vstep, None)
+        with records.open("rb") as f:
+            result.variant_images += sum(1 for _ in f)
 
     def do_freeze() -> bool:
         result.manifest = freeze(rel_dir, config.name, known=image_hashes)

@@ -38,7 +38,12 @@ class BuildConfig:
     judge_concurrency: int = 4
     budget_usd: float | None = None
     #: Also run the paraphrased suite and put the prompt sensitivity into the release.
-    paraphrase: bool = False
+    paraphrase: bool = True
+    #: Also run the implicit-effect stories and put the inference gap into the release.
+    implicit: bool = True
+    #: Serve the reference judges over HTTP on 127.0.0.1 (default: answered in process;
+    #: the same verdicts, so not part of any stage's fingerprint).
+    served_judges: bool = False
 
     @property
     def root(self) -> Path:

@@ -30,11 +30,12 @@ import re
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from vsb import __version__
 from vsb.errors import InputError, ReleaseError
 from vsb.fsio import (
+    STRICT,
     atomic_write_json,
     atomic_write_text,
     canonical_json,
@@ -80,7 +81,7 @@ README and the site's methodology page (a test holds them equal)."""
 class FileEntry(BaseModel):
     """One hashed file of a release."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT
     path: str = Field(description="Path relative to the release directory, POSIX separators.")
     sha256: str = Field(description="Hex SHA-256 of the file's bytes.")
     size: int = Field(ge=0, description="Size in bytes.")
@@ -89,7 +90,7 @@ class FileEntry(BaseModel):
 class Manifest(BaseModel):
     """``MANIFEST.json``: what a frozen release holds."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT
     version: str = Field(default=MANIFEST_FORMAT_VERSION, description="Manifest format version.")
     release: str = Field(description="Release name, e.g. 'v0.1.0'.")
     vsb_version: str = Field(description="Version of the vsb package that froze it.")

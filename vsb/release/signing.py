@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal, TypeVar
 
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
@@ -40,43 +41,40 @@ def _read_pem(path: Path, what: str) -> bytes:
 
 def load_private_key(path: str | Path) -> Ed25519PrivateKey:
     """The Ed25519 private key in PEM file ``path``; ``InputError`` naming what is wrong."""
-    path = Path(path)
-    data = _read_pem(path, "private")
-    if b"PUBLIC KEY-----" in data:
-        raise InputError(
-            f"this is a public key; sign with the private key ({PRIVATE_KEY_NAME})", file=path
-        )
-    try:
-        key = serialization.load_pem_private_key(data, password=None)
-    except TypeError as err:  # encrypted without a password
-        raise InputError(f"encrypted private keys are not supported ({err})", file=path) from err
-    except (ValueError, UnsupportedAlgorithm) as err:
-        raise InputError(
-            f"cannot read the private key; expected {_KEYGEN_HINT}", file=path
-        ) from err
-    if not isinstance(key, Ed25519PrivateKey):
-        raise InputError(
-            f"the private key is {type(key).__name__}, not Ed25519; expected {_KEYGEN_HINT}",
-            file=path,
-        )
-    return key
+    return _load_key(Path(path), "private", Ed25519PrivateKey)  # type: ignore[type-abstract]
 
 
 def load_public_key(path: str | Path) -> Ed25519PublicKey:
     """The Ed25519 public key in PEM file ``path``; ``InputError`` naming what is wrong."""
-    path = Path(path)
-    data = _read_pem(path, "public")
-    if b"PRIVATE KEY-----" in data:
-        raise InputError(
-            f"this is a private key; verify with the public key ({PUBLIC_KEY_NAME})", file=path
-        )
+    return _load_key(Path(path), "public", Ed25519PublicKey)  # type: ignore[type-abstract]
+
+
+_K = TypeVar("_K", Ed25519PrivateKey, Ed25519PublicKey)
+
+
+def _load_key(path: Path, kind: Literal["private", "public"], want: type[_K]) -> _K:
+    """One half of a key pair from PEM file ``path``, refusing the other half by name."""
+    data = _read_pem(path, kind)
+    use, other, name = (
+        ("sign", "public", PRIVATE_KEY_NAME)
+        if kind == "private"
+        else ("verify", "private", PUBLIC_KEY_NAME)
+    )
+    if f"{other.upper()} KEY-----".encode() in data:
+        raise InputError(f"this is a {other} key; {use} with the {kind} key ({name})", file=path)
     try:
-        key = serialization.load_pem_public_key(data)
+        key = (
+            serialization.load_pem_private_key(data, password=None)
+            if kind == "private"
+            else serialization.load_pem_public_key(data)
+        )
+    except TypeError as err:  # an encrypted private key, and no password
+        raise InputError(f"encrypted private keys are not supported ({err})", file=path) from err
     except (ValueError, UnsupportedAlgorithm) as err:
-        raise InputError(f"cannot read the public key; expected {_KEYGEN_HINT}", file=path) from err
-    if not isinstance(key, Ed25519PublicKey):
+        raise InputError(f"cannot read the {kind} key; expected {_KEYGEN_HINT}", file=path) from err
+    if not isinstance(key, want):
         raise InputError(
-            f"the public key is {type(key).__name__}, not Ed25519; expected {_KEYGEN_HINT}",
+            f"the {kind} key is {type(key).__name__}, not Ed25519; expected {_KEYGEN_HINT}",
             file=path,
         )
     return key

@@ -10,6 +10,7 @@ from vsb.release.config import BuildConfig, Progress
 
 if TYPE_CHECKING:
     from vsb.run.runner import RunResult
+    from vsb.scores.inputs import EvaluationTables
 
 #: What scoring and validation read from a release (``vsb.tables``: the tables an evaluation
 #: writes; a release built before them held ``.jsonl`` files, which only make the stages stale).
@@ -35,11 +36,12 @@ def default_models() -> list[str]:
 
 
 def default_conditions() -> list[str]:
-    """The six main conditions and the placebo (the leaderboard and the analysis page show
-    structured_memory − random_context beside the memory gain)."""
-    from vsb.conditions import PLACEBO_CONDITION, condition_names
+    """The six main conditions, the placebo and the predicted memory (the leaderboard and the
+    analysis page show structured_memory − random_context and structured_memory −
+    predicted_memory beside the memory gain)."""
+    from vsb.conditions import PLACEBO_CONDITION, PREDICTED_CONDITION, condition_names
 
-    return [*condition_names(), PLACEBO_CONDITION]
+    return [*condition_names(), PLACEBO_CONDITION, PREDICTED_CONDITION]
 
 
 def write_default_suite(out: Path, seed: int) -> bool:
@@ -112,23 +114,45 @@ def evaluate(
     return _files_under(release_dir, "evaluations")
 
 
-def score(release_dir: Path, progress: Progress, release: str | None = None) -> list[str]:
-    """Scores, CIs, comparisons and rank stability (writes scores/)."""
+def load_tables(release_dir: Path) -> EvaluationTables:
+    """The release's evaluation tables, read once for the stages that use them."""
+    from vsb.scores.inputs import load_tables as load
+
+    return load(release_dir)
+
+
+def score(
+    release_dir: Path,
+    progress: Progress,
+    release: str | None = None,
+    tables: EvaluationTables | None = None,
+) -> list[str]:
+    """Scores, CIs, comparisons and rank stability (writes scores/); ``tables``: the
+    release's evaluation tables already loaded (else read here)."""
     from vsb.scores.compute import score_run
     from vsb.scores.write import write_scores
 
     report = score_run(
-        release_dir, release=release, progress=lambda msg: progress.note("score", msg)
+        release_dir,
+        release=release,
+        progress=lambda msg: progress.note("score", msg),
+        tables=tables,
     )
     return _rel(release_dir, write_scores(release_dir, report))
 
 
 def validate(
-    release_dir: Path, progress: Progress, release: str | None = None, work: Path | None = None
+    release_dir: Path,
+    progress: Progress,
+    release: str | None = None,
+    work: Path | None = None,
+    tables: EvaluationTables | None = None,
+    served: bool = False,
 ) -> list[str]:
     """The rule checker and signals against the sealed oracle (writes validation/); with
     ``work`` (a scratch folder), also the reference judges on the mid-drift simulator under
-    the primary condition when the release has those frames (reference_judges.json)."""
+    the primary condition when the release has those frames (reference_judges.json), asked
+    in process (``served``: over HTTP on 127.0.0.1). ``tables``: as for ``score``."""
     from vsb.fsio import iter_jsonl
     from vsb.validation.judge import validate_run, write_judge
     from vsb.validation.reference import (
@@ -141,14 +165,14 @@ def validate(
     def note(msg: str) -> None:
         progress.note("validate", msg)
 
-    report = validate_run(release_dir, release=release, progress=note)
+    report = validate_run(release_dir, release=release, progress=note, tables=tables)
     paths = write_judge(release_dir, report)
     has_slice = any(
         r["model"] == DEFAULT_MODEL and r["condition"] == DEFAULT_CONDITION
         for _, r in iter_jsonl(release_dir / "records.jsonl")
     )
     if work is not None and has_slice:
-        refs = validate_reference_judges(release_dir, work, progress=note)
+        refs = validate_reference_judges(release_dir, work, progress=note, served=served)
         paths.append(write_reference(release_dir, refs))
     return _rel(release_dir, paths)
 
@@ -169,35 +193,3 @@ def _site_outputs(site_dir: Path) -> list[str]:
         for p in site_dir.rglob("*")
         if p.is_file() and "images" not in p.relative_to(site_dir).parts[:1]
     )
-
-
-def paraphrase_sensitivity(
-    root: Path,
-    release_dir: Path,
-    models: list[str],
-    conditions: list[str],
-    config: BuildConfig,
-    progress: Progress,
-) -> list[str]:
-    """The optional paraphrase run: the default suite reworded (``suite-paraphrase/``), run
-    like the release (``run-paraphrase/``, same cache), judged by the rule checker, and
-    compared with the release story by story (writes sensitivity/ into the release)."""
-    import shutil
-
-    from vsb.evaluators.evaluate import evaluate_run
-    from vsb.generator.generate import generate_suite, write_suite
-    from vsb.run.runner import RunConfig, run
-    from vsb.scores.sensitivity import SENSITIVITY_DIR, compare_runs, write_sensitivity
-
-    suite, run_dir = root / "suite-paraphrase", root / "run-paraphrase"
-    write_suite(generate_suite(config.seed, paraphrase=True), suite, seed=config.seed)
-    cfg = RunConfig(
-        suite_dir=suite, models=models, conditions=conditions, out=run_dir, seed=config.seed,
-        workers=config.workers, cache_dir=root / "cache",
-    )  # fmt: skip
-    run(cfg, lambda done, total: progress.advance("paraphrase", done, total))
-    shutil.rmtree(run_dir / "evaluations", ignore_errors=True)
-    evaluate_run(run_dir, workers=config.workers, evaluators=("rules",))
-    progress.note("paraphrase", "comparing with the plain run")
-    report = compare_runs(release_dir, run_dir, evaluator="rules")
-    return _rel(release_dir, write_sensitivity(release_dir / SENSITIVITY_DIR, report))

@@ -13,6 +13,10 @@ placebo_gain       random_context − independent             what any long, wel
                                                              context buys (≈ 0 if the gain
                                                              is memory)
 memory_vs_placebo  structured_memory − random_context        the memory gain net of placebo
+predicted_gain     predicted_memory − independent            what the memory buys when an
+                                                             extractor reads the state
+memory_vs_         structured_memory − predicted_memory      what imperfect extraction
+predicted                                                    costs (≈ 0: the gain survives)
 ablation           structured_memory − structured_memory-    what remembering one group of
                    no_GROUP                                  facts buys, per dimension
 =================  ========================================  ===============================
@@ -32,16 +36,23 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from vsb.conditions import ABLATIONS, FACT_GROUPS, PLACEBO_CONDITION, PRIMARY_CONDITION, fact_group
+from vsb.conditions import (
+    ABLATIONS,
+    FACT_GROUPS,
+    PLACEBO_CONDITION,
+    PREDICTED_CONDITION,
+    PRIMARY_CONDITION,
+    fact_group,
+)
 from vsb.errors import InputError
-from vsb.fsio import atomic_write_json, atomic_write_text, csv_text
+from vsb.fsio import STRICT, atomic_write_json, atomic_write_text, csv_text
 from vsb.scores.axis import select_evaluators
 from vsb.scores.cells import compare_cells
 from vsb.scores.compute import DEFAULT_RESAMPLES, ScoringInput, load_scoring_input
 from vsb.scores.inputs import NOT_APPLICABLE, RequirementRows
-from vsb.scores.models import Comparison, MetricKind, RunIdentity
+from vsb.scores.models import Comparison, PairedDiff, Resampled, RunIdentity
 from vsb.scores.stats.bootstrap import (
     nan_mean,
     percentile_interval,
@@ -52,37 +63,39 @@ from vsb.scores.table import StoryTable, build_story_table
 
 ANALYSIS_FORMAT_VERSION = "1.0"
 ANALYSIS_DIR = "analysis"
-EffectKind = Literal["memory_gain", "placebo_gain", "memory_vs_placebo", "ablation"]
+EffectKind = Literal[
+    "memory_gain",
+    "placebo_gain",
+    "memory_vs_placebo",
+    "predicted_gain",
+    "memory_vs_predicted",
+    "ablation",
+]
 #: (effect, condition a, condition b) in display order; each effect is a − b.
 EFFECTS: tuple[tuple[EffectKind, str, str], ...] = (
     ("memory_gain", PRIMARY_CONDITION, "independent"),
     ("placebo_gain", PLACEBO_CONDITION, "independent"),
     ("memory_vs_placebo", PRIMARY_CONDITION, PLACEBO_CONDITION),
+    ("predicted_gain", PREDICTED_CONDITION, "independent"),
+    ("memory_vs_predicted", PRIMARY_CONDITION, PREDICTED_CONDITION),
     *(("ablation", PRIMARY_CONDITION, name) for name in ABLATIONS),
 )
 #: Fact groups of the fact-group table: the ablatable ones, then the rest.
 GROUPS: tuple[str, ...] = (*FACT_GROUPS, "other")
 
-_STRICT = ConfigDict(extra="forbid", frozen=True)
 
-
-class Effect(BaseModel):
-    """One effect of one model on one metric: a paired difference a − b with its CI."""
-
-    model_config = _STRICT
+class _EffectKey(BaseModel):
+    model_config = STRICT
     evaluator: str = Field(description="Who judged (rows of evaluators are never pooled).")
     model: str
     effect: EffectKind = Field(description="memory_gain, placebo_gain, memory_vs_placebo, …")
     condition_a: str
     condition_b: str
-    metric_kind: MetricKind
-    metric: str
-    a_score: float = Field(description="Macro-average under condition_a (shared stories).")
-    b_score: float = Field(description="Macro-average under condition_b (shared stories).")
-    diff: float = Field(description="a − b over the stories both have.")
-    ci_low: float | None = Field(description="Paired percentile bootstrap CI of the difference.")
-    ci_high: float | None
-    p_greater: float | None = Field(description="Share of resamples with Δ > 0.")
+
+
+class Effect(PairedDiff, _EffectKey):
+    """One effect of one model on one metric: a paired difference a − b with its CI."""
+
     p_less: float | None = Field(description="Share of resamples with Δ < 0.")
     n_stories: int = Field(ge=0)
 
@@ -95,7 +108,7 @@ class Effect(BaseModel):
 class GroupEffect(BaseModel):
     """An ablation's change of one fact group's fault rate (memory-source checks)."""
 
-    model_config = _STRICT
+    model_config = STRICT
     evaluator: str
     model: str
     ablation: str = Field(description="The ablated condition.")
@@ -109,15 +122,11 @@ class GroupEffect(BaseModel):
     n_stories: int = Field(ge=0, description="Stories with checks of this group in both.")
 
 
-class AnalysisReport(BaseModel):
+class AnalysisReport(Resampled):
     """``RUN/analysis/analysis.json``: condition effects and the fact-group table."""
 
-    model_config = _STRICT
     version: Literal["1.0"] = "1.0"
     run: RunIdentity
-    seed: int
-    n_resamples: int
-    confidence: float
     evaluators: list[str]
     effects: list[Effect]
     fact_groups: list[GroupEffect]
@@ -271,8 +280,8 @@ def analyze_input(
     if not effects and not groups:
         raise InputError(
             "the run has no pair of conditions to analyse (structured_memory with independent, "
-            "random_context or an ablation); run them with "
-            "--condition independent,structured_memory,random_context,ablations"
+            "random_context, predicted_memory or an ablation); run them with "
+            "--condition independent,structured_memory,random_context,predicted_memory,ablations"
         )
     return AnalysisReport(
         run=inp.run,

@@ -109,21 +109,17 @@ def verdict_counts(rows: RequirementRows) -> VerdictCounts:
     counts: dict[str, Counter[tuple[str, str]]] = {
         v: Counter() for v in ("unsure", "parse_failure", NOT_APPLICABLE)
     }
-    for m, c, v in zip(rows.model, rows.condition, rows.verdict, strict=True):
+    cells = list(zip(rows.model, rows.condition, strict=True))
+    for (v, cell), n in Counter(zip(rows.verdict, cells, strict=True)).items():
         if v in counts:
-            counts[v][(m, c)] += 1
-    images: dict[tuple[str, str], set[tuple[str, int]]] = {}
-    failed: dict[tuple[str, str], set[tuple[str, int]]] = {}
-    for m, c, s, k, f in zip(
-        rows.model, rows.condition, rows.story_id, rows.scene, rows.failure, strict=True
-    ):
-        images.setdefault((m, c), set()).add((s, k))
-        if f in (GENERATION_FAILED, UNREADABLE):
-            failed.setdefault((m, c), set()).add((s, k))
+            counts[v][cell] += n
+    frames = list(zip(cells, rows.story_id, rows.scene, strict=True))
+    images = dict.fromkeys(frames)  # one per image, in order of first appearance
+    bad = (GENERATION_FAILED, UNREADABLE)
+    failed = dict.fromkeys(fr for fr, f in zip(frames, rows.failure, strict=True) if f in bad)
     return VerdictCounts(
         counts["unsure"], counts["parse_failure"], counts[NOT_APPLICABLE],
-        Counter({key: len(v) for key, v in images.items()}),
-        Counter({key: len(v) for key, v in failed.items()}),
+        Counter(mc for mc, _s, _k in images), Counter(mc for mc, _s, _k in failed),
     )  # fmt: skip
 
 

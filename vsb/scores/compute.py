@@ -30,9 +30,11 @@ from vsb.scores.horizon import StoryInfo
 from vsb.scores.inputs import (
     DEFAULT_EVALUATOR,
     NOT_APPLICABLE,
+    EvaluationTables,
     RequirementRows,
-    load_requirements,
+    SignalRows,
     load_signals,
+    load_tables,
     read_manifest,
     release_name,
     require_run_dir,
@@ -75,6 +77,8 @@ class ScoringInput:
     stories: dict[str, StoryInfo] = field(default_factory=dict)
     """Difficulty and scene count of each story (from ``RUN/suite/suite.json``; empty when
     the run has no readable suite index)."""
+    signals: SignalRows | None = None
+    """The run's signal rows when loaded with the requirement rows (else read on use)."""
 
     @property
     def evaluators(self) -> list[str]:
@@ -88,7 +92,7 @@ class ScoringInput:
 
     def evaluator_rows(self, evaluator: str) -> RequirementRows:
         """The rows of one scored evaluator."""
-        return self.rows.subset([x == evaluator for x in self.labels])
+        return self.rows.view([x == evaluator for x in self.labels])
 
     def table(self, evaluator: str) -> StoryTable:
         """One evaluator's story table (not_applicable rows left out)."""
@@ -111,14 +115,19 @@ class ScoringInput:
         )
 
 
-def load_scoring_input(run_dir: str | Path, release: str | None = None) -> ScoringInput:
-    """Read a run's requirement rows and manifest (models/conditions in manifest order)."""
+def load_scoring_input(
+    run_dir: str | Path, release: str | None = None, tables: EvaluationTables | None = None
+) -> ScoringInput:
+    """Read a run's requirement rows and manifest (models/conditions in manifest order);
+    ``tables``: the run's evaluation tables already loaded (not read again)."""
     root = require_run_dir(run_dir)
     manifest = read_manifest(root)
-    rows = load_requirements(root)
+    tables = tables if tables is not None else load_tables(root)
+    rows = tables.requirements
     return ScoringInput(
         root=root,
         rows=rows,
+        signals=tables.signals,
         labels=evaluator_labels(rows),
         run=run_identity(root, release),
         model_order=tuple(str(m) for m in manifest.get("models", [])),
@@ -244,8 +253,9 @@ def score_input(
         first = [n for n in not_applicable if n.evaluator == chosen[0]]
         raise RunError(refusal(chosen[0], first, str(inp.root)))
     order = (*inp.condition_order, *CONDITION_ORDER)
+    signals = inp.signals if inp.signals is not None else load_signals(inp.root)
     sig = signal_scores(
-        load_signals(inp.root), seed=cfg.seed, n_resamples=cfg.n_resamples,
+        signals, seed=cfg.seed, n_resamples=cfg.n_resamples,
         confidence=cfg.confidence, model_order=inp.model_order, condition_order=order,
     )  # fmt: skip
     return _report(inp.run, parts, judge_models, not_applicable, cfg, inp.model_order, order, sig)
@@ -278,14 +288,16 @@ def score_run(
     alpha: float = 1.0,
     progress: Callable[[str], None] | None = None,
     release: str | None = None,
+    tables: EvaluationTables | None = None,
 ) -> ScoresReport:
-    """Score a run directory (reads its requirements table, ``vsb.tables``); writes nothing.
+    """Score a run directory (reads ``evaluations/``, unless ``tables`` holds them
+    already loaded); writes nothing.
 
     ``evaluators``: names or a comma-separated string (default: every one present; see
     ``score_input`` for evaluators that did not apply).
     """
     return score_input(
-        load_scoring_input(run_dir, release),
+        load_scoring_input(run_dir, release, tables),
         evaluators=evaluators,
         seed=seed,
         n_resamples=n_resamples,

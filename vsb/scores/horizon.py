@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from vsb.scores.inputs import NOT_APPLICABLE, RequirementRows
+from vsb.fsio import STRICT
+from vsb.scores.inputs import NOT_APPLICABLE, RequirementRows, codes, equals
 from vsb.scores.stats.bootstrap import FloatArray, nan_mean, percentile_interval, weighted_means
 from vsb.scores.table import ADHERENCE, COHERENCE, StoryTable
 
@@ -41,7 +42,7 @@ DIFFICULTY_ORDER: tuple[str, ...] = ("easy", "medium", "hard")
 class HorizonPoint(BaseModel):
     """One (model, condition, axis, group, metric) of the long-horizon view."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT
     evaluator: str = Field(description="Who judged (the rows of one evaluator only).")
     model: str
     condition: str
@@ -82,16 +83,11 @@ def _scene_values(
     si = {x: i for i, x in enumerate(table.stories)}
     n_s, n_m, n_c = len(table.stories), len(table.models), len(table.conditions)
     shape = (n_s, n_m, n_c, n_pos, 2)
-    keys = np.fromiter(
-        (
-            np.ravel_multi_index((si[s], mi[m], ci[c], k - 1, 0 if src == "memory" else 1), shape)
-            for m, c, s, k, src in zip(
-                rows.model, rows.condition, rows.story_id, rows.scene, rows.source, strict=True
-            )
-        ),
-        dtype=np.int64,
-        count=len(rows),
-    )
+    n = len(rows)
+    scene = np.fromiter(rows.scene, dtype=np.int64, count=n) - 1
+    other = (~equals(rows.source, "memory")).astype(np.int64)  # 0 memory, 1 prompt
+    index = (codes(rows.story_id, si), codes(rows.model, mi), codes(rows.condition, ci))
+    keys = np.ravel_multi_index((*index, scene, other), shape)
     passed = np.fromiter(rows.passed, dtype=np.float64, count=len(rows))
     size = int(np.prod(shape))
     total = np.bincount(keys, minlength=size).astype(np.float64)
@@ -122,7 +118,7 @@ def horizon(
     without it the length is the highest scene evaluated and difficulty is left out.
     """
     if NOT_APPLICABLE in rows.verdict:
-        rows = rows.subset([v != NOT_APPLICABLE for v in rows.verdict])
+        rows = rows.view([v != NOT_APPLICABLE for v in rows.verdict])
     if not len(rows):
         return []
     n_pos = max(rows.scene)

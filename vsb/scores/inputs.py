@@ -13,14 +13,17 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from vsb.errors import InputError, RunError
 from vsb.fsio import UniqueKeys, load_json
 from vsb.story.models import DIMENSIONS
-from vsb.tables import iter_rows, requirements_file, signals_file, unit, where
+from vsb.tables import iter_rows, read_columns, requirements_file, signals_file, unit, where
 
 
 @dataclass
@@ -78,6 +81,13 @@ class RequirementRows:
             setattr(out, name, list(itertools.compress(col, keep)))  # 2x a comprehension
         return out
 
+    def view(self, keep: list[bool]) -> RequirementRows:
+        """``subset`` for reading only: this very object when every flag is true (no copy of
+        the columns), else the subset."""
+        if len(keep) == len(self) and all(keep):
+            return self
+        return self.subset(keep)
+
     def evaluators(self) -> list[str]:
         """The evaluators present, in order of first appearance."""
         return list(dict.fromkeys(self.evaluator))
@@ -97,6 +107,17 @@ class SignalRows:
 
     def __len__(self) -> int:
         return len(self.value)
+
+
+def codes(column: Sequence[Any], index: Mapping[Any, int]) -> np.ndarray:
+    """``index[value]`` of every entry of a column, as an int64 array (a C-speed map, for
+    the bincounts of scoring; a value ``index`` lacks raises ``KeyError``)."""
+    return np.fromiter(map(index.__getitem__, column), dtype=np.int64, count=len(column))
+
+
+def equals(column: Sequence[Any], value: Any) -> np.ndarray:
+    """Per entry: whether it equals ``value`` (a bool array, C speed)."""
+    return np.fromiter(map(value.__eq__, column), dtype=bool, count=len(column))
 
 
 #: Verdicts of a requirement row (docs/CONTRACTS.md); ``passed`` is true iff verdict == "passed".
@@ -162,62 +183,126 @@ def require_run_dir(run_dir: str | Path) -> Path:
     return p
 
 
-def _check_keys(obj: dict[str, Any], keys: tuple[str, ...], path: Path, n: int) -> None:
-    missing = [k for k in keys if k not in obj]
+def _first_problem(path: Path, suspects: set[int]) -> None:
+    """``InputError`` naming the first of the ``suspects`` (0-based rows) that breaks a rule
+    of ``_requirement_problem``: one pass over the file."""
+    for i, (n, obj) in enumerate(iter_rows(path)):
+        if i in suspects and (problem := _requirement_problem(obj)) is not None:
+            raise InputError(problem, file=path, location=where(path, n))
+
+
+def _requirement_problem(obj: dict[str, Any]) -> str | None:
+    """What is wrong with one requirement row (None: nothing)."""
+    missing = [k for k in _REQ_KEYS if k not in obj]
     if missing:
-        raise InputError(
-            f"missing field(s) {', '.join(missing)}", file=path, location=where(path, n)
-        )
+        return f"missing field(s) {', '.join(missing)}"
+    if obj["dimension"] not in DIMENSIONS:
+        return f"unknown dimension {obj['dimension']!r}"
+    if obj["source"] not in ("prompt", "memory"):
+        return f"unknown source {obj['source']!r}"
+    if type(obj["scene"]) is not int and not str(obj["scene"]).isdigit():
+        return "'scene' must be a whole number"
+    if not isinstance(obj["passed"], bool):
+        return "'passed' must be true or false"
+    verdict = row_verdict(obj)
+    if verdict not in VERDICTS:
+        return f"unknown verdict {verdict!r} (expected one of {', '.join(VERDICTS)})"
+    if obj["passed"] != (verdict == "passed"):
+        return f"'passed' must be true exactly when verdict is 'passed' (verdict {verdict!r})"
+    return None
+
+
+def _suspects(cols: dict[str, list[Any]], verdicts: list[str]) -> set[int]:
+    """Rows that may break a rule of ``_requirement_problem`` (a superset, found at C speed
+    column by column; each is then checked as a row)."""
+    bad: set[int] = set()
+
+    def where(col: list[Any], ok: Callable[[Any], bool]) -> None:
+        try:
+            values = set(col)
+        except TypeError:  # a list or an object in the column: compare by repr
+            col = [x if isinstance(x, str | int | float | None) else repr(x) for x in col]
+            values = set(col)
+        wrong = {x for x in values if not ok(x)}
+        if wrong:
+            bad.update(i for i, x in enumerate(col) if x in wrong)
+
+    for k in ("model", "condition", "story_id"):
+        where(cols[k], lambda x: x is not None)
+    where(cols["scene"], lambda x: type(x) is int)
+    where(cols["dimension"], lambda x: x in DIMENSIONS)  # None is in neither
+    where(cols["source"], lambda x: x in ("prompt", "memory"))
+    where(cols["passed"], lambda x: x is True or x is False)
+    where(verdicts, lambda x: x in VERDICTS)
+    bad.update(
+        i
+        for i, (p, v) in enumerate(zip(cols["passed"], verdicts, strict=True))
+        if p is not (v == "passed")
+    )
+    return bad
+
+
+_REQ_COLUMNS = (
+    *_REQ_KEYS, "req_id", "subject", "attribute", "taxonomy", "failure", "verdict",
+    "evaluator", "judge_model", "expected", "observed",
+)  # fmt: skip
 
 
 def load_requirements(run_dir: str | Path) -> RequirementRows:
-    """Read ``RUN/evaluations/requirements.parquet`` (or an older run's ``.jsonl``);
-    ``RunError`` if absent or empty."""
+    """Read ``RUN/evaluations/requirements.parquet`` (an older run's ``.jsonl``); ``RunError``
+    if absent or empty.
+
+    Column by column: every rule is checked on whole columns, and only a row a check flags is
+    read again as a row, to name the first bad one (file and line)."""
     root = require_run_dir(run_dir)
     path = requirements_file(root)
     if not path.is_file():
         raise RunError("run has no evaluations (run `vsb evaluate` first)", file=path)
-    rows = RequirementRows()
-    dims = set(DIMENSIONS)
-    req_ids: list[Any] = []
-    lines: list[int] = []
-    for n, obj in iter_rows(path):
-        _check_keys(obj, _REQ_KEYS, path, n)
-        req_ids.append(obj.get("req_id"))
-        lines.append(n)
-        if obj["dimension"] not in dims:
-            raise InputError(
-                f"unknown dimension {obj['dimension']!r}", file=path, location=where(path, n)
-            )
-        if obj["source"] not in ("prompt", "memory"):
-            raise InputError(
-                f"unknown source {obj['source']!r}", file=path, location=where(path, n)
-            )
-        if not isinstance(obj["passed"], bool):
-            raise InputError("'passed' must be true or false", file=path, location=where(path, n))
-        verdict = row_verdict(obj)
-        if verdict not in VERDICTS:
-            raise InputError(
-                f"unknown verdict {verdict!r} (expected one of {', '.join(VERDICTS)})",
-                file=path,
-                location=where(path, n),
-            )
-        if obj["passed"] != (verdict == "passed"):
-            raise InputError(
-                f"'passed' must be true exactly when verdict is 'passed' (verdict {verdict!r})",
-                file=path,
-                location=where(path, n),
-            )
-        rows.append(obj)
-    if not len(rows):
+    cols = read_columns(path, _REQ_COLUMNS)
+    passed = cols["passed"]
+    verdicts = [
+        ("passed" if p else "failed") if v is None else str(v)
+        for v, p in zip(cols["verdict"], passed, strict=True)
+    ]
+    if suspects := _suspects(cols, verdicts):
+        _first_problem(path, suspects)
+    if not passed:
         raise RunError(f"run has no evaluations ({path.name} is empty)", file=path)
-    _refuse_duplicates(rows, req_ids, lines, path)
+    failure = [str(x or "") for x in cols["failure"]]
+    reason = [
+        not_applicable_reason({"failure": f, "observed": o}) if v == NOT_APPLICABLE else ""
+        for v, f, o in zip(verdicts, failure, cols["observed"], strict=True)
+    ]
+    rows = RequirementRows(
+        model=cols["model"],
+        condition=cols["condition"],
+        story_id=cols["story_id"],
+        scene=list(map(int, cols["scene"])),
+        dimension=cols["dimension"],
+        source=cols["source"],
+        subject=_text(cols["subject"], ""),
+        attribute=_text(cols["attribute"], ""),
+        taxonomy=_text(cols["taxonomy"], ""),
+        passed=passed,
+        failure=failure,
+        verdict=verdicts,
+        evaluator=[str(x or DEFAULT_EVALUATOR) for x in cols["evaluator"]],
+        judge_model=[str(x or "") for x in cols["judge_model"]],
+        reason=reason,
+        expected=_text(cols["expected"], "null"),
+    )
+    _refuse_duplicates(rows, cols["req_id"], path)
     return rows
 
 
-def _refuse_duplicates(
-    rows: RequirementRows, req_ids: list[Any], lines: list[int], path: Path
-) -> None:
+def _text(col: list[Any], absent: str) -> list[str]:
+    """A text column: None (a field the row lacks) as ``absent``, anything else as str."""
+    if set(map(type, col)) <= {str}:
+        return col
+    return [absent if x is None else str(x) for x in col]
+
+
+def _refuse_duplicates(rows: RequirementRows, req_ids: list[Any], path: Path) -> None:
     """``InputError`` at the first row whose key (``REQUIREMENT_KEY``) an earlier row has.
     Checked on the loaded columns at C speed; only a file with a duplicate is walked."""
     cols = (rows.model, rows.condition, rows.story_id, rows.scene, req_ids, rows.evaluator,
@@ -225,6 +310,7 @@ def _refuse_duplicates(
     if len(set(map(hash, zip(*cols, strict=True)))) == len(rows):
         return  # (equal hashes of unequal keys only send the check the slow way)
     unique = UniqueKeys(path, REQUIREMENT_KEY, "requirement row", unit(path))
+    lines = [n for n, _ in iter_rows(path)]
     for i, key in enumerate(zip(*cols, strict=True)):
         if key[4] is None:  # no req_id (older rows): told apart by what it checks
             key = (*key[:4], f"{rows.subject[i]}.{rows.attribute[i]}.{rows.dimension[i]}",
@@ -232,33 +318,79 @@ def _refuse_duplicates(
         unique.add(key, lines[i])
 
 
+_SIG_COLUMNS = (*_SIG_KEYS, "evaluator")
+
+
 def load_signals(run_dir: str | Path) -> SignalRows:
-    """Read ``RUN/evaluations/signals.parquet`` (or an older run's ``.jsonl``; empty columns
-    if there is neither)."""
+    """Read ``RUN/evaluations/signals.parquet`` (an older run's ``.jsonl``; empty columns if
+    there is neither); a row
+    without a value (null) is left out."""
     path = signals_file(require_run_dir(run_dir))
     rows = SignalRows()
     if not path.is_file():
         return rows
+    cols = read_columns(path, _SIG_COLUMNS)
+    values = cols["value"]
+    suspects = {i for k in _SIG_KEYS if k != "value" for i, x in enumerate(cols[k]) if x is None}
+    suspects.update(
+        i
+        for i, v in enumerate(values)
+        if type(v) is not float and (v is None or type(v) is not int)
+    )
+    names = [str(x) for x in cols["signal"]]
+    evaluators = [
+        str(e or _signal_evaluator(s)) for e, s in zip(cols["evaluator"], names, strict=True)
+    ]
+    keys = list(zip(cols["model"], cols["condition"], cols["story_id"], cols["scene"], names,
+                    evaluators, strict=True))  # fmt: skip
+    if len(set(keys)) != len(keys):
+        suspects.add(len(keys))  # a duplicate: walk the file to name it
+    if suspects:
+        _check_signal_rows(path)
+    keep = [v is not None for v in values]
+    rows.model = list(itertools.compress(cols["model"], keep))
+    rows.condition = list(itertools.compress(cols["condition"], keep))
+    rows.story_id = list(itertools.compress(cols["story_id"], keep))
+    rows.scene = [int(k) for k in itertools.compress(cols["scene"], keep)]
+    rows.signal = list(itertools.compress(names, keep))
+    rows.value = [float(v) for v in itertools.compress(values, keep)]
+    rows.evaluator = list(itertools.compress(evaluators, keep))
+    return rows
+
+
+def _check_signal_rows(path: Path) -> None:
+    """The row-by-row checks of the signals table (fields, value, unique keys): the slow path,
+    taken when a column check flagged a row."""
     unique = UniqueKeys(path, SIGNAL_KEY, "signal row", unit(path))
     first = unique.first
     for n, obj in iter_rows(path):
-        _check_keys(obj, _SIG_KEYS, path, n)
+        if missing := [k for k in _SIG_KEYS if k not in obj]:
+            raise InputError(
+                f"missing field(s) {', '.join(missing)}", file=path, location=where(path, n)
+            )
         key = signal_key(obj)
         if first.setdefault(key, n) != n:
             unique.add(key, n)  # raises, naming both lines
         value = obj["value"]
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
             raise InputError("'value' must be a number", file=path, location=where(path, n))
-        rows.model.append(obj["model"])
-        rows.condition.append(obj["condition"])
-        rows.story_id.append(obj["story_id"])
-        rows.scene.append(int(obj["scene"]))
-        rows.signal.append(str(obj["signal"]))
-        rows.value.append(float(value))
-        rows.evaluator.append(str(obj.get("evaluator") or _signal_evaluator(str(obj["signal"]))))
-    return rows
+
+
+@dataclass(frozen=True)
+class EvaluationTables:
+    """A run's evaluation tables, loaded once (``load_tables``) and handed to every stage of
+    ``vsb release build`` that reads them (score, validate) instead of each re-reading them."""
+
+    root: Path
+    requirements: RequirementRows
+    signals: SignalRows
+
+
+def load_tables(run_dir: str | Path) -> EvaluationTables:
+    """Read and check ``RUN/evaluations/``'s requirement and signal rows (see
+    ``load_requirements``, ``load_signals``)."""
+    root = require_run_dir(run_dir)
+    return EvaluationTables(root, load_requirements(root), load_signals(root))
 
 
 def read_manifest(run_dir: Path) -> dict[str, Any]:

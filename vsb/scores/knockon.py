@@ -27,32 +27,29 @@ SCENE_SUBJECT = "scene"
 _Image = tuple[str, str, str, str, int]
 
 
-def _image(rows: RequirementRows, i: int) -> _Image:
-    return (rows.evaluator[i], rows.model[i], rows.condition[i], rows.story_id[i], rows.scene[i])
-
-
-def _missing_label(rows: RequirementRows, i: int) -> bool:
-    return rows.verdict[i] == "failed" and rows.failure[i] in MISSING_LABELS
-
-
 def missing_subjects(rows: RequirementRows) -> set[tuple[_Image, str]]:
     """(image, subject) pairs where the subject was not found (scene subjects never are)."""
+    cols = (rows.evaluator, rows.model, rows.condition, rows.story_id, rows.scene)
     return {
-        (_image(rows, i), rows.subject[i])
-        for i in range(len(rows))
-        if rows.subject[i] != SCENE_SUBJECT and _missing_label(rows, i)
+        ((e, m, c, st, k), s)
+        for e, m, c, st, k, s, v, f in zip(
+            *cols, rows.subject, rows.verdict, rows.failure, strict=True
+        )
+        if v == "failed" and f in MISSING_LABELS and s != SCENE_SUBJECT
     }
 
 
 def knock_on_mask(rows: RequirementRows) -> list[bool]:
     """Per row: True when conditional coherence leaves it out (a knock-on of an omission)."""
-    missing = missing_subjects(rows)
-    out: list[bool] = []
-    for i in range(len(rows)):
-        subject = rows.subject[i]
-        if subject == SCENE_SUBJECT:
-            out.append(_missing_label(rows, i))
-        else:
-            gone = (_image(rows, i), subject) in missing
-            out.append(gone and rows.attribute[i] not in ROOT_ATTRIBUTES)
-    return out
+    gone = [
+        v == "failed" and f in MISSING_LABELS
+        for v, f in zip(rows.verdict, rows.failure, strict=True)
+    ]
+    missing = missing_subjects(rows) if any(gone) else set()
+    if not missing:  # only scene-level checks can be knock-ons
+        return [g and s == SCENE_SUBJECT for g, s in zip(gone, rows.subject, strict=True)]
+    images = zip(rows.evaluator, rows.model, rows.condition, rows.story_id, rows.scene, strict=True)
+    return [
+        g if s == SCENE_SUBJECT else ((img, s) in missing and a not in ROOT_ATTRIBUTES)
+        for img, s, a, g in zip(images, rows.subject, rows.attribute, gone, strict=True)
+    ]

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from vsb.fsio import STRICT
 from vsb.scores.horizon import HorizonPoint
 from vsb.scores.signals import SignalScore
 
@@ -34,8 +35,6 @@ PRIMARY_CONDITION = "structured_memory"
 MetricKind = Literal["dimension", "summary"]
 #: Summary metrics, in display order.
 SUMMARIES: tuple[str, ...] = ("adherence", "coherence", "conditional_coherence", "global")
-
-_STRICT = ConfigDict(extra="forbid", frozen=True)
 
 #: One-line explanations of the two coherence figures (field descriptions, CLI caption).
 COHERENCE_HELP = (
@@ -52,7 +51,7 @@ _EVALUATOR = "Who judged: 'rules' (extractor + rule checker), a VLM judge, …"
 class Estimate(BaseModel):
     """A macro-average over stories with its story-clustered percentile bootstrap CI."""
 
-    model_config = _STRICT
+    model_config = STRICT
     score: float = Field(description="Macro-average over the stories that have this metric.")
     ci_low: float | None = Field(
         description="Lower bound of the percentile bootstrap CI (null: no resample had data)."
@@ -64,7 +63,7 @@ class Estimate(BaseModel):
 class ModelScore(BaseModel):
     """One (model, condition): every metric with its CI."""
 
-    model_config = _STRICT
+    model_config = STRICT
     evaluator: str = Field(description=_EVALUATOR)
     model: str = Field(description="Model (adapter) name.")
     condition: str = Field(description="Prompting condition.")
@@ -114,7 +113,7 @@ class ModelScore(BaseModel):
 class StoryScore(BaseModel):
     """One run (story × model × condition): pass rates (null where there is no requirement)."""
 
-    model_config = _STRICT
+    model_config = STRICT
     evaluator: str = Field(description=_EVALUATOR)
     model: str
     condition: str
@@ -128,10 +127,27 @@ class StoryScore(BaseModel):
     n_requirements: int = Field(ge=0)
 
 
-class Comparison(BaseModel):
-    """A paired story-level bootstrap comparison of a − b on one metric (one evaluator)."""
+class PairedDiff(BaseModel):
+    """A paired story-level bootstrap difference a − b on one metric, with its percentile CI.
 
-    model_config = _STRICT
+    Comparisons, effects and the prompt-sensitivity rows are these fields behind their own key.
+    A row model names its key model after this one, ``class Effect(PairedDiff, _EffectKey)``:
+    pydantic orders fields from the last base to the first, so the key's columns come first.
+    """
+
+    model_config = STRICT
+    metric_kind: MetricKind
+    metric: str
+    a_score: float = Field(description="Macro-average of a over the shared stories.")
+    b_score: float = Field(description="Macro-average of b over the shared stories.")
+    diff: float = Field(description="a − b over the stories both have.")
+    ci_low: float | None = Field(description="Paired percentile bootstrap CI of the difference.")
+    ci_high: float | None
+    p_greater: float | None = Field(description="Share of bootstrap resamples with Δ > 0.")
+
+
+class _ComparisonKey(BaseModel):
+    model_config = STRICT
     evaluator: str = Field(description=_EVALUATOR)
     kind: Literal["model", "condition"] = Field(
         description="model: two models in one condition; condition: one model in two conditions."
@@ -140,14 +156,11 @@ class Comparison(BaseModel):
     a_condition: str
     b_model: str
     b_condition: str
-    metric_kind: MetricKind
-    metric: str
-    a_score: float = Field(description="Macro-average of a over the shared stories.")
-    b_score: float = Field(description="Macro-average of b over the shared stories.")
-    diff: float = Field(description="a − b over the stories both have.")
-    ci_low: float | None = Field(description="Percentile CI of the difference.")
-    ci_high: float | None
-    p_greater: float | None = Field(description="Share of bootstrap resamples with Δ > 0.")
+
+
+class Comparison(PairedDiff, _ComparisonKey):
+    """A paired story-level bootstrap comparison of a − b on one metric (one evaluator)."""
+
     p_equal: float | None = Field(
         description="Share of bootstrap resamples with Δ = 0 (|Δ| ≤ 1e-12: a tie)."
     )
@@ -172,7 +185,7 @@ class Comparison(BaseModel):
 class RankStabilityModel(BaseModel):
     """How one model's rank moves under Dirichlet-perturbed dimension weights."""
 
-    model_config = _STRICT
+    model_config = STRICT
     model: str
     rank: int = Field(ge=1, description="Rank under equal weights (1 = best).")
     keep_rank: float = Field(description="Share of draws in which the model keeps that rank.")
@@ -184,7 +197,7 @@ class RankStabilityModel(BaseModel):
 class RankStability(BaseModel):
     """Dirichlet weight-perturbation analysis within one (evaluator, condition)."""
 
-    model_config = _STRICT
+    model_config = STRICT
     evaluator: str = Field(description=_EVALUATOR)
     condition: str
     primary: bool = Field(description="Whether this is the primary condition.")
@@ -199,7 +212,7 @@ class RankStability(BaseModel):
 class NotApplicable(BaseModel):
     """A model an evaluator could not judge at all: left out of that evaluator's leaderboard."""
 
-    model_config = _STRICT
+    model_config = STRICT
     evaluator: str = Field(description=_EVALUATOR)
     model: str
     conditions: list[str] = Field(description="Conditions the model was evaluated in.")
@@ -213,7 +226,7 @@ class NotApplicable(BaseModel):
 class JudgeSwapPair(BaseModel):
     """Two models as ranked by two evaluators (global score, with its CI) in one condition."""
 
-    model_config = _STRICT
+    model_config = STRICT
     model_x: str
     model_y: str
     a_x: float = Field(description="Global score of model_x under evaluator_a.")
@@ -229,7 +242,7 @@ class JudgeSwapPair(BaseModel):
 class JudgeSwap(BaseModel):
     """Judge-swap rank stability: two evaluators' rankings of the same models, one condition."""
 
-    model_config = _STRICT
+    model_config = STRICT
     condition: str
     evaluator_a: str
     evaluator_b: str
@@ -247,7 +260,7 @@ class JudgeSwap(BaseModel):
 class RunIdentity(BaseModel):
     """Which run (and release, if frozen) the scores were computed from."""
 
-    model_config = _STRICT
+    model_config = STRICT
     run_dir: str = Field(description="Directory name of the run (not the full path).")
     release: str | None = Field(description="Release name from MANIFEST.json, if frozen.")
     suite: str | None = None
@@ -260,15 +273,20 @@ class RunIdentity(BaseModel):
     )
 
 
-class ScoresReport(BaseModel):
-    """``RUN/scores/scores.json``."""
+class Resampled(BaseModel):
+    """The story bootstrap a report was computed with (scores, analysis, prompt sensitivity)."""
 
-    model_config = _STRICT
-    version: str = Field(default=SCORES_FORMAT_VERSION, description="scores.json format version.")
-    run: RunIdentity
-    seed: int = Field(description="Seed of the bootstrap and weight-perturbation generators.")
+    model_config = STRICT
+    seed: int = Field(description="Seed of the bootstrap (and weight-perturbation) generators.")
     n_resamples: int = Field(ge=1, description="Bootstrap resamples.")
     confidence: float = Field(description="Confidence level of every interval.")
+
+
+class ScoresReport(Resampled):
+    """``RUN/scores/scores.json``."""
+
+    version: str = Field(default=SCORES_FORMAT_VERSION, description="scores.json format version.")
+    run: RunIdentity
     primary_condition: str = PRIMARY_CONDITION
     evaluators: list[str] = Field(
         description="Evaluators with scores, display order ('rules' first when present)."

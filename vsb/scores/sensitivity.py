@@ -17,14 +17,21 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from vsb.errors import InputError, RunError
-from vsb.fsio import atomic_write_json, atomic_write_text, canonical_json, csv_text, load_json
+from vsb.fsio import (
+    STRICT,
+    atomic_write_json,
+    atomic_write_text,
+    canonical_json,
+    csv_text,
+    load_json,
+)
 from vsb.scores.compare import choose_evaluator
 from vsb.scores.compute import DEFAULT_RESAMPLES, ScoringInput, load_scoring_input
 from vsb.scores.inputs import RequirementRows, require_run_dir
-from vsb.scores.models import MetricKind, RunIdentity
+from vsb.scores.models import PairedDiff, Resampled, RunIdentity
 from vsb.scores.stats.aggregate import ALL_METRICS, paired_comparisons
 from vsb.scores.stats.bootstrap import resample_counts
 from vsb.scores.table import N_DIMS, build_story_table
@@ -32,40 +39,30 @@ from vsb.story.io import load_suite_index
 
 SENSITIVITY_DIR = "sensitivity"
 SENSITIVITY_FILE = f"{SENSITIVITY_DIR}/prompt_sensitivity.json"
-_STRICT = ConfigDict(extra="forbid", frozen=True)
 _SEP = "\x1f"  # joins a run tag and a condition in the merged table (never in a name)
 
 
-class SensitivityRow(BaseModel):
-    """One (model, condition, metric): run A − run B over the stories both have."""
-
-    model_config = _STRICT
+class _SensitivityKey(BaseModel):
+    model_config = STRICT
     evaluator: str
     model: str
     condition: str
-    metric_kind: MetricKind
-    metric: str
-    a_score: float = Field(description="Macro-average in run A (shared stories).")
-    b_score: float = Field(description="Macro-average in run B (shared stories).")
-    diff: float = Field(description="A − B over the stories both have.")
-    ci_low: float | None = Field(description="Paired percentile bootstrap CI of the difference.")
-    ci_high: float | None
-    p_greater: float | None = Field(description="Share of resamples with Δ > 0.")
+
+
+class SensitivityRow(PairedDiff, _SensitivityKey):
+    """One (model, condition, metric): run A − run B over the stories both have (a is run A)."""
+
     p_less: float | None = Field(description="Share of resamples with Δ < 0.")
     n_stories: int = Field(ge=0)
 
 
-class SensitivityReport(BaseModel):
+class SensitivityReport(Resampled):
     """``prompt_sensitivity.json``: two runs of the same stories, compared cell by cell."""
 
-    model_config = _STRICT
     version: Literal["1.0"] = "1.0"
     run_a: RunIdentity
     run_b: RunIdentity
     evaluator: str
-    seed: int
-    n_resamples: int
-    confidence: float
     cells: list[str] = Field(description="MODEL@CONDITION compared (evaluated in both runs).")
     only_a: list[str] = Field(description="MODEL@CONDITION evaluated in run A only.")
     only_b: list[str] = Field(description="MODEL@CONDITION evaluated in run B only.")
@@ -91,15 +88,18 @@ def _fingerprints(suite: Path) -> dict[str, list[tuple[object, ...]]]:
     return out
 
 
-def check_same_stories(root_a: Path, root_b: Path) -> None:
+def check_same_stories(root_a: Path, root_b: Path, *, subset: bool = False) -> None:
     """``InputError`` unless the two runs' suites (``RUN/suite``) hold the same story ids with
-    the same requirements (the wording may differ)."""
+    the same requirements (the wording may differ); with ``subset``, run B's stories may be
+    some of run A's."""
     suites = []
     for root in (root_a, root_b):
         if not (root / "suite").is_dir():
             raise RunError("run has no suite/ directory (the stories it ran)", file=root)
         suites.append(_fingerprints(root / "suite"))
     a, b = suites
+    if subset:
+        a = {sid: fa for sid, fa in a.items() if sid in b}
     if set(a) != set(b):
         diff = sorted(set(a) ^ set(b))
         raise InputError(

@@ -21,8 +21,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from vsb.fsio import STRICT
 from vsb.scores.inputs import SignalRows
 from vsb.scores.stats.bootstrap import percentile_interval, resample_counts, weighted_means
 
@@ -35,7 +36,7 @@ IMAGE_MRR_SIGNAL = "clip_image_rr"
 class SignalScore(BaseModel):
     """One signal's mean in one (model, condition), with its story-bootstrap CI."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT
     evaluator: str = Field(description="Evaluator that produced the signal (clip, dino…).")
     signal: str = Field(
         description="Signal name; the means of clip_rr (text side) and clip_image_rr (image "

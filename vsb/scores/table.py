@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vsb.scores.inputs import NOT_APPLICABLE, RequirementRows
+from vsb.scores.inputs import NOT_APPLICABLE, RequirementRows, codes, equals
 from vsb.scores.knockon import knock_on_mask
 from vsb.scores.stats.bootstrap import FloatArray, nan_mean
 from vsb.story.models import DIMENSIONS
@@ -80,7 +80,7 @@ def build_story_table(
     if len(set(rows.evaluator)) > 1:
         raise ValueError(f"rows of several evaluators: {', '.join(rows.evaluators())}")
     if NOT_APPLICABLE in rows.verdict:
-        rows = rows.subset([v != NOT_APPLICABLE for v in rows.verdict])
+        rows = rows.view([v != NOT_APPLICABLE for v in rows.verdict])
     models = ordered_names(rows.model, model_order)
     conditions = ordered_names(rows.condition, (*condition_order, *CONDITION_ORDER))
     stories = tuple(sorted(set(rows.story_id)))
@@ -89,26 +89,12 @@ def build_story_table(
     si = {x: i for i, x in enumerate(stories)}
     di = {x: i for i, x in enumerate(DIMENSIONS)}
     n_m, n_c, n_s, n_k = len(models), len(conditions), len(stories), len(BASE_METRICS)
-    run = np.fromiter(
-        (
-            (mi[m] * n_c + ci[c]) * n_s + si[s]
-            for m, c, s in zip(rows.model, rows.condition, rows.story_id, strict=True)
-        ),
-        dtype=np.int64,
-        count=len(rows),
-    )
-    dim = np.fromiter((di[d] for d in rows.dimension), dtype=np.int64, count=len(rows))
-    src = np.fromiter(
-        (ADHERENCE if s == "prompt" else COHERENCE for s in rows.source),
-        dtype=np.int64,
-        count=len(rows),
-    )
+    run = (codes(rows.model, mi) * n_c + codes(rows.condition, ci)) * n_s + codes(rows.story_id, si)
+    dim = codes(rows.dimension, di)
+    src = np.where(equals(rows.source, "prompt"), ADHERENCE, COHERENCE)
     passed = np.fromiter(rows.passed, dtype=np.float64, count=len(rows))
-    found = np.fromiter(
-        (s == "memory" and not k for s, k in zip(rows.source, knock_on_mask(rows), strict=True)),
-        dtype=bool,
-        count=len(rows),
-    )
+    knock_on = np.fromiter(knock_on_mask(rows), dtype=bool, count=len(rows))
+    found = equals(rows.source, "memory") & ~knock_on
     size = n_m * n_c * n_s * n_k
     keys = np.concatenate(
         [run * n_k + dim, run * n_k + src, run[found] * n_k + CONDITIONAL_COHERENCE]
@@ -120,7 +106,7 @@ def build_story_table(
         values = np.where(total > 0, npass / total, np.nan)
     values = values.reshape(n_m, n_c, n_s, n_k)
     n_req = np.bincount(run, minlength=n_m * n_c * n_s).reshape(n_m, n_c, n_s)
-    images = {(r, sc) for r, sc in zip(run.tolist(), rows.scene, strict=True)}
-    img_runs = np.fromiter((r for r, _ in images), dtype=np.int64, count=len(images))
+    scenes = np.fromiter(rows.scene, dtype=np.int64, count=len(rows))
+    img_runs = np.unique(np.stack([run, scenes]), axis=1)[0]  # one per (run, scene) image
     n_img = np.bincount(img_runs, minlength=n_m * n_c * n_s).reshape(n_m, n_c, n_s)
     return StoryTable(models, conditions, stories, values, n_img, n_req)

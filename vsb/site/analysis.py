@@ -1,10 +1,12 @@
-"""The analysis page: is the memory gain really memory, which facts buy it, and how much
-does the wording move a model — each figure a paired difference with its CI.
+"""The analysis page: is the memory gain really memory, how much of it survives imperfect
+extraction, which facts buy it, and how much does the wording move a model — each figure a
+paired difference with its CI.
 
 Everything is read from the release: the effects from ``scores/scores.json``'s paired
 comparisons (``vsb.scores.analysis.effects_from_comparisons``: the same numbers as the
 comparisons page and ``vsb analysis``), the prompt sensitivity from
-``sensitivity/prompt_sensitivity.json`` when the release was built with a paraphrase run.
+``sensitivity/prompt_sensitivity.json`` and the implicit effects from
+``sensitivity/implicit_effects.json`` when the release holds those suite variants.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from vsb.conditions import ABLATIONS, PLACEBO_CONDITION, PRIMARY_CONDITION
+from vsb.conditions import ABLATIONS, PLACEBO_CONDITION, PREDICTED_CONDITION, PRIMARY_CONDITION
 from vsb.fsio import load_model
 from vsb.scores.analysis import Effect, effects_from_comparisons
+from vsb.scores.implicit import IMPLICIT_FILE, ImplicitReport, ImplicitRow
 from vsb.scores.sensitivity import SENSITIVITY_FILE, SensitivityReport, SensitivityRow
 from vsb.site.data import SiteData
+from vsb.story.context.predicted import DEFAULT_ERROR_RATE, suite_reading_errors
 from vsb.story.models import DIMENSION_LABELS, DIMENSIONS
 
 #: Columns of the ablation table and plot: the ten dimensions, then two summaries.
@@ -52,7 +56,9 @@ class Cell:
         return "pos" if self.diff > 0 else "neg"
 
 
-def _cell(x: Effect | SensitivityRow | None) -> Cell | None:
+def _cell(x: Effect | SensitivityRow | ImplicitRow | None) -> Cell | None:
+    if isinstance(x, ImplicitRow):
+        return Cell(x.diff, x.ci_low, x.ci_high, x.n_stories)
     return None if x is None else Cell(x.diff, x.ci_low, x.ci_high, x.n_stories)
 
 
@@ -135,26 +141,64 @@ def load_sensitivity(data: SiteData) -> SensitivityReport | None:
     return load_model(path, SensitivityReport, "does not match SensitivityReport")
 
 
+#: The effects of the two gain tables: placebo, and imperfect extraction.
+PLACEBO_EFFECTS = ("memory_gain", "placebo_gain", "memory_vs_placebo")
+PREDICTED_EFFECTS = ("memory_gain", "predicted_gain", "memory_vs_predicted")
+
+
+def _gain_rows(
+    data: SiteData, by: dict[tuple[str, str, str, str], Effect], kinds: tuple[str, ...]
+) -> list[tuple[str, dict[tuple[str, str], Cell | None]]]:
+    """Per model, the summary cells of ``kinds`` (models with none of ``kinds[1:]`` left
+    out, but for the first table, which shows the memory gain alone too)."""
+    rows = []
+    for model in data.models:
+        row = {
+            (kind, metric): _cell(by.get((model, kind, "summary", metric)))
+            for kind in kinds
+            for metric in GAIN_METRICS
+        }
+        needed = kinds if kinds == PLACEBO_EFFECTS else kinds[1:]
+        if any(row[(k, m)] for k in needed for m in GAIN_METRICS):
+            rows.append((model, row))
+    return rows
+
+
+def extraction_error_rate(data: SiteData) -> float | None:
+    """The share of facts the release's predicted memory read wrong over its stories (the
+    built-in simulated extractor; None when the release has no predicted_memory run)."""
+    if PREDICTED_CONDITION not in data.scores.conditions:
+        return None
+    wrong, total = suite_reading_errors(data.stories, DEFAULT_ERROR_RATE)
+    return wrong / total if total else None
+
+
+def load_implicit(data: SiteData) -> ImplicitReport | None:
+    """The release's implicit-effects report, if it has one."""
+    path = data.root / IMPLICIT_FILE
+    if not path.is_file():
+        return None
+    return load_model(path, ImplicitReport, "does not match ImplicitReport")
+
+
+def implicit_cells(report: ImplicitReport | None) -> dict[tuple[str, str], Cell]:
+    """(model, condition) → implicit − explicit pass rate on the inferred checks, with CI."""
+    if report is None:
+        return {}
+    return {(r.model, r.condition): Cell(r.diff, r.ci_low, r.ci_high, r.n_stories)
+            for r in report.rows}  # fmt: skip
+
+
 def analysis_page(data: SiteData) -> dict[str, Any]:
     """What ``analysis.html`` shows, for the primary evaluator."""
     effects = effects_from_comparisons(data.scores.comparisons)
     by: dict[tuple[str, str, str, str, str], Effect] = {
         (e.model, e.effect, e.condition_b, e.metric_kind, e.metric): e for e in effects
     }
+    summary: dict[tuple[str, str, str, str], Effect] = {
+        (e.model, e.effect, e.metric_kind, e.metric): e for e in effects if e.effect != "ablation"
+    }
     conditions = set(data.scores.conditions)
-    gains = []
-    for model in data.models:
-        row = {
-            (kind, metric): _cell(by.get((model, kind, b, "summary", metric)))
-            for kind, b in (
-                ("memory_gain", "independent"),
-                ("placebo_gain", "independent"),
-                ("memory_vs_placebo", PLACEBO_CONDITION),
-            )
-            for metric in GAIN_METRICS
-        }
-        if any(row.values()):
-            gains.append((model, row))
     ablations = []
     for model in data.models:
         grid: dict[str, dict[tuple[str, str], Cell]] = {}
@@ -183,9 +227,13 @@ def analysis_page(data: SiteData) -> dict[str, Any]:
             )
     return {
         "evaluator": data.scores.primary_evaluator,
-        "gain_rows": gains,
+        "gain_rows": _gain_rows(data, summary, PLACEBO_EFFECTS),
         "gain_metrics": GAIN_METRICS,
         "has_placebo": PLACEBO_CONDITION in conditions,
+        "predicted_rows": _gain_rows(data, summary, PREDICTED_EFFECTS),
+        "has_predicted": PREDICTED_CONDITION in conditions,
+        "extraction_error": extraction_error_rate(data),
+        "extraction_rate": DEFAULT_ERROR_RATE,
         "has_memory": PRIMARY_CONDITION in conditions and "independent" in conditions,
         "ablations": ablations,
         "ablation_metrics": [(k, m, _label(k, m)) for k, m in ABLATION_METRICS],
@@ -193,4 +241,8 @@ def analysis_page(data: SiteData) -> dict[str, Any]:
         "sensitivity": sens,
         "sensitivity_rows": sens_rows,
         "sensitivity_metrics": [_label("summary", m) for m in SENSITIVITY_METRICS],
+        "sensitivity_conditions": list(dict.fromkeys(c for _, c, _ in sens_rows)),
+        "sensitivity_flat": sens is not None and all(r.diff == 0 for r in sens.rows),
+        "implicit": (implicit := load_implicit(data)),
+        "implicit_rows": [(r, _cell(r)) for r in implicit.rows] if implicit else [],
     }

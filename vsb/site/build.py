@@ -8,7 +8,8 @@ Pages (relative to the site root)::
                                     on each links them all)
     models/<slug>.html              one page per model
     comparisons.html                paired comparisons (Δ, CI, P(Δ>0), win rate)
-    analysis.html                   memory gain, placebo, field ablations, prompt sensitivity
+    analysis.html                   memory gain, placebo, predicted memory, field ablations,
+                                    prompt sensitivity, implicit effects
     stability.html                  rank stability under Dirichlet weight perturbation
     judge.html                      judge validation against the sealed oracle (and humans)
     evaluate.html                   the blinded human-evaluation session (works from disk; its
@@ -53,7 +54,7 @@ from vsb.tables import requirements_file
 MARKER = ".vsb-site"
 STATIC_FILES = ("style.css", "sort.js", "board.js", "evaluate.js", "evaluate.css")
 #: Release files the site offers for download as they are (under data/).
-RELEASE_DOWNLOADS = ("scores", "validation")
+RELEASE_DOWNLOADS = ("scores", "validation", "sensitivity")
 _SAFE_PATH = re.compile(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*")
 
 

@@ -56,7 +56,7 @@ class ModelCard:
 
 def model_card(data: SiteData, model: str, prices: PriceList | None = None) -> ModelCard:
     """The card of ``model`` (registry description when the model is registered)."""
-    from vsb.conditions import CONDITIONS, get_condition
+    from vsb.conditions import CONDITIONS, get_condition, is_condition
 
     info: ModelInfo | None = None
     about = ""
@@ -83,7 +83,7 @@ def model_card(data: SiteData, model: str, prices: PriceList | None = None) -> M
         keys = [k for k in data.images if k[0] == model and k[1] == cond]
         made = sum(1 for k in keys if data.images[k])
         failed = sum(1 for k in keys if k in data.errors)
-        needs_image = cond in CONDITIONS and get_condition(cond).reference_image
+        needs_image = is_condition(cond) and get_condition(cond).reference_image
         coverage.append(Coverage(cond, n_scenes, made, failed, not needs_image or takes_image))
     conditions = []
     for name in CONDITIONS.names():

@@ -117,6 +117,10 @@ def _dir(name: str) -> Callable[[SiteData], bool]:
     return lambda d: (d.root / name).is_dir()
 
 
+def _file(name: str) -> Callable[[SiteData], bool]:
+    return lambda d: (d.root / name).is_file()
+
+
 def _fixed(text: str) -> Callable[[SiteData], str]:
     return lambda _: text
 
@@ -149,7 +153,10 @@ STATISTICS: tuple[Statistic, ...] = (
               "independent, paired by story; ablation losses per fact group", _boot,
               _dir("analysis"), "vsb analysis RUN (on a copy of the release)"),
     Statistic("prompt sensitivity", "plain − paraphrased suite, paired by story", _boot,
-              _dir("sensitivity"), "vsb release build NAME --paraphrase"),
+              _file("sensitivity/prompt_sensitivity.json"), "vsb release build NAME"),
+    Statistic("implicit effects", "pass rate on inferred requirements, implicit − explicit "
+              "text style, paired by story", _fixed("story-clustered percentile bootstrap"),
+              _file("sensitivity/implicit_effects.json"), "vsb release build NAME"),
     Statistic("strict recall and precision", "per fault label against the sealed oracle: a "
               "detection counts for the same image, subject and label", _fixed("95 % Wilson "
               "intervals"), _judge, "vsb validate-judge RUN",

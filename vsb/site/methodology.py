@@ -28,6 +28,8 @@ from markupsafe import Markup, escape
 
 from vsb import __version__
 from vsb.release.manifest import COVERAGE
+from vsb.scores.implicit import IMPLICIT_FILE
+from vsb.scores.sensitivity import SENSITIVITY_FILE
 from vsb.site.data import SiteData
 from vsb.site.inventory import SIGNAL_DEFINITIONS, evaluator_rows, statistic_rows
 from vsb.story.models import CATEGORIES, DIFFICULTIES, DIMENSION_LABELS, DIMENSIONS, Event
@@ -71,9 +73,10 @@ def release_facts(data: SiteData, *, evaluate_page: bool = False) -> dict[str, A
     from vsb.adapters.faults import SimulatorParams
     from vsb.adapters.registry import model_names
     from vsb.adapters.simulators import SIMULATORS
-    from vsb.conditions import CONDITIONS, PRIMARY_CONDITION, get_condition
+    from vsb.conditions import CONDITIONS, PRIMARY_CONDITION, get_condition, is_condition
     from vsb.evaluators.registry import evaluator_names
     from vsb.run.catalog import PriceList, list_patterns
+    from vsb.story.context.predicted import DEFAULT_ERROR_RATE
     from vsb.story.io import read_suite_index
 
     stories = data.stories
@@ -129,12 +132,20 @@ def release_facts(data: SiteData, *, evaluate_page: bool = False) -> dict[str, A
         ],
         "suite_seed": index.seed if index else None,
         "prompt_style": index.prompt_style if index else stories[0].prompt_style,
+        "variant_styles": [
+            text
+            for rel, text in (
+                (SENSITIVITY_FILE, "the paraphrased suite (prompt sensitivity)"),
+                (IMPLICIT_FILE, "the implicit-effect stories (implicit effects)"),
+            )
+            if (data.root / rel).is_file()
+        ],
         "event_types": _event_types(),
         "conditions": [
             (
                 c,
                 get_condition(c).description.replace(" (primary)", "")
-                if c in CONDITIONS
+                if is_condition(c)
                 else "(not registered in this vsb)",
             )
             for c in conds
@@ -151,6 +162,7 @@ def release_facts(data: SiteData, *, evaluate_page: bool = False) -> dict[str, A
             for name, p in SIMULATORS.items()
         ],
         "sticky": SimulatorParams(0.0, 0.0).sticky,
+        "extraction_rate": f"{DEFAULT_ERROR_RATE:g}",
         "oracle_in_release": any(m == ORACLE for m in data.models),
         "oracle_checks": oracle_checks,
         "oracle_failed": oracle_failed,

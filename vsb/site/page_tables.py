@@ -77,72 +77,33 @@ def comparison_table(comps: list[Comparison], title: str) -> DataTable:
 def stability_tables(data: SiteData) -> dict[str, Any]:
     """The stability page's downloads."""
     full = data.all_scores or data.scores
-    rank_cols = (
-        "evaluator",
-        "condition",
-        "model",
-        "rank",
-        "keep_rank",
-        "mean_rank",
-        "rank_p05",
-        "rank_p95",
-    )
-    swap_cols = (
-        "condition",
-        "evaluator_a",
-        "evaluator_b",
-        "model_x",
-        "model_y",
-        "a_x",
-        "a_y",
-        "b_x",
-        "b_y",
-        "flipped",
-        "separated",
-    )
+    rank = ("model", "rank", "keep_rank", "mean_rank", "rank_p05", "rank_p95")
+    swap = ("model_x", "model_y", "a_x", "a_y", "b_x", "b_y", "flipped", "separated")
     return {
         "tables": {
-            "rank_stability": DataTable(
-                rank_cols,
-                [
-                    (
-                        s.evaluator,
-                        s.condition,
-                        m.model,
-                        m.rank,
-                        m.keep_rank,
-                        m.mean_rank,
-                        m.rank_p05,
-                        m.rank_p95,
-                    )
-                    for s in full.rank_stability
-                    for m in s.models
-                ],
+            "rank_stability": nested_table(
+                full.rank_stability, "models", ("evaluator", "condition"), rank,
                 "Rank stability under Dirichlet-perturbed weights",
             ),
-            "judge_swap": DataTable(
-                swap_cols,
-                [
-                    (
-                        j.condition,
-                        j.evaluator_a,
-                        j.evaluator_b,
-                        p.model_x,
-                        p.model_y,
-                        p.a_x,
-                        p.a_y,
-                        p.b_x,
-                        p.b_y,
-                        p.flipped,
-                        p.separated,
-                    )
-                    for j in full.judge_swap
-                    for p in j.pairs
-                ],
+            "judge_swap": nested_table(
+                full.judge_swap, "pairs", ("condition", "evaluator_a", "evaluator_b"), swap,
                 "Judge swap: model pairs under two evaluators",
             ),
         }
-    }
+    }  # fmt: skip
+
+
+def nested_table(
+    parents: list[Any], children: str, key: tuple[str, ...], cols: tuple[str, ...], title: str
+) -> DataTable:
+    """One row per item of each parent's ``children`` list: the parent's ``key`` fields, then
+    the item's ``cols``."""
+    rows = [
+        (*(getattr(p, k) for k in key), *(getattr(c, f) for f in cols))
+        for p in parents
+        for c in getattr(p, children)
+    ]
+    return DataTable((*key, *cols), rows, title)
 
 
 def judge_tables(data: SiteData) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from vsb.scores.models import Comparison, Estimate, ModelScore
 from vsb.site import board, svg
+from vsb.site.analysis import implicit_cells, load_implicit
 from vsb.site.data import SiteData
 from vsb.site.downloads import DataTable
 from vsb.site.model_page import model_page
@@ -112,6 +113,7 @@ def leaderboard(data: SiteData) -> dict[str, Any]:
         entries += [(r, tie.get(r.model)) for r in rows_for(data, c)]
     gains = board.memory_gain(data.scores)
     placebo = board.memory_gain(data.scores, "random_context")
+    implicit = implicit_cells(load_implicit(data))
     by_condition: dict[str, dict[str, Estimate | None]] = defaultdict(dict)
     for r in data.scores.scores:
         by_condition[r.model][r.condition] = r.global_score
@@ -226,6 +228,7 @@ def leaderboard(data: SiteData) -> dict[str, Any]:
         "entries": entries,
         "gains": gains,
         "placebo": placebo,
+        "implicit": implicit,
         "dims": dims,
         "charts": {c: _charts(data, c) for c in conds},
         "by_condition": by_condition,

@@ -28,10 +28,13 @@ from pathlib import Path
 from vsb.errors import StoryValidationError
 from vsb.story import vocab
 from vsb.story.models import Requirement, SceneState, Story, World
-from vsb.story.requirements import derive_story
+from vsb.story.requirements import apply_substitutions, derive_story
 
 #: Requirement fields compared with the derived requirement, besides ``expected``.
-_FIELDS = ("subject", "attribute", "dimension", "taxonomy", "source", "causal_link")
+_FIELDS = (
+    "subject", "attribute", "dimension", "taxonomy", "source", "causal_link", "judged_by",
+    "inferred",
+)  # fmt: skip
 
 Problem = tuple[str, str]  # (JSON pointer, message)
 
@@ -63,11 +66,12 @@ def world_problems(world: World) -> Iterator[Problem]:
 
 
 def scene_event_problems(story: Story) -> Iterator[Problem]:
-    """Scene 1 has no events; every later scene has at least one."""
+    """Scene 1 has no events; every later scene of a generated story has at least one (a
+    scene of an imported narrative may change nothing)."""
     for i, scene in enumerate(story.scenes):
         if i == 0 and scene.events:
             yield "/scenes/0/events", "scene 1 shows the world's initial state and has no events"
-        elif i > 0 and not scene.events:
+        elif i > 0 and not scene.events and story.imported is None:
             yield f"/scenes/{i}/events", f"scene {i + 1} has no events (every later scene has one)"
 
 
@@ -115,9 +119,16 @@ def _requirement_diff(k: int, stored: Requirement, derived: Requirement) -> str 
 
 def requirement_problems(story: Story, states: Sequence[SceneState]) -> Iterator[Problem]:
     """Stored requirements and causal links against those derived from the replayed states."""
-    derived = derive_story(story.world, [s.events for s in story.scenes], states)
+    derived = derive_story(
+        story.world,
+        [s.events for s in story.scenes],
+        states,
+        implicit=story.prompt_style == "implicit",
+    )
+    subs = story.imported.substitutions if story.imported is not None else []
     for i, (scene, want) in enumerate(zip(story.scenes, derived.requirements, strict=True)):
         k = i + 1
+        want = apply_substitutions(k, want, subs)
         by_id = {r.id: r for r in want}
         stored_ids = {r.id for r in scene.requirements}
         for j, req in enumerate(scene.requirements):

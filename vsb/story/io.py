@@ -33,6 +33,8 @@ from vsb.story.models import EVENT_TYPES, Story, SuiteEntry, SuiteIndex
 from vsb.story.schema import committed_story_schema
 
 ALLOWED_SCENE_COUNTS = (3, 5, 8)
+IMPORTED_SCENES = (2, 16)
+"""Fewest and most scenes of an imported story (``vsb suite import``; generated: 3, 5 or 8)."""
 MAX_STORY_BYTES = 16 * 1024 * 1024
 """Largest story or suite index read (a generated story is about 40 kB)."""
 INDEX_NAME = "suite.json"
@@ -145,7 +147,12 @@ def _check_story(path: Path, found: list[Story]) -> Iterator[StoryValidationErro
 
 def _structure_problems(story: Story, path: Path) -> Iterator[StoryValidationError]:
     n = len(story.scenes)
-    if n not in ALLOWED_SCENE_COUNTS:
+    lo, hi = IMPORTED_SCENES
+    if story.imported is not None and not lo <= n <= hi:
+        yield StoryValidationError(
+            f"an imported story has {lo} to {hi} scenes, not {n}", file=path, location="/scenes"
+        )
+    elif story.imported is None and n not in ALLOWED_SCENE_COUNTS:
         yield StoryValidationError(
             f"a story has 3, 5 or 8 scenes, not {n}", file=path, location="/scenes"
         )

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from vsb.fsio import STRICT
+from vsb.story.imported import ImportInfo, Substitution
 
 STORY_FORMAT_VERSION: Literal["1.0"] = "1.0"
 
@@ -61,6 +64,10 @@ Taxonomy = Literal[
 TAXONOMY: tuple[str, ...] = Taxonomy.__args__  # type: ignore[attr-defined]
 
 Source = Literal["prompt", "memory"]
+#: How scene texts are worded: plain, paraphrased (other words, same facts) or implicit
+#: (an event with a stated cause is told without its effect, which a model must infer).
+PromptStyle = Literal["plain", "paraphrase", "implicit"]
+PROMPT_STYLES: tuple[str, ...] = PromptStyle.__args__  # type: ignore[attr-defined]
 Category = Literal[
     "object_persistence",
     "wardrobe",
@@ -76,8 +83,11 @@ Category = Literal[
 CATEGORIES: tuple[str, ...] = Category.__args__  # type: ignore[attr-defined]
 Difficulty = Literal["easy", "medium", "hard"]
 DIFFICULTIES: tuple[str, ...] = Difficulty.__args__  # type: ignore[attr-defined]
+#: An imported story's category (``vsb suite import``): not a template, not in CATEGORIES.
+IMPORTED = "imported"
+StoryCategory = Category | Literal["imported"]
 
-_STRICT = ConfigDict(extra="forbid", frozen=True)
+__all__ = ["ImportInfo", "Substitution"]  # re-exported: part of the story model
 
 
 # --- world -------------------------------------------------------------------------------
@@ -86,7 +96,7 @@ _STRICT = ConfigDict(extra="forbid", frozen=True)
 class Character(BaseModel):
     """A character of the world as first seen."""
 
-    model_config = _STRICT
+    model_config = STRICT
     name: str = Field(description="Short unique name used in every scene text.")
     skin: str = Field(description="Neutral skin-tone label (vsb.story.vocab.SKIN_TONES).")
     hair_color: str = Field(description="Hair colour (vsb.story.vocab.HAIR_COLORS).")
@@ -101,7 +111,7 @@ class Character(BaseModel):
 class WorldObject(BaseModel):
     """An object of the world; its kind is its identifier within the story."""
 
-    model_config = _STRICT
+    model_config = STRICT
     kind: str = Field(description="Object kind (vsb.story.vocab.OBJECT_KINDS); unique in a story.")
     color: str = Field(description="Object colour (vsb.story.vocab.OBJECT_COLORS).")
     initial_state: str = Field(description="State before the first scene.")
@@ -117,7 +127,7 @@ class WorldObject(BaseModel):
 class World(BaseModel):
     """The world specification: who and what exists, and where the story starts."""
 
-    model_config = _STRICT
+    model_config = STRICT
     characters: list[Character] = Field(min_length=1, max_length=3)
     objects: list[WorldObject] = Field(default_factory=list, max_length=3)
     locations: list[str] = Field(min_length=1, description="Locations visited, in order.")
@@ -129,7 +139,7 @@ class World(BaseModel):
 
 
 class _Event(BaseModel):
-    model_config = _STRICT
+    model_config = STRICT
 
 
 class Enter(_Event):
@@ -281,7 +291,7 @@ EVENT_TYPES: tuple[str, ...] = (
 class CharacterState(BaseModel):
     """A character at the end of a scene."""
 
-    model_config = _STRICT
+    model_config = STRICT
     skin: str
     hair_color: str
     hair_style: str
@@ -296,7 +306,7 @@ class CharacterState(BaseModel):
 class ObjectState(BaseModel):
     """An object at the end of a scene."""
 
-    model_config = _STRICT
+    model_config = STRICT
     color: str
     state: str
     count: int | None
@@ -309,7 +319,7 @@ class ObjectState(BaseModel):
 class SceneState(BaseModel):
     """The full expected state at the end of one scene."""
 
-    model_config = _STRICT
+    model_config = STRICT
     location: str
     time: str
     day: int = Field(description="Day number, starting at 1.")
@@ -337,7 +347,7 @@ Value = bool | int | str | list[str]
 class Requirement(BaseModel):
     """One checkable visual fact about one scene's image."""
 
-    model_config = _STRICT
+    model_config = STRICT
     id: str = Field(description="Unique within the story: s<scene>.<subject>.<attribute>.")
     dimension: Dimension = Field(description="Which of the ten scored dimensions it counts for.")
     taxonomy: Taxonomy = Field(description="Failure label used when the check fails.")
@@ -348,12 +358,25 @@ class Requirement(BaseModel):
     causal_link: int | None = Field(
         default=None, description="Index into the story's causal_links when this is an effect."
     )
+    judged_by: Literal["vlm"] | None = Field(
+        default=None,
+        description="'vlm': free text outside the render vocabulary (imported stories), judged "
+        "by a VLM only; the rule checker marks it not_applicable. Left out when null.",
+        exclude_if=lambda v: v is None,
+    )
+
+    inferred: bool = Field(
+        default=False,
+        description="The text tells the event but never states this effect (implicit style): "
+        "a model must infer it. Written only when true.",
+        exclude_if=lambda v: v is False,
+    )
 
 
 class Scene(BaseModel):
     """One scene: its events, its text, the expected state and the requirements."""
 
-    model_config = _STRICT
+    model_config = STRICT
     index: int = Field(ge=1, description="1-based scene number.")
     events: list[Event]
     text: str = Field(description="Natural-language prompt composed from the events.")
@@ -364,7 +387,7 @@ class Scene(BaseModel):
 class CausalLink(BaseModel):
     """A stated cause in one scene and the later scenes where its effect must persist."""
 
-    model_config = _STRICT
+    model_config = STRICT
     cause_scene: int = Field(ge=1)
     cause_event: int = Field(ge=0, description="Index of the causing event in that scene.")
     description: str = Field(description="The cause as stated in the text.")
@@ -377,16 +400,21 @@ class CausalLink(BaseModel):
 class Story(BaseModel):
     """A complete benchmark unit."""
 
-    model_config = _STRICT
+    model_config = STRICT
     version: Literal["1.0"] = STORY_FORMAT_VERSION
     id: str = Field(pattern=r"^[a-z0-9_\-]+$")
-    category: Category
+    category: StoryCategory
     difficulty: Difficulty
     seed: int = Field(description="Generator seed that produced this story.")
-    prompt_style: Literal["plain", "paraphrase"] = "plain"
+    prompt_style: PromptStyle = "plain"
     world: World
     scenes: list[Scene] = Field(description="3, 5 or 8 scenes.")
     causal_links: list[CausalLink] = Field(default_factory=list)
+    imported: ImportInfo | None = Field(
+        default=None,
+        description="Set for a story imported from a narrative. Left out when null.",
+        exclude_if=lambda v: v is None,
+    )
 
 
 #: The largest suite seed (a signed 64-bit integer: what SQLite and numpy hold exactly).
@@ -397,10 +425,10 @@ class SuiteEntry(BaseModel):
     """One line of the suite index (``vsb.story.io.suite_problems`` checks its counts, category
     and difficulty against the story file)."""
 
-    model_config = _STRICT
+    model_config = STRICT
     id: str
     file: str
-    category: Category
+    category: StoryCategory
     difficulty: Difficulty
     scenes: int = Field(strict=True, ge=1, description="The story's number of scenes.")
     requirements: int = Field(
@@ -412,8 +440,8 @@ class SuiteEntry(BaseModel):
 class SuiteIndex(BaseModel):
     """``suite.json``: which stories a suite holds."""
 
-    model_config = _STRICT
+    model_config = STRICT
     version: Literal["1.0"] = STORY_FORMAT_VERSION
     seed: int = Field(strict=True, ge=0, le=MAX_SEED, description="The suite's seed.")
-    prompt_style: Literal["plain", "paraphrase"] = "plain"
+    prompt_style: PromptStyle = "plain"
     stories: list[SuiteEntry]

@@ -18,6 +18,7 @@ from vsb.story.models import (
     Event,
     Requirement,
     SceneState,
+    Substitution,
     Value,
     World,
 )
@@ -119,8 +120,12 @@ def build_requirements(
     stated: set[Fact],
     history: Sequence[SceneState],
     causal_links: Sequence[CausalLink],
+    *,
+    implicit: bool = False,
 ) -> list[Requirement]:
-    """The requirements of scene ``k`` (``history`` = states of scenes 1..k-1)."""
+    """The requirements of scene ``k`` (``history`` = states of scenes 1..k-1). With
+    ``implicit`` (the implicit text style), every requirement that checks a causal effect is
+    ``inferred``: the text tells the cause and never states the effect."""
     reqs: list[Requirement] = []
     for subject, attribute, expected in scene_facts(state, world, history):
         dim, tax = _labels(subject, attribute, expected)
@@ -142,6 +147,7 @@ def build_requirements(
                 attribute=attribute,
                 expected=expected,
                 causal_link=link,
+                inferred=implicit and link is not None,
             )
         )
     return reqs
@@ -195,7 +201,7 @@ def derive_causal_links(
 
 @dataclass(frozen=True)
 class Derived:
-    """What a story's events determine: plain scene texts, causal links, requirements."""
+    """What a story's events determine: scene texts, causal links, requirements."""
 
     texts: list[str]
     causal_links: list[CausalLink]
@@ -203,16 +209,70 @@ class Derived:
 
 
 def derive_story(
-    world: World, scene_events: Sequence[Sequence[Event]], states: Sequence[SceneState]
+    world: World,
+    scene_events: Sequence[Sequence[Event]],
+    states: Sequence[SceneState],
+    *,
+    implicit: bool = False,
 ) -> Derived:
-    """Texts (plain style), causal links and per-scene requirements of a story whose events
-    replay to ``states`` (one state per scene)."""
+    """Texts (plain style, or the implicit style with ``implicit``), causal links and
+    per-scene requirements of a story whose events replay to ``states`` (one state per
+    scene)."""
     links = derive_causal_links(scene_events, states)
     texts: list[str] = []
     reqs: list[list[Requirement]] = []
     for k, events in enumerate(scene_events, start=1):
         before = states[k - 2] if k > 1 else None
-        text, stated = compose_scene(k, events, before, states[k - 1], world)
+        text, stated = compose_scene(k, events, before, states[k - 1], world, implicit=implicit)
         texts.append(text)
-        reqs.append(build_requirements(k, states[k - 1], world, stated, states[: k - 1], links))
+        reqs.append(
+            build_requirements(
+                k, states[k - 1], world, stated, states[: k - 1], links, implicit=implicit
+            )
+        )
     return Derived(texts, links, reqs)
+
+
+#: Dimension and taxonomy of a requirement a substitution adds (an entity outside the render
+#: vocabulary seen in a scene, or a scene fact told in free text).
+FREE_TEXT_FACTS: dict[str, tuple[str, str]] = {
+    "present": ("object_persistence", "object_disappeared"),
+    **{a: SCENE_FACTS[a] for a in ("location", "weather", "time")},
+}
+
+
+def apply_substitutions(
+    k: int, reqs: Sequence[Requirement], substitutions: Sequence[Substitution]
+) -> list[Requirement]:
+    """Scene ``k``'s requirements of an imported story: those derived from a placeholder
+    withheld or given their free-text value (``judged_by`` vlm), then one per substitution
+    with no derived requirement (an entity outside the vocabulary), in the order given."""
+    subs = {(s.subject, s.attribute): s.value for s in substitutions if s.scene == k}
+    out: list[Requirement] = []
+    used: set[tuple[str, str]] = set()
+    for r in reqs:
+        key = (r.subject, r.attribute)
+        if key not in subs:
+            out.append(r)
+            continue
+        used.add(key)
+        value = subs[key]
+        if value is not None:
+            out.append(r.model_copy(update={"expected": value, "judged_by": "vlm"}))
+    for (subject, attribute), value in subs.items():
+        if (subject, attribute) in used or value is None:
+            continue
+        dim, tax = FREE_TEXT_FACTS.get(attribute, ("adherence", "character_missing"))
+        out.append(
+            Requirement(
+                id=f"s{k}.{subject}.{attribute}",
+                dimension=dim,
+                taxonomy=tax,
+                source="prompt",
+                subject=subject,
+                attribute=attribute,
+                expected=value,
+                judged_by="vlm",
+            )
+        )
+    return out

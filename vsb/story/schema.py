@@ -7,6 +7,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from pydantic import BaseModel
+
 from vsb.story.models import Story
 
 SCHEMA_ID = "https://vsb.invalid/schema/story.schema.json"
@@ -15,8 +17,12 @@ DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 def generate_story_schema() -> dict[str, Any]:
     """The schema as generated now from ``vsb.story.models.Story``."""
-    schema = Story.model_json_schema(mode="validation")
-    return {"$schema": DIALECT, "$id": SCHEMA_ID, **schema}
+    return model_schema(Story, SCHEMA_ID)
+
+
+def model_schema(model: type[BaseModel], schema_id: str) -> dict[str, Any]:
+    """The JSON Schema of a typed model as generated now, with its dialect and ``$id``."""
+    return {"$schema": DIALECT, "$id": schema_id, **model.model_json_schema(mode="validation")}
 
 
 def schema_text(schema: dict[str, Any]) -> str:
@@ -24,9 +30,13 @@ def schema_text(schema: dict[str, Any]) -> str:
     return json.dumps(schema, indent=2, sort_keys=True) + "\n"
 
 
-@lru_cache(maxsize=1)
 def committed_story_schema() -> dict[str, Any]:
     """The schema file shipped in the package (``vsb/schema/story.schema.json``)."""
-    text = resources.files("vsb").joinpath("schema/story.schema.json").read_text()
-    result: dict[str, Any] = json.loads(text)
+    return shipped_schema("schema/story.schema.json")
+
+
+@lru_cache(maxsize=8)
+def shipped_schema(path: str) -> dict[str, Any]:
+    """A schema file shipped in the package, by its path under ``vsb/`` (read once)."""
+    result: dict[str, Any] = json.loads(resources.files("vsb").joinpath(path).read_text())
     return result

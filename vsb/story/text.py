@@ -1,10 +1,14 @@
-"""Scene text: compose screenplay-style prompts from events, and the paraphrase style.
+"""Scene text: compose screenplay-style prompts from events, and the paraphrase and implicit
+styles.
 
 Scene 1 states everything visible. Later scenes state the names of who is there, the place,
 and what changes — nothing else — so every unchanged fact is a ``memory`` requirement.
 ``compose_scene`` returns the text together with the set of facts it states; the
 requirement builder uses that set to mark sources, and ``fact_cues`` gives the phrases by
-which a fact is stated, so a test can check the split against the text itself.
+which a fact is stated, so a test can check the split against the text itself. In the
+implicit style a state change with a stated cause is told as the event alone ("A dog pulls at
+the book until its pages rip."), never as its effect ("... so the book is torn now"): the
+effect is for the model to infer (``implicit_cause``).
 """
 
 from __future__ import annotations
@@ -119,8 +123,12 @@ def compose_scene(
     before: SceneState | None,
     after: SceneState,
     world: World,
+    *,
+    implicit: bool = False,
 ) -> tuple[str, set[Fact]]:
-    """Text of scene ``k`` and the facts it states. ``before`` is None for scene 1.
+    """Text of scene ``k`` and the facts it states. ``before`` is None for scene 1. With
+    ``implicit``, a state change with a cause is told without its effect (the fact stays in
+    the set: the scene's text tells the event that sets it).
 
     A character who enters or an object that appears is described as it is at that moment
     (nothing can change while it is out of the story), so a later event of the same scene
@@ -150,7 +158,7 @@ def compose_scene(
     mentioned: set[str] = set()
     order_changed = False
     for ev in events:
-        s, f = _event_sentence(ev, before, after)
+        s, f = _event_sentence(ev, before, after, implicit)
         if s:
             sentences.append(s)
         stated |= f
@@ -175,7 +183,9 @@ def _join(names: Sequence[str]) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
-def _event_sentence(ev: Event, before: SceneState, after: SceneState) -> tuple[str, set[Fact]]:
+def _event_sentence(
+    ev: Event, before: SceneState, after: SceneState, implicit: bool = False
+) -> tuple[str, set[Fact]]:
     match ev:
         case Enter():
             if not before.characters[ev.character].seen:
@@ -211,6 +221,9 @@ def _event_sentence(ev: Event, before: SceneState, after: SceneState) -> tuple[s
             noun = _noun(ev.object, after)
             tail = f"the {noun} {_be(ev.object, o.count)} {ev.state} now."
             cause = ev.cause
+            if cause and implicit:
+                told = implicit_cause(cause)
+                return f"{told[0].upper()}{told[1:]}.", {(ev.object, "state")}
             text = f"{cause[0].upper()}{cause[1:]}, so {tail}" if cause else tail.capitalize()
             return text, {(ev.object, "state")}
         case Give():
@@ -363,3 +376,40 @@ def paraphrase(text: str) -> str:
     for a, b in PARAPHRASES:
         text = text.replace(a, b)
     return text
+
+
+# --- implicit style --------------------------------------------------------------------------
+
+#: The generator's stated causes (``vsb.generator.beats.stated_cause``) reworded to tell the
+#: event so that its effect follows by common sense without being named: (pattern, rewording)
+#: over the whole cause. A cause none of them matches is told as it is (it never names the
+#: effect: the plain style adds that as ", so the … is … now").
+IMPLICIT_CAUSES: tuple[tuple[str, str], ...] = (
+    (r"(.+) lights the (lantern|candle) with a match",
+     r"\1 strikes a match and holds it to the \2"),
+    (r"(.+) slits the letter open", r"\1 runs a knife along the seal of the letter"),
+    (r"The wind blows the lid of the box open",
+     "The wind catches the lid of the box and flips it back"),
+    (r"A cat knocks the lid of the box open", "A cat paws at the box until its lid slides off"),
+    (r"A strong gust of wind catches the umbrella",
+     "A strong gust of wind catches the umbrella and snaps its ribs"),
+    (r"The umbrella gets caught in a slamming door",
+     "The umbrella gets caught in a slamming door and its ribs snap"),
+    (r"A heavy chair falls on the umbrella",
+     "A heavy chair falls on the umbrella and snaps its ribs"),
+    (r"(.+) knocks the vase hard against (.+)",
+     r"\1 knocks the vase hard against \2 and it cracks into pieces"),
+    (r"A dog pulls at the book", "A dog pulls at the book until its pages rip"),
+    (r"The hot sun beats down on the flowers",
+     "The hot sun beats down on the flowers all day"),
+    (r"Nobody waters the flowers", "Nobody waters the flowers for days"),
+)  # fmt: skip
+
+
+def implicit_cause(cause: str) -> str:
+    """The implicit-style wording of a stated cause (``IMPLICIT_CAUSES``)."""
+    for pattern, rewording in IMPLICIT_CAUSES:
+        m = re.fullmatch(pattern, cause)
+        if m:
+            return m.expand(rewording)
+    return cause

@@ -16,13 +16,13 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from vsb.errors import RunError
-from vsb.fsio import load_model
+from vsb.fsio import STRICT, load_model
 from vsb.scores.inputs import load_signals
 from vsb.scores.models import ScoresReport
-from vsb.validation.metrics import rank_correlations
+from vsb.validation.models import RankCorrelation
 
 SCORES_FILE = "scores/scores.json"
 STORY_SUMMARIES = ("global", "coherence", "adherence")
@@ -30,27 +30,22 @@ STORY_SUMMARIES = ("global", "coherence", "adherence")
 Unit = tuple[str, str, str]
 """(model, condition, story_id): one story run."""
 
-_STRICT = ConfigDict(extra="forbid", frozen=True)
 
-
-class HumanSignalCorrelation(BaseModel):
-    """Story-level rank correlation between an evaluator signal and a rated dimension."""
-
-    model_config = _STRICT
+class _HumanKey(BaseModel):
+    model_config = STRICT
     evaluator: str = Field(description="Evaluator that produced the signal.")
     signal: str = Field(description="'global', 'coherence', 'adherence' or a signal name.")
     dimension: str = Field(description="Rated dimension, or 'overall' (mean of the six).")
-    spearman: float | None = Field(description="Spearman ρ (null: < 3 units or constant).")
-    spearman_p: float | None
-    kendall: float | None = Field(description="Kendall τ-b (null: < 3 units or constant).")
-    kendall_p: float | None
-    n_units: int = Field(ge=0, description="Story runs with both a rating and the signal.")
+
+
+class HumanSignalCorrelation(RankCorrelation, _HumanKey):
+    """Story-level rank correlation between an evaluator signal and a rated dimension."""
 
 
 class HumanRankAgreement(BaseModel):
     """One evaluator's model ranking against the human one, in one condition."""
 
-    model_config = _STRICT
+    model_config = STRICT
     evaluator: str
     condition: str
     models: list[str] = Field(description="Models both rank, human order (best first).")
@@ -62,7 +57,7 @@ class HumanRankAgreement(BaseModel):
 class HumanAgreement(BaseModel):
     """Every evaluator of a release against the human ratings."""
 
-    model_config = _STRICT
+    model_config = STRICT
     correlations: list[HumanSignalCorrelation] = Field(
         description="By evaluator, signal, then dimension ('overall' first)."
     )
@@ -110,13 +105,10 @@ def story_correlations(
     for (ev, name), values in sorted(signals.items()):
         for dim in dimensions:
             units = sorted(u for u in values if u in ratings and dim in ratings[u])
-            rho, rho_p, tau, tau_p = rank_correlations(
-                [values[u] for u in units], [ratings[u][dim] for u in units]
-            )
             rows.append(
-                HumanSignalCorrelation(
-                    evaluator=ev, signal=name, dimension=dim, spearman=rho, spearman_p=rho_p,
-                    kendall=tau, kendall_p=tau_p, n_units=len(units),
+                HumanSignalCorrelation.between(
+                    [values[u] for u in units], [ratings[u][dim] for u in units],
+                    evaluator=ev, signal=name, dimension=dim,
                 )
             )  # fmt: skip
     return rows

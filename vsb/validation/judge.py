@@ -32,15 +32,16 @@ unknown, not absent.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from vsb.errors import RunError, select_present
 from vsb.fsio import sha256_file
 from vsb.scores.inputs import (
+    EvaluationTables,
     RequirementRows,
-    load_requirements,
-    load_signals,
+    load_tables,
     release_name,
     require_run_dir,
 )
@@ -105,12 +106,16 @@ def _select(present: list[str], wanted: Sequence[str] | None) -> set[str]:
 
 def verdict_counts(rows: RequirementRows) -> VerdictCounts:
     """How ``rows`` split by verdict; rates over the rows that are not not_applicable."""
+    return _counted(Counter(rows.verdict))
+
+
+def _counted(counts: Counter[str]) -> VerdictCounts:
     n = {v: 0 for v in ("passed", "failed", "unsure", "parse_failure", _NOT_APPLICABLE)}
-    for v in rows.verdict:
-        n[v] = n.get(v, 0) + 1
-    checks = len(rows) - n[_NOT_APPLICABLE]
+    n.update(counts)
+    total = counts.total()
+    checks = total - n[_NOT_APPLICABLE]
     return VerdictCounts(
-        n_rows=len(rows),
+        n_rows=total,
         n_checks=checks,
         n_passed=n["passed"],
         n_failed=n["failed"],
@@ -143,11 +148,12 @@ def _section(
     pairs: PairTruth | None = None,
 ) -> tuple[EvaluatorValidation, dict[Frame, float]]:
     """One evaluator's section and the per-frame values of its pass-rate signal."""
-    applicable = rows.subset([v != _NOT_APPLICABLE for v in rows.verdict])
+    applicable = rows.view([v != _NOT_APPLICABLE for v in rows.verdict])
     units = detections(applicable)
     frames = set(frames_of(applicable))
     faulty = {f.frame for f in faults if f.visual}
-    models = sorted({fr[0] for fr in frames_of(rows)})
+    models = sorted(set(rows.model))
+    by_verdict = Counter(zip(rows.model, rows.verdict, strict=True))
     by_model = {
         m: taxonomy_metrics(
             [f for f in faults if f.frame[0] == m],
@@ -165,7 +171,8 @@ def _section(
         n_faulty_frames=len(frames & faulty),
         verdicts=verdict_counts(rows),
         verdicts_by_model={
-            m: verdict_counts(rows.subset([x == m for x in rows.model])) for m in models
+            m: _counted(Counter({v: n for (x, v), n in by_verdict.items() if x == m}))
+            for m in models
         },
         taxonomy=taxonomy_metrics(faults, units, frames),
         taxonomy_by_model=by_model,
@@ -220,21 +227,24 @@ def validate_run(
     progress: Callable[[str], None] | None = None,
     release: str | None = None,
     evaluators: Sequence[str] | None = None,
+    tables: EvaluationTables | None = None,
 ) -> JudgeReport:
     """Validate a run's evaluators and signals against its sealed oracle; writes nothing.
 
     ``evaluators`` keeps only those (requirement or signal evaluators); an unknown name
-    raises ``InputError`` listing the ones present.
+    raises ``InputError`` listing the ones present. ``tables``: the run's evaluation tables
+    already loaded (``vsb release build`` loads them once for every stage), else read here.
     """
     note = progress or (lambda _msg: None)
     root = require_run_dir(run_dir)
-    rows = load_requirements(root)
+    tables = tables if tables is not None else load_tables(root)
+    rows = tables.requirements
     faults = load_faults(root)
-    table = signal_table(load_signals(root))
+    table = signal_table(tables.signals)
     # Frames of models without an oracle are unknown, not fault-free: left out, counted.
     with_oracle = models_with_oracle(root, set(rows.model))
     blind = sorted(set(rows.model) - with_oracle)
-    n_blind = len(set(frames_of(rows.subset([m in blind for m in rows.model]))))
+    n_blind = len({fr for fr in frames_of(rows) if fr[0] in blind}) if blind else 0
     if blind:
         note(f"left out {n_blind} frames of models without an oracle: {', '.join(blind)}")
         rows = rows.subset([m in with_oracle for m in rows.model])
@@ -250,8 +260,11 @@ def validate_run(
     present = present_evaluators(rows, table)
     keep = _select(present, evaluators)
     faulty = {f.frame for f in faults if f.visual}
-    all_frames = set(frames_of(rows.subset([v != _NOT_APPLICABLE for v in rows.verdict])))
-    chosen = rows.subset([e in keep for e in rows.evaluator])
+    verdicts = rows.verdict
+    all_frames = {
+        fr for fr, v in zip(frames_of(rows), verdicts, strict=True) if v != _NOT_APPLICABLE
+    }
+    chosen = rows.view([e in keep for e in rows.evaluator])
     truth = oracle_coherence(chosen, faults)
     pairs = _pair_truth(root) if any(a in PAIR_ATTRIBUTES for a in chosen.attribute) else None
 
@@ -260,7 +273,7 @@ def validate_run(
     for name in _ordered(keep & set(rows.evaluator)):
         note(f"{name}: recall and precision")
         sec, vals = _section(
-            name, rows.subset([e == name for e in rows.evaluator]), faults, table, truth, pairs
+            name, rows.view([e == name for e in rows.evaluator]), faults, table, truth, pairs
         )
         sections.append(sec)
         values[(sec.pass_rate.evaluator, sec.pass_rate.signal)] = vals

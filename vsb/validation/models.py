@@ -16,7 +16,13 @@ section's tables), no longer keys of the file.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from collections.abc import Sequence
+from typing import Self
+
+from pydantic import BaseModel, Field
+
+from vsb.fsio import STRICT
+from vsb.validation.metrics import rank_correlations
 
 JUDGE_FORMAT_VERSION = "2.1"
 #: The rule checker's evaluator name (its section comes first).
@@ -37,13 +43,10 @@ def coherence_signal(evaluator: str) -> str:
     return f"{evaluator}_coherence"
 
 
-_STRICT = ConfigDict(extra="forbid", frozen=True)
-
-
 class TaxonomyMetrics(BaseModel):
     """Recall and precision of one evaluator for one taxonomy label (or ``all``)."""
 
-    model_config = _STRICT
+    model_config = STRICT
     taxonomy: str = Field(description="Taxonomy label, or 'all' for the micro-average.")
     n_faults: int = Field(ge=0, description="Injected visual faults with this label.")
     n_detected: int = Field(
@@ -76,7 +79,7 @@ class TaxonomyMetrics(BaseModel):
 class VerdictCounts(BaseModel):
     """How an evaluator's rows split by verdict; rates are over its checks (rows that applied)."""
 
-    model_config = _STRICT
+    model_config = STRICT
     n_rows: int = Field(ge=0, description="Requirement rows of this evaluator.")
     n_checks: int = Field(ge=0, description="Rows whose verdict is not not_applicable.")
     n_passed: int = Field(ge=0)
@@ -91,7 +94,7 @@ class VerdictCounts(BaseModel):
 class SignalAuroc(BaseModel):
     """AUROC of a per-frame signal for 'this frame has ≥1 injected visual fault'."""
 
-    model_config = _STRICT
+    model_config = STRICT
     evaluator: str = Field(description="Evaluator that produced the signal.")
     signal: str
     auroc: float | None = Field(
@@ -101,24 +104,44 @@ class SignalAuroc(BaseModel):
     n_faulty: int = Field(ge=0, description="Of those, frames with ≥1 injected visual fault.")
 
 
-class SignalCorrelation(BaseModel):
-    """Story-level rank correlation between a signal's story mean and oracle coherence."""
+class RankCorrelation(BaseModel):
+    """Story-level Spearman ρ and Kendall τ-b between two values of the same story runs.
 
-    model_config = _STRICT
+    A row model names its key model after this one, ``class SignalCorrelation(RankCorrelation,
+    _SignalKey)``: pydantic orders fields from the last base to the first, so the key comes first.
+    """
+
+    model_config = STRICT
+    spearman: float | None = Field(description="Spearman ρ (null: < 3 units or constant).")
+    spearman_p: float | None
+    kendall: float | None = Field(description="Kendall τ-b (null: < 3 units or constant).")
+    kendall_p: float | None
+    n_units: int = Field(ge=0, description="Story runs (model × condition × story) with both.")
+
+    @classmethod
+    def between(cls, x: Sequence[float], y: Sequence[float], **key: str) -> Self:
+        """The row of ``key`` for paired values ``x`` and ``y`` (one pair per story run)."""
+        rho, rho_p, tau, tau_p = rank_correlations(x, y)
+        return cls(
+            **key, spearman=rho, spearman_p=rho_p, kendall=tau, kendall_p=tau_p, n_units=len(x)
+        )
+
+
+class _SignalKey(BaseModel):
+    model_config = STRICT
     evaluator: str = Field(description="Evaluator that produced the signal.")
     signal: str
-    spearman: float | None = Field(description="Spearman ρ (null if either side is constant).")
-    spearman_p: float | None
-    kendall: float | None = Field(description="Kendall τ-b (null if either side is constant).")
-    kendall_p: float | None
-    n_units: int = Field(ge=0, description="story × model × condition units with both values.")
+
+
+class SignalCorrelation(RankCorrelation, _SignalKey):
+    """Story-level rank correlation between a signal's story mean and oracle coherence."""
 
 
 class OracleAgreement(BaseModel):
     """An evaluator's passed/failed answers against the oracle's requirement-level truth
     (vsb/validation/truth.py): the share that are wrong, whatever their labels."""
 
-    model_config = _STRICT
+    model_config = STRICT
     n_answers: int = Field(ge=0, description="Passed or failed verdicts (unsure etc. aside).")
     n_wrong: int = Field(ge=0, description="Verdicts that disagree with the oracle's truth.")
     n_false_pass: int = Field(ge=0, description="Passed where the image breaks the fact.")
@@ -131,7 +154,7 @@ class OracleAgreement(BaseModel):
 class EvaluatorValidation(BaseModel):
     """One requirement evaluator (rule checker, VLM judge…) against the oracle."""
 
-    model_config = _STRICT
+    model_config = STRICT
     evaluator: str = Field(description="Evaluator name of its requirement rows.")
     judge_model: str = Field(description="Judge model(s) of its rows, comma-joined ('' if none).")
     n_frames: int = Field(ge=0, description="Frames with ≥1 of its checks (not_applicable aside).")
@@ -154,7 +177,7 @@ class EvaluatorValidation(BaseModel):
 class JudgeIdentity(BaseModel):
     """Which run the validation was computed from."""
 
-    model_config = _STRICT
+    model_config = STRICT
     run_dir: str = Field(description="Directory name of the run (not the full path).")
     release: str | None = Field(description="Release name from MANIFEST.json, if frozen.")
     requirements_sha256: str
@@ -164,7 +187,7 @@ class JudgeIdentity(BaseModel):
 class JudgeReport(BaseModel):
     """``RUN/validation/judge.json``."""
 
-    model_config = _STRICT
+    model_config = STRICT
     version: str = Field(default=JUDGE_FORMAT_VERSION, description="judge.json format version.")
     run: JudgeIdentity
     n_frames: int = Field(ge=0, description="Evaluated frames (images), every evaluator.")

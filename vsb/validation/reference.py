@@ -15,11 +15,15 @@ import json
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from vsb.fsio import atomic_write_json, iter_jsonl
 from vsb.validation.models import EvaluatorValidation
+
+if TYPE_CHECKING:
+    from vsb.validation.sim_judge import Answerer
 
 REFERENCE_FILE = "validation/reference_judges.json"
 REFERENCE_FORMAT_VERSION = "1.0"
@@ -92,45 +96,67 @@ def validate_reference_judges(
     condition: str = DEFAULT_CONDITION,
     names: Sequence[str] | None = None,
     progress: Callable[[str], None] | None = None,
+    served: bool = False,
 ) -> ReferenceReport:
-    """Judge the (model, condition) frames of ``run_dir`` with every reference judge (in
-    scratch copies under ``work_dir``, removed after) and validate each against the oracle."""
-    from vsb.evaluators.evaluate import evaluate_run
-    from vsb.evaluators.vlm.transports import build_transport
-    from vsb.evaluators.vlm_judge import JudgeOptions
+    """Judge the (model, condition) frames of ``run_dir`` with every reference judge (in one
+    scratch copy under ``work_dir``, removed after) and validate each against the oracle.
+
+    Each judge answers through the OpenAI wire format: in this process (an httpx transport
+    that calls the server's own handler: the same bytes, no socket, no thread) or, with
+    ``served``, over HTTP on 127.0.0.1. Both give the same verdicts."""
     from vsb.validation.judge import validate_run
     from vsb.validation.reference_judges import REFERENCE_JUDGES
-    from vsb.validation.sim_judge import JudgeServer
 
     note = progress or (lambda _msg: None)
     root, work = Path(run_dir), Path(work_dir)
-    rows, n_frames = [], 0
-    for name in names or list(REFERENCE_JUDGES):
-        note(f"reference judge {name}")
-        sub = work / f"reference-{name}"
-        shutil.rmtree(sub, ignore_errors=True)
+    sub = work / "reference"
+    shutil.rmtree(sub, ignore_errors=True)
+    rows = []
+    try:
         n_frames = _slice(root, sub, model, condition)
-        try:
-            with JudgeServer(REFERENCE_JUDGES[name]()) as server:
-                evaluate_run(
-                    sub,
-                    evaluators=["vlm", "vlm_xframe"],
-                    judge=build_transport(f"openai-compatible:{name}", base_url=server.url),
-                    judge_options=JudgeOptions(cache_dir=None, concurrency=4),
+        for name in names or list(REFERENCE_JUDGES):
+            note(f"reference judge {name}")
+            _judge_slice(sub, name, REFERENCE_JUDGES[name](), served)
+            report = validate_run(sub, evaluators=JUDGED)
+            xframe = [s for s in report.evaluators if s.evaluator == "vlm_xframe"]
+            rows.append(
+                ReferenceJudge(
+                    judge=name,
+                    description=DESCRIPTIONS.get(name, ""),
+                    section=report.section("vlm"),
+                    xframe_error_rate=xframe[0].agreement.error_rate if xframe else None,
                 )
-            report = validate_run(sub, evaluators=["vlm", "vlm_xframe"])
-        finally:
-            shutil.rmtree(sub, ignore_errors=True)
-        xframe = [s for s in report.evaluators if s.evaluator == "vlm_xframe"]
-        rows.append(
-            ReferenceJudge(
-                judge=name,
-                description=DESCRIPTIONS.get(name, ""),
-                section=report.section("vlm"),
-                xframe_error_rate=xframe[0].agreement.error_rate if xframe else None,
             )
-        )
+    finally:
+        shutil.rmtree(sub, ignore_errors=True)
     return ReferenceReport(model=model, condition=condition, n_frames=n_frames, judges=rows)
+
+
+#: The evaluators a reference judge answers for.
+JUDGED = ("vlm", "vlm_xframe")
+
+
+def _judge_slice(sub: Path, name: str, judge: Answerer, served: bool) -> None:
+    """``evaluate_run`` of the slice with ``JUDGED`` asked of ``judge`` (as the OpenAI-
+    compatible model ``name``); the evaluations and ledger of an earlier judge go first."""
+    from vsb.evaluators.evaluate import evaluate_run
+    from vsb.evaluators.vlm.transports import build_transport, default_client
+    from vsb.evaluators.vlm_judge import JudgeOptions
+    from vsb.validation.sim_judge import JudgeEndpoint, JudgeServer
+
+    shutil.rmtree(sub / "evaluations", ignore_errors=True)
+    (sub / "ledger.sqlite").unlink(missing_ok=True)
+    with (JudgeServer if served else JudgeEndpoint)(judge) as endpoint:
+        client = default_client() if served else endpoint.client()
+        with client:
+            evaluate_run(
+                sub,
+                evaluators=list(JUDGED),
+                judge=build_transport(
+                    f"openai-compatible:{name}", base_url=endpoint.url, client=client
+                ),
+                judge_options=JudgeOptions(cache_dir=None, concurrency=4),
+            )
 
 
 def write_reference(run_dir: str | Path, report: ReferenceReport) -> Path:

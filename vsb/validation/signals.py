@@ -11,7 +11,7 @@ from collections import defaultdict
 
 from vsb.scores.inputs import RequirementRows, SignalRows
 from vsb.validation.matching import Fault, Frame, frames_of
-from vsb.validation.metrics import auroc, rank_correlations
+from vsb.validation.metrics import auroc
 from vsb.validation.models import SignalAuroc, SignalCorrelation
 
 Unit = tuple[str, str, str]
@@ -108,13 +108,6 @@ def correlation(
 ) -> SignalCorrelation:
     """Spearman and Kendall between story-level values and oracle coherence."""
     units = sorted(set(means) & set(truth))
-    rho, rho_p, tau, tau_p = rank_correlations([means[u] for u in units], [truth[u] for u in units])
-    return SignalCorrelation(
-        evaluator=evaluator,
-        signal=name,
-        spearman=rho,
-        spearman_p=rho_p,
-        kendall=tau,
-        kendall_p=tau_p,
-        n_units=len(units),
+    return SignalCorrelation.between(
+        [means[u] for u in units], [truth[u] for u in units], evaluator=evaluator, signal=name
     )

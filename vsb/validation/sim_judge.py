@@ -28,6 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Protocol, Self
 
+import httpx
 import numpy as np
 
 from vsb.evaluators.vlm.questions import order_probe, pair_questions, question_for
@@ -176,6 +177,31 @@ class Answerer(Protocol):
     def pair_answers(self, first: bytes, second: bytes, questions: list[str]) -> list[str]: ...
 
 
+def json_reply(status: int, reply: dict[str, Any]) -> tuple[dict[str, str], bytes]:
+    """The headers and body ``serve_json`` sends for ``(status, reply)`` (a 429 carries
+    ``Retry-After: 0``); the in-process transport answers the same bytes."""
+    data = json.dumps(reply).encode()
+    headers = {"content-type": "application/json", "content-length": str(len(data))}
+    if status == 429:
+        headers["retry-after"] = "0"
+    return headers, data
+
+
+class JsonTransport(httpx.BaseTransport):
+    """``handle(path, body)`` answered in this process: each request's JSON body goes to
+    ``handle`` and its ``(status, reply)`` comes back as the bytes and headers ``serve_json``
+    would send, with no socket and no server thread (``httpx.MockTransport``'s idea)."""
+
+    def __init__(self, handle: Callable[[str, dict[str, Any]], tuple[int, dict[str, Any]]]):
+        self.handle = handle
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.read() or b"{}")
+        status, reply = self.handle(request.url.raw_path.decode("ascii"), body)
+        headers, data = json_reply(status, reply)
+        return httpx.Response(status, headers=headers, content=data, request=request)
+
+
 def serve_json(
     handle: Callable[[str, dict[str, Any]], tuple[int, dict[str, Any]]],
     *,
@@ -196,12 +222,10 @@ def serve_json(
             length = int(self.headers.get("content-length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
             status, reply = handle(self.path, body)
-            data = json.dumps(reply).encode()
+            headers, data = json_reply(status, reply)
             self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            if status == 429:
-                self.send_header("retry-after", "0")
+            for name, value in headers.items():
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(data)
 
@@ -211,9 +235,14 @@ def serve_json(
     return httpd
 
 
-class JudgeServer:
-    """An ``Answerer`` behind ``POST /v1/chat/completions`` on 127.0.0.1 (a daemon thread):
-    the OpenAI chat-completions wire format, one answer per numbered question.
+#: The base URL of an in-process endpoint (loopback: no API key needed; nothing listens).
+IN_PROCESS_URL = "http://127.0.0.1/v1"
+
+
+class JudgeEndpoint:
+    """An ``Answerer`` behind ``POST /v1/chat/completions``: the OpenAI chat-completions
+    wire format, one answer per numbered question, answered in this process through
+    ``client()`` (``JudgeServer`` serves the same answers over HTTP on 127.0.0.1).
 
     ``latency_s`` delays every answer (throughput benchmarks); ``fail_first`` answers the
     first N requests with HTTP 429 and ``Retry-After: 0`` (retry tests); ``requests``
@@ -227,12 +256,16 @@ class JudgeServer:
         self.attempts = 0
         self.bodies: list[dict[str, Any]] = []
         self._lock = threading.Lock()
-        self.httpd = serve_json(self.handle)
 
     @property
     def url(self) -> str:
-        """The base URL to give ``--base-url``."""
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        """The base URL to give the judge's transport."""
+        return IN_PROCESS_URL
+
+    def client(self) -> httpx.Client:
+        """An ``httpx.Client`` whose requests this endpoint answers in process (the caller
+        closes it)."""
+        return httpx.Client(transport=JsonTransport(self.handle), follow_redirects=False)
 
     def handle(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """(status, JSON reply) of one POST, ``latency_s`` after it arrived (the answer's
@@ -271,15 +304,31 @@ class JudgeServer:
         }
 
     def close(self) -> None:
-        """Stop serving."""
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        """Nothing to stop in process (``JudgeServer`` stops its server)."""
 
     def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class JudgeServer(JudgeEndpoint):
+    """A ``JudgeEndpoint`` served over HTTP on 127.0.0.1 (a free port, a daemon thread)."""
+
+    def __init__(self, judge: Answerer, *, latency_s: float = 0.0, fail_first: int = 0) -> None:
+        super().__init__(judge, latency_s=latency_s, fail_first=fail_first)
+        self.httpd = serve_json(self.handle)
+
+    @property
+    def url(self) -> str:
+        """The base URL to give ``--base-url``."""
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def close(self) -> None:
+        """Stop serving."""
+        self.httpd.shutdown()
+        self.httpd.server_close()
 
 
 class SimJudgeServer(JudgeServer):

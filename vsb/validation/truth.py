@@ -127,15 +127,21 @@ def oracle_agreement(
     """How often ``rows``' passed/failed verdicts agree with the oracle's truth (cross-frame
     rows need ``pairs``; without it they are left out)."""
     sets = fault_sets(faults)
+    parsed: dict[str, Any] = {}  # each distinct expected value decoded once
     n = wrong = false_pass = false_fail = 0
     for i, verdict in enumerate(rows.verdict):
         if verdict not in ("passed", "failed"):
             continue
         frame = (rows.model[i], rows.condition[i], rows.story_id[i], rows.scene[i])
-        try:
-            expected = json.loads(rows.expected[i])
-        except ValueError:
-            expected = rows.expected[i]
+        text = rows.expected[i]
+        if text in parsed:
+            expected = parsed[text]
+        else:
+            try:
+                expected = json.loads(text)
+            except ValueError:
+                expected = text
+            parsed[text] = expected
         if rows.attribute[i] in PAIR_ATTRIBUTES:
             if pairs is None:
                 continue

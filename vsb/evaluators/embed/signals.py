@@ -41,7 +41,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -57,15 +57,13 @@ from vsb.evaluators.embed.models import (
 )
 from vsb.evaluators.interface import (
     EvaluateOptions,
+    EvaluatorBase,
     EvaluatorOutput,
     Frame,
-    Reads,
     RunView,
-    Stage,
     WorkItem,
     content_key,
 )
-from vsb.evaluators.interface import Kind as Kind_
 from vsb.story.models import Requirement, Story
 
 #: The embedding evaluators (``vsb evaluate`` runs them in their own phase).
@@ -318,18 +316,12 @@ def run_embeddings(
     return rows, summaries
 
 
-class _EmbedEvaluator:
+class _EmbedEvaluator(EvaluatorBase):
     """An embedding evaluator: in ``vsb evaluate`` one item, the whole run's pass through
     the model (cached per image and text by content), run in the ``models`` stage;
     ``evaluate_story`` embeds one story at a time (library use)."""
 
-    name: ClassVar[str] = ""
-    kind: ClassVar[Kind_] = "signals"
-    reads: ClassVar[Reads] = "any"
-    paid: ClassVar[bool] = False
-    stage: ClassVar[Stage] = "models"
-    needs: ClassVar[str] = ""
-    description: ClassVar[str] = ""
+    stage = "models"
 
     def __init__(self, options: EmbedOptions | None = None) -> None:
         self.options = options or EmbedOptions()
@@ -368,11 +360,9 @@ class ClipEvaluator(_EmbedEvaluator):
     """CLIP text–image similarity, the text-side reciprocal rank (``clip_rr``) and
     VinaBench's image-side one (``clip_image_rr``)."""
 
-    name: ClassVar[str] = "clip"
-    needs: ClassVar[str] = "CLIP weights (--clip-model); pip install 'vsb[embed]'"
-    description: ClassVar[str] = (
-        "CLIP text–image similarity and reciprocal rank among negative texts (any image)"
-    )
+    name = "clip"
+    needs = "CLIP weights (--clip-model); pip install 'vsb[embed]'"
+    description = "CLIP text–image similarity and reciprocal rank among negative texts (any image)"
 
     def plan(self, run: RunView, options: EvaluateOptions) -> list[WorkItem]:
         """One item whose payload is the reference model's frames (clip_image_rr)."""
@@ -385,8 +375,6 @@ class ClipEvaluator(_EmbedEvaluator):
 class DinoEvaluator(_EmbedEvaluator):
     """DINOv2 CLS similarity to the previous frame and to scene 1."""
 
-    name: ClassVar[str] = "dino"
-    needs: ClassVar[str] = "DINOv2 weights (--dino-model); pip install 'vsb[embed]'"
-    description: ClassVar[str] = (
-        "DINOv2 CLS similarity to the previous frame and to scene 1 (any image)"
-    )
+    name = "dino"
+    needs = "DINOv2 weights (--dino-model); pip install 'vsb[embed]'"
+    description = "DINOv2 CLS similarity to the previous frame and to scene 1 (any image)"

@@ -23,9 +23,9 @@ from vsb.evaluators.vlm.store import JudgeCache, JudgePricing
 from vsb.evaluators.vlm.transports import (
     JudgeReply,
     JudgeRequest,
-    Unreachable,
     VlmTransport,
 )
+from vsb.evaluators.vlm.wire import Unreachable
 from vsb.store.calls import (
     Budget,
     BudgetExceeded,
@@ -128,6 +128,8 @@ def plan_cost(
 
 
 def _request(call: JudgeCall) -> JudgeRequest:
+    if not call.image_path:  # a text-only call
+        return JudgeRequest(b"", "text/plain", call.system, call.prompt, call.max_tokens)
     data = Path(call.image_path).read_bytes()
     first = data
     extra: tuple[bytes, ...] = ()
@@ -316,7 +318,10 @@ def call_answers(call: JudgeCall, reply: JudgeReply) -> list[Answer | None]:
 
 
 def unparsed(call: JudgeCall, reply: JudgeReply) -> int:
-    """How many of a call's questions the reply leaves without a parsable answer."""
+    """How many of a call's questions the reply leaves without a parsable answer (a
+    text-only call with ``accepts``: 0 if it accepts the reply, else 1)."""
+    if call.accepts is not None:
+        return 0 if call.accepts(reply.text) else 1
     return sum(a is None for a in call_answers(call, reply))
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +17,13 @@ from vsb.evaluators.vlm.answers import (
     SYSTEM_PROMPT_SINGLE,
     scene_prompt,
 )
-from vsb.evaluators.vlm.questions import Question, order_probe, pair_questions, question_for
+from vsb.evaluators.vlm.questions import (
+    Question,
+    judge_view,
+    order_probe,
+    pair_questions,
+    question_for,
+)
 from vsb.evaluators.vlm.store import JudgePricing, call_key
 from vsb.story.models import Requirement, Scene
 
@@ -56,11 +62,15 @@ class JudgeCall:
     #: comes second in the request), and the evaluator their rows belong to.
     prev_image_path: str | None = None
     evaluator: str = EVALUATOR_NAME
+    #: Text-only calls (``image_path`` empty: the narrative importer's extractions) set the
+    #: room for their answer and what makes a reply worth caching (``accepts(text)``).
+    answer_tokens: int = 0
+    accepts: Callable[[str], bool] | None = None
 
     @property
     def max_tokens(self) -> int:
-        """Room for ``N: UNSURE`` per question and some slack."""
-        return 8 * len(self.questions) + 16
+        """Room for ``N: UNSURE`` per question and some slack (or ``answer_tokens``)."""
+        return self.answer_tokens or 8 * len(self.questions) + 16
 
 
 def _probes(scene: Scene) -> tuple[str, ...]:
@@ -144,7 +154,7 @@ def plan_calls(
             probes = _probes(scene) if batch == 0 else ()
             colours = held_objects(scene) if batch == 0 else ()
             pairs = order_pairs(scene) if batch == 0 else ()
-            st = scene.state
+            st = judge_view(scene)
             qs = tuple(question_for(r, st) for r in part)
             qs += tuple(probe_question(kind) for kind in probes)
             qs += tuple(colour_probe_question(k, st.objects[k].color) for k in colours)
@@ -223,6 +233,6 @@ def estimate_cost(call: JudgeCall, pricing: JudgePricing | None, judge_model: st
     price = pricing.price(judge_model) if pricing else None
     if price is None:
         return None
-    images = 2 if call.prev_image_path else 1
+    images = 2 if call.prev_image_path else (1 if call.image_path else 0)
     tokens_in = images * price.image_tokens + math.ceil((len(call.system) + len(call.prompt)) / 4)
     return price.cost(tokens_in, call.max_tokens)

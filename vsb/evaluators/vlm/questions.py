@@ -96,16 +96,20 @@ def _cues(
     c = state.characters[name]
     others = [o for n, o in state.characters.items() if n != name]
     out = []
-    if "skin" not in without and all(o.skin != c.skin for o in others):
+    # an empty value is one the narrative does not give (judge_view): never a cue
+    if "skin" not in without and c.skin and all(o.skin != c.skin for o in others):
         out.append(skin_words(c.skin))
-    if "hair" not in without and all(o.hair_color != c.hair_color for o in others):
+    if "hair" not in without and c.hair_color and all(o.hair_color != c.hair_color for o in others):
         out.append(f"{c.hair_color} hair")
     style = c.hair_style
-    if weak and "hair" not in without and all(o.hair_style != style for o in others):
+    if weak and "hair" not in without and style and all(o.hair_style != style for o in others):
         out.append(_a(style) if style in ("bun", "ponytail") else f"{style} hair")
-    if "top" not in without and all(o.top != c.top for o in others):
+    if "top" not in without and c.top and all(o.top != c.top for o in others):
         out.append(_a(f"{c.top} top"))
-    if weak and "trousers" not in without and all(o.trousers != c.trousers for o in others):
+    if (
+        weak and "trousers" not in without and c.trousers
+        and all(o.trousers != c.trousers for o in others)
+    ):  # fmt: skip
         out.append(f"{c.trousers} trousers")
     return out
 
@@ -125,6 +129,8 @@ def person(
     if c is None:
         raise InputError(f"the VLM judge cannot locate {name!r}: not a character of the story")
     cues = _cues(state, name, without, weak=weak)
+    if not cues and not (c.skin and c.hair_color):
+        return f"the person called {name}"  # an imported story that does not describe them
     if not cues:
         return f"the person with {skin_words(c.skin)} and {c.hair_color} hair"
     return "the person with " + cue_list(cues)
@@ -219,7 +225,43 @@ def question_for(req: Requirement, state: SceneState) -> Question:
         return _scene_question(req, state)
     if req.subject in state.objects:
         return _object_question(req, state)
+    if req.subject not in state.characters and req.judged_by == "vlm":
+        # an entity outside the render vocabulary (imported stories): is it there?
+        return Question(f"Is there {_a(req.subject)} in the picture?", "YES")
     return _character_question(req, state)
+
+
+#: Character attributes every present character of a generated scene has a requirement for.
+_DESCRIBED = ("skin", "top", "trousers")
+
+
+def judge_view(scene: Scene) -> SceneState:
+    """The scene's state as the judge's questions describe it: in an imported story, a
+    character attribute told in free text (a ``judged_by`` vlm requirement) takes that text,
+    and one the narrative does not give (no requirement) is empty, never a cue. A generated
+    scene has every requirement, none judged by VLM only: its state is returned unchanged."""
+    st = scene.state
+    reqs = {(r.subject, r.attribute): r for r in scene.requirements}
+    changes: dict[str, Any] = {}
+    for name, c in st.characters.items():
+        if not c.present:
+            continue
+        update: dict[str, Any] = {}
+        for attr in (*_DESCRIBED, "hair"):
+            r = reqs.get((name, attr))
+            if r is not None and r.judged_by is None:
+                continue
+            value = r.expected if r is not None else None
+            if attr == "hair":
+                parts = [str(v) for v in value] if isinstance(value, list) else ["", ""]
+                update["hair_color"], update["hair_style"] = parts[0], parts[1]
+            else:
+                update[attr] = "" if value is None else str(value)
+        if update:
+            changes[name] = c.model_copy(update=update)
+    if not changes:
+        return st
+    return st.model_copy(update={"characters": {**st.characters, **changes}})
 
 
 #: Cross-frame facts: (dimension, taxonomy) of each.

@@ -15,11 +15,12 @@ it) and ``ask(JudgeRequest) -> JudgeReply``:
   flipped YES<->NO with probability ERROR_RATE (seeded by the image and prompt), for
   pipelines and tests; it is not a judge of anything.
 
-HTTP transports take an injected ``httpx.Client`` (never following redirects), read the key
-at call time, and never put it in an error: 408/409/429/5xx and dropped connections raise
-``RetryableError`` (with the server's Retry-After), a connection no server accepted (refused,
-unresolvable host, connect timeout) ``Unreachable`` (a ``RetryableError`` the judge counts to
-fail fast on a dead endpoint), other failures ``AdapterError``.
+HTTP transports take an injected ``httpx.Client`` (never following redirects) and send
+through ``vsb.evaluators.vlm.wire``, which reads the key at call time and never puts it in an
+error: 408/409/429/5xx and dropped connections raise ``RetryableError`` (with the server's
+Retry-After), a connection no server accepted (refused, unresolvable host, connect timeout)
+``Unreachable`` (a ``RetryableError`` the judge counts to fail fast on a dead endpoint), other
+failures ``AdapterError``.
 
 Each HTTP transport has an ``endpoint``: its normalised base URL (``normalise_endpoint``),
 part of every cache key, so the same model name served elsewhere is asked again. Transports
@@ -31,29 +32,23 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import urlsplit
 
 import httpx
 import numpy as np
 
-from vsb.errors import AdapterError, CredentialMissing, InputError
-from vsb.fsio import iter_jsonl
-from vsb.store.calls import (
-    QuotaExceeded,
-    RetryableError,
-    classify,
-    is_loopback,
-    parse_retry_after,
-    redact,
+from vsb.errors import AdapterError, InputError
+from vsb.evaluators.vlm.wire import (
+    api_key,
+    default_client,
+    int_or_none,
+    normalise_endpoint,
+    post_json,
 )
-
-#: Read timeout for a judge call (a batched scene can take a while), short connect timeout.
-DEFAULT_TIMEOUT = httpx.Timeout(120.0, connect=15.0)
-_EXCERPT = 200
+from vsb.fsio import iter_jsonl
+from vsb.store.calls import is_loopback
 
 
 @dataclass(frozen=True)
@@ -71,8 +66,9 @@ class JudgeRequest:
     extra_images: tuple[bytes, ...] = ()
 
     def images(self) -> tuple[bytes, ...]:
-        """Every image of the request, in order."""
-        return (self.image, *self.extra_images)
+        """Every image of the request, in order (none for a text-only request, whose
+        ``image`` is empty: the narrative importer's extraction calls)."""
+        return (self.image, *self.extra_images) if self.image else self.extra_images
 
     def images_sha256(self) -> str:
         """sha256 of the image, or of each image joined by ':'."""
@@ -86,34 +82,6 @@ class JudgeReply:
     text: str
     input_tokens: int | None = None
     output_tokens: int | None = None
-
-
-class Unreachable(RetryableError):
-    """No server accepted the connection (refused, unknown host, connect timeout): unlike an
-    error answer, nothing is listening at the endpoint (``endpoint``: its base URL)."""
-
-    def __init__(self, message: str, *, endpoint: str) -> None:
-        super().__init__(message)
-        self.endpoint = endpoint
-
-
-def normalise_endpoint(url: str) -> str:
-    """A base URL in one spelling: lower-case scheme and host, default port dropped, no
-    credentials, no trailing slash (``HTTP://Host:80/v1/`` -> ``http://host/v1``)."""
-    parts = urlsplit(url.strip())
-    scheme = parts.scheme.lower()
-    host = (parts.hostname or "").lower()
-    if ":" in host:  # IPv6 literal
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    default = {"http": 80, "https": 443}.get(scheme)
-    netloc = host if port is None or port == default else f"{host}:{port}"
-    path = parts.path.rstrip("/")
-    query = f"?{parts.query}" if parts.query else ""
-    return f"{scheme}://{netloc}{path}{query}"
 
 
 class VlmTransport(Protocol):
@@ -135,88 +103,73 @@ def endpoint_of(transport: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def default_client() -> httpx.Client:
-    """A real client: generous read timeout, no redirects (a key never follows one)."""
-    return httpx.Client(timeout=DEFAULT_TIMEOUT, follow_redirects=False)
+Headers = dict[str, str]
+Body = dict[str, Any]
 
 
-def _key(env: str, *, optional: bool) -> str | None:
-    key = os.environ.get(env)
-    if not key and not optional:
-        raise CredentialMissing(f"the VLM judge needs an API key: set {env}")
-    return key or None
-
-
-def _post(
-    client: httpx.Client,
-    url: str,
-    headers: dict[str, str],
-    body: dict[str, Any],
-    secret: str | None,
-    endpoint: str | None = None,
-) -> Any:
-    try:
-        resp = client.post(url, headers=headers, json=body)
-    except (httpx.ConnectError, httpx.ConnectTimeout) as err:
-        raise Unreachable(
-            redact(f"VLM request to {url} failed: {err}", secret), endpoint=endpoint or url
-        ) from None
-    except httpx.TransportError as err:
-        # sent, then the answer was lost: the server may have done (and billed) the work
-        billed = isinstance(err, (httpx.ReadTimeout, httpx.ReadError, httpx.RemoteProtocolError))
-        raise RetryableError(
-            redact(f"VLM request to {url} failed: {err}", secret), billed=billed
-        ) from None
-    except httpx.HTTPError as err:
-        raise AdapterError(redact(f"VLM request to {url} failed: {err}", secret)) from None
-    if resp.status_code >= 300:
-        flat = " ".join(resp.text.split())[:_EXCERPT]
-        msg = redact(f"VLM request to {url} failed: HTTP {resp.status_code}: {flat}", secret)
-        kind = classify(resp.status_code, resp.text)  # vsb.store.calls: the one retry layer
-        if kind == "retry":
-            raise RetryableError(
-                msg, retry_after=parse_retry_after(resp.headers.get("retry-after"))
-            )
-        if kind == "quota":  # a spent quota: retrying cannot help
-            raise QuotaExceeded(msg)
-        raise AdapterError(msg)
-    try:
-        return resp.json()
-    except (ValueError, RecursionError):  # RecursionError: a hostile, deeply nested body
-        raise AdapterError(f"VLM response from {url} is not JSON") from None
-
-
-def _int(x: Any) -> int | None:
-    return x if isinstance(x, int) and not isinstance(x, bool) else None
-
-
-class OpenAICompatibleVlm:
-    """An OpenAI-compatible chat-completions endpoint."""
+class _HttpVlm:
+    """What the HTTP transports share: the injected client, the model and the base URL (its
+    normalised ``endpoint`` in every cache key), and the key, read at call time from
+    ``api_key_env``. A subclass names its family and defaults, builds the request
+    (``_request``) and reads the answer (``_reply``)."""
 
     paid = True
+    family = ""
+    default_base_url = ""
+    default_key_env = ""
+    #: A suffix of the base URL that the request paths add themselves (dropped if given).
+    api_suffix = ""
+    #: Whether a loopback base URL (a local server) may go without a key.
+    loopback_needs_no_key = False
 
     def __init__(
         self,
         client: httpx.Client,
         *,
         model: str,
-        base_url: str = "https://api.openai.com/v1",
-        api_key_env: str = "OPENAI_API_KEY",
+        base_url: str | None = None,
+        api_key_env: str | None = None,
     ) -> None:
         self.client = client
         self.model = model
-        self.base_url = base_url.rstrip("/")
-        self.api_key_env = api_key_env
-        self.judge_model = f"openai-compatible:{model}"
+        base = (base_url or self.default_base_url).rstrip("/")
+        if self.api_suffix and base.endswith(self.api_suffix):
+            base = base[: -len(self.api_suffix)]
+        self.base_url = base
+        self.api_key_env = api_key_env or self.default_key_env
+        self.judge_model = f"{self.family}:{model}"
         self.endpoint: str | None = normalise_endpoint(self.base_url)
-        self.key_optional = is_loopback(self.base_url)
+        self.key_optional = self.loopback_needs_no_key and is_loopback(self.base_url)
 
     def check_credentials(self) -> None:
         """``CredentialMissing`` now rather than at the first call."""
-        _key(self.api_key_env, optional=self.key_optional)
+        api_key(self.api_key_env, optional=self.key_optional)
 
     def ask(self, request: JudgeRequest) -> JudgeReply:
-        key = _key(self.api_key_env, optional=self.key_optional)
+        key = api_key(self.api_key_env, optional=self.key_optional)
+        url, headers, body = self._request(request, key)
+        return self._reply(
+            post_json(self.client, url, headers, body, key, self.endpoint or self.base_url), url
+        )
+
+    def _request(self, request: JudgeRequest, key: str | None) -> tuple[str, Headers, Body]:
+        """The URL, headers and JSON body of one call."""
+        raise NotImplementedError
+
+    def _reply(self, data: Any, url: str) -> JudgeReply:
+        """The reply text and token usage of a JSON answer."""
+        raise NotImplementedError
+
+
+class OpenAICompatibleVlm(_HttpVlm):
+    """An OpenAI-compatible chat-completions endpoint (a loopback one needs no key)."""
+
+    family = "openai-compatible"
+    default_base_url = "https://api.openai.com/v1"
+    default_key_env = "OPENAI_API_KEY"
+    loopback_needs_no_key = True
+
+    def _request(self, request: JudgeRequest, key: str | None) -> tuple[str, Headers, Body]:
         parts: list[dict[str, Any]] = [
             {
                 "type": "image_url",
@@ -235,9 +188,10 @@ class OpenAICompatibleVlm:
                 {"role": "user", "content": [*parts, {"type": "text", "text": request.prompt}]},
             ],
         }
-        url = f"{self.base_url}/chat/completions"
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        data = _post(self.client, url, headers, body, key, self.endpoint or self.base_url)
+        return f"{self.base_url}/chat/completions", headers, body
+
+    def _reply(self, data: Any, url: str) -> JudgeReply:
         try:
             content = data["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
@@ -249,42 +203,26 @@ class OpenAICompatibleVlm:
         usage = data.get("usage") if isinstance(data, dict) else None
         usage = usage if isinstance(usage, dict) else {}
         return JudgeReply(
-            text, _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
+            text,
+            int_or_none(usage.get("prompt_tokens")),
+            int_or_none(usage.get("completion_tokens")),
         )
 
 
-class AnthropicVlm:
+class AnthropicVlm(_HttpVlm):
     """The Anthropic Messages API."""
 
-    paid = True
+    family = "anthropic"
+    default_base_url = "https://api.anthropic.com"
+    default_key_env = "ANTHROPIC_API_KEY"
+    # The base URL may end in the API version or not (as the OpenAI transport's ``…/v1``):
+    # the request goes to ``{root}/v1/messages`` either way.
+    api_suffix = "/v1"
+    #: The ``anthropic-version`` header.
+    version = "2023-06-01"
 
-    def __init__(
-        self,
-        client: httpx.Client,
-        *,
-        model: str,
-        base_url: str = "https://api.anthropic.com",
-        api_key_env: str = "ANTHROPIC_API_KEY",
-        version: str = "2023-06-01",
-    ) -> None:
-        self.client = client
-        self.model = model
-        base = base_url.rstrip("/")
-        # Accept the base URL with or without the API version (as the OpenAI transport takes
-        # ``…/v1``): the request goes to ``{root}/v1/messages`` either way.
-        self.base_url = base[: -len("/v1")] if base.endswith("/v1") else base
-        self.api_key_env = api_key_env
-        self.version = version
-        self.judge_model = f"anthropic:{model}"
-        self.endpoint: str | None = normalise_endpoint(self.base_url)
-
-    def check_credentials(self) -> None:
-        """``CredentialMissing`` now rather than at the first call."""
-        _key(self.api_key_env, optional=False)
-
-    def ask(self, request: JudgeRequest) -> JudgeReply:
-        key = _key(self.api_key_env, optional=False)
-        assert key is not None
+    def _request(self, request: JudgeRequest, key: str | None) -> tuple[str, Headers, Body]:
+        assert key is not None  # never optional
         body = {
             "model": self.model,
             "max_tokens": request.max_tokens,
@@ -310,9 +248,10 @@ class AnthropicVlm:
                 }
             ],
         }
-        url = f"{self.base_url}/v1/messages"
         headers = {"x-api-key": key, "anthropic-version": self.version}
-        data = _post(self.client, url, headers, body, key, self.endpoint or self.base_url)
+        return f"{self.base_url}/v1/messages", headers, body
+
+    def _reply(self, data: Any, url: str) -> JudgeReply:
         blocks = data.get("content") if isinstance(data, dict) else None
         if not isinstance(blocks, list):
             raise AdapterError(f"VLM response from {url} has no content blocks")
@@ -323,7 +262,9 @@ class AnthropicVlm:
         )
         usage = data.get("usage")
         usage = usage if isinstance(usage, dict) else {}
-        return JudgeReply(text, _int(usage.get("input_tokens")), _int(usage.get("output_tokens")))
+        return JudgeReply(
+            text, int_or_none(usage.get("input_tokens")), int_or_none(usage.get("output_tokens"))
+        )
 
 
 def replay_key(image_sha256: str, system: str, prompt: str) -> str:
@@ -427,8 +368,8 @@ def build_transport(
             raise InputError(f"--judge {kind}:MODEL needs a model name")
         http = client or default_client()
         if kind == "anthropic":
-            return AnthropicVlm(http, model=arg, **({"base_url": base_url} if base_url else {}))
-        return OpenAICompatibleVlm(http, model=arg, **({"base_url": base_url} if base_url else {}))
+            return AnthropicVlm(http, model=arg, base_url=base_url)
+        return OpenAICompatibleVlm(http, model=arg, base_url=base_url)
     raise InputError(
         f"unknown judge {spec!r}: use one of openai-compatible:MODEL, anthropic:MODEL, "
         "replay:DIR, mock[:ERROR_RATE]"

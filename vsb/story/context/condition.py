@@ -8,11 +8,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from vsb.errors import InputError
 from vsb.registry import Registry
 from vsb.story.context.facts import Supplies
-from vsb.story.models import Story
+from vsb.story.models import Requirement, Story, Value
 
-ConditionKind = Literal["main", "placebo", "ablation"]
+ConditionKind = Literal["main", "placebo", "ablation", "predicted"]
+#: ``(story, k, requirement) -> (attribute, value)``: the wrong value a context states for a
+#: requirement's fact, or None where it states the true one or nothing.
+Misleads = Callable[[Story, int, Requirement], tuple[str, Value | None] | None]
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,10 @@ class Condition:
     stream_of: str | None = None
     #: The fact group an ablation removes (``FACT_GROUPS``); None otherwise.
     removes: str | None = None
+    #: Set when the context may state wrong values of this story's facts (a predicted
+    #: memory): what it states wrongly. A simulator that follows its context draws those;
+    #: the oracle never does (it renders the truth whatever the context says).
+    misleads: Misleads | None = None
 
     @property
     def stream(self) -> str:
@@ -75,6 +83,7 @@ def register(
     kind: ConditionKind = "main",
     stream_of: str | None = None,
     removes: str | None = None,
+    misleads: Misleads | None = None,
 ) -> Callable[[Callable[[Story, int], ConditionContext]], Callable[[Story, int], ConditionContext]]:
     """Decorator: register a context builder ``(story, k) -> ConditionContext`` as a condition."""
 
@@ -93,6 +102,7 @@ def register(
                 kind,
                 stream_of,
                 removes,
+                misleads,
             ),
         )
         return build
@@ -100,9 +110,35 @@ def register(
     return deco
 
 
+#: Families of conditions made on demand from their name, by prefix (e.g. ``predicted_memory-``
+#: for ``predicted_memory-err20``): ``make(name)`` returns the condition, None when the name is
+#: not one of the family's, or raises ``InputError`` for a malformed one. A made condition is
+#: kept but not registered, so ``all_condition_names`` stays the registered ones.
+CONDITION_FAMILIES: dict[str, Callable[[str], Condition | None]] = {}
+_MADE: dict[str, Condition] = {}
+
+
 def get_condition(name: str) -> Condition:
-    """The condition registered as ``name`` (``UnknownNameError`` lists the known ones)."""
-    return CONDITIONS.get(name)
+    """The condition registered as ``name``, or made by a family (``CONDITION_FAMILIES``);
+    ``UnknownNameError`` lists the registered ones."""
+    if name in CONDITIONS:
+        return CONDITIONS.get(name)
+    made = _MADE.get(name)
+    if made is None:
+        for prefix, make in CONDITION_FAMILIES.items():
+            if name.startswith(prefix) and (made := make(name)) is not None:
+                _MADE[name] = made
+                break
+    return made if made is not None else CONDITIONS.get(name)
+
+
+def is_condition(name: str) -> bool:
+    """Whether ``get_condition(name)`` finds a condition (registered or of a family)."""
+    try:
+        get_condition(name)
+    except InputError:
+        return False
+    return True
 
 
 def condition_names() -> list[str]:

@@ -11,6 +11,8 @@ from vsb.story.models import Requirement, SceneState, Story, Value
 
 PRIMARY_CONDITION = "structured_memory"
 PLACEBO_CONDITION = "random_context"
+#: The primary condition's memory as an extractor reads it (``vsb.story.context.predicted``).
+PREDICTED_CONDITION = "predicted_memory"
 #: The fact groups an ablation can remove from the structured memory, in display order.
 FACT_GROUPS: tuple[str, ...] = ("identity", "clothing", "objects", "environment")
 #: Ablation condition -> the fact group it removes.
@@ -52,9 +54,11 @@ def fact_value(state: SceneState, subject: str, attribute: str) -> Value | None:
 
 
 def stated_in(story: Story, j: int, req: Requirement) -> bool:
-    """Whether scene ``j``'s text states ``req``'s fact with the same value."""
+    """Whether scene ``j``'s text states ``req``'s fact with the same value (an ``inferred``
+    requirement's fact is told by its event only, never stated)."""
     return any(
         r.source == "prompt"
+        and not r.inferred
         and r.subject == req.subject
         and r.attribute == req.attribute
         and r.expected == req.expected

@@ -1,0 +1,83 @@
+"""The reference judges answered in process (``JsonTransport``) and over HTTP on 127.0.0.1
+(``JudgeServer``) give the same bytes, so the same verdicts: the release build asks them in
+process (no socket, no thread), ``served=True`` over the wire."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+from vsb.cli.main import main
+from vsb.generator.generate import write_suite
+from vsb.story.models import Story
+from vsb.validation.reference import DEFAULT_CONDITION, DEFAULT_MODEL, validate_reference_judges
+from vsb.validation.reference_judges import REFERENCE_JUDGES
+from vsb.validation.sim_judge import JudgeEndpoint, JudgeServer
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory: pytest.TempPathFactory, default_suite: list[Story]) -> Path:
+    """Three stories of the mid-drift simulator under the primary condition, evaluated."""
+    root = tmp_path_factory.mktemp("refproc")
+    picked = [s for s in default_suite if s.difficulty == "hard"][:2]
+    picked += [s for s in default_suite if s.difficulty == "easy"][:1]
+    write_suite(picked, root / "suite")
+    run = root / "run"
+    argv = ["run", "--suite", str(root / "suite"), "--model", DEFAULT_MODEL, "--condition",
+            DEFAULT_CONDITION, "--out", str(run), "--cache", str(root / "cache"),
+            "--workers", "1"]  # fmt: skip
+    assert main(argv) == 0
+    assert main(["evaluate", str(run), "--workers", "1"]) == 0
+    return run
+
+
+def test_in_process_and_served_judges_give_identical_verdicts(
+    small_run: Path, tmp_path: Path
+) -> None:
+    served = validate_reference_judges(small_run, tmp_path / "served", served=True)
+    local = validate_reference_judges(small_run, tmp_path / "local")
+    assert local.model_dump() == served.model_dump()
+    assert [j.judge for j in local.judges] == list(REFERENCE_JUDGES)
+    assert local.n_frames > 0
+    literal = local.judges[0].section
+    assert literal.verdicts.n_checks > 0 and literal.verdicts.n_passed > 0
+    # the useless judges stay useless whichever way they are asked
+    by_name = {j.judge: j.section.verdicts for j in local.judges}
+    assert by_name["always-unsure"].n_unsure == by_name["always-unsure"].n_checks > 0
+    assert by_name["garbage"].parse_failure_rate == 1.0
+    assert not list((tmp_path / "local").iterdir())  # the scratch slice is removed
+
+
+@pytest.mark.parametrize("fail_first", [0, 1])
+def test_the_transport_answers_the_bytes_the_server_sends(fail_first: int) -> None:
+    """Same request to both: same status, same JSON body bytes, same content headers."""
+    body = {
+        "model": "always-yes",
+        "messages": [
+            {"role": "system", "content": "answer"},
+            {"role": "user", "content": [
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,cG5n"}},
+                {"type": "text", "text": "1. Is it raining?\n2. Is it night?"},
+            ]},
+        ],
+    }  # fmt: skip
+
+    def ask(endpoint: JudgeEndpoint, client: httpx.Client) -> list[httpx.Response]:
+        url = f"{endpoint.url}/chat/completions"
+        return [client.post(url, json=body) for _ in range(2)]
+
+    judge = REFERENCE_JUDGES["always-yes"]
+    with JudgeServer(judge(), fail_first=fail_first) as server, httpx.Client() as client:
+        wire = ask(server, client)
+    with JudgeEndpoint(judge(), fail_first=fail_first) as endpoint, endpoint.client() as c:
+        local = ask(endpoint, c)
+    for a, b in zip(wire, local, strict=True):
+        assert (a.status_code, a.content) == (b.status_code, b.content)
+        for h in ("content-type", "content-length", "retry-after"):
+            assert a.headers.get(h) == b.headers.get(h)
+    assert local[-1].status_code == 200
+    assert json.loads(local[-1].content)["choices"][0]["message"]["content"] == "1: YES\n2: YES"
+    assert endpoint.requests == server.requests == 2 - fail_first

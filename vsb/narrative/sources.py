@@ -1,0 +1,155 @@
+"""Reading narratives: plain text, JSON and the JSON-lines layout (docs/IMPORT.md).
+
+- ``*.txt``: one story per file, its id the file name's stem; scenes are ``Scene N:``
+  sections when the text has such headers (numbered 1, 2, … in order), else paragraphs
+  (separated by blank lines).
+- ``*.json``: a list of scene texts (one story, id from the file name) or a list of stories,
+  each ``{"id": ID, "scenes": [TEXT, …]}``.
+- ``*.jsonl``: one story per line, ``{"story_id": ID, "narrative": [TEXT, …]}`` (the shape of
+  VinaBench's narratives: a story id and its scene texts in order); other keys are ignored.
+
+Every problem is an ``InputError`` naming the file and the line, JSON pointer or scene.
+Scene texts are kept verbatim (only the whitespace around a paragraph is stripped).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vsb.errors import InputError
+from vsb.fsio import iter_jsonl, loads_json, read_limited
+
+MAX_NARRATIVE_BYTES = 16 * 1024 * 1024
+"""Largest narrative file read."""
+MAX_SCENE_CHARS = 4000
+"""Longest scene text (a scene is a picture's prompt, not a chapter)."""
+_HEADER = re.compile(r"^[ \t]*scene[ \t]+(\d+)[ \t]*:[ \t]*", re.IGNORECASE | re.MULTILINE)
+_ID = re.compile(r"[^a-z0-9_\-]+")
+
+
+@dataclass(frozen=True)
+class Narrative:
+    """One story as read: its id, its scene texts in order and where it came from."""
+
+    id: str
+    scenes: tuple[str, ...]
+    source: str
+
+
+def story_id(raw: str) -> str:
+    """A story id from a name: lower case, runs of other characters become ``-``."""
+    out = _ID.sub("-", raw.strip().lower()).strip("-")
+    return out[:100] or "story"
+
+
+def _check_scenes(scenes: Sequence[Any], file: Path, where: str) -> tuple[str, ...]:
+    out = []
+    for i, text in enumerate(scenes, start=1):
+        if not isinstance(text, str):
+            raise InputError(f"scene {i} is not a string", file=file, location=where)
+        text = text.strip()
+        if not text:
+            raise InputError(f"scene {i} is empty", file=file, location=where)
+        if len(text) > MAX_SCENE_CHARS:
+            raise InputError(
+                f"scene {i} has {len(text):,} characters (at most {MAX_SCENE_CHARS:,})",
+                file=file,
+                location=where,
+            )
+        out.append(text)
+    if not out:
+        raise InputError("a story needs at least one scene", file=file, location=where)
+    return tuple(out)
+
+
+def _text_scenes(text: str, file: Path) -> tuple[str, ...]:
+    heads = list(_HEADER.finditer(text))
+    if not heads:
+        paragraphs = [p for p in re.split(r"\n[ \t]*\n", text) if p.strip()]
+        return _check_scenes(paragraphs, file, "paragraphs")
+    if text[: heads[0].start()].strip():
+        line = 1 + text.count("\n", 0, heads[0].start())
+        raise InputError(
+            "text before the first 'Scene N:' header", file=file, location=f"line {line}"
+        )
+    scenes = []
+    for i, m in enumerate(heads, start=1):
+        if int(m.group(1)) != i:
+            line = 1 + text.count("\n", 0, m.start())
+            raise InputError(
+                f"expected 'Scene {i}:', got 'Scene {m.group(1)}:'",
+                file=file,
+                location=f"line {line}",
+            )
+        end = heads[i].start() if i < len(heads) else len(text)
+        scenes.append(text[m.end() : end])
+    return _check_scenes(scenes, file, "scene headers")
+
+
+def _read_text(path: Path) -> Iterator[Narrative]:
+    try:
+        text = read_limited(path, MAX_NARRATIVE_BYTES).decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(f"not UTF-8 text (byte {err.start})", file=path) from None
+    yield Narrative(story_id(path.stem), _text_scenes(text, path), str(path))
+
+
+def _read_json(path: Path) -> Iterator[Narrative]:
+    doc = loads_json(read_limited(path, MAX_NARRATIVE_BYTES), file=path, unique_keys=True)
+    if not isinstance(doc, list) or not doc:
+        raise InputError("expected a non-empty list of scenes or of stories", file=path)
+    if all(isinstance(x, str) for x in doc):
+        yield Narrative(story_id(path.stem), _check_scenes(doc, path, "/"), str(path))
+        return
+    for i, item in enumerate(doc):
+        where = f"/{i}"
+        if not isinstance(item, dict) or set(item) != {"id", "scenes"}:
+            raise InputError(
+                'expected a story {"id": …, "scenes": […]} (or a list of scene strings)',
+                file=path,
+                location=where,
+            )
+        if not isinstance(item["id"], str) or not isinstance(item["scenes"], list):
+            raise InputError("expected a string id and a list of scenes", file=path, location=where)
+        scenes = _check_scenes(item["scenes"], path, where + "/scenes")
+        yield Narrative(story_id(item["id"]), scenes, f"{path}{where}")
+
+
+def _read_jsonl(path: Path) -> Iterator[Narrative]:
+    for n, row in iter_jsonl(path, max_bytes=MAX_NARRATIVE_BYTES):
+        sid, scenes = row.get("story_id"), row.get("narrative")
+        if not isinstance(sid, str) or not isinstance(scenes, list):
+            raise InputError(
+                'expected {"story_id": STRING, "narrative": [SCENE TEXT, …]}',
+                file=path,
+                location=f"line {n}",
+            )
+        yield Narrative(story_id(sid), _check_scenes(scenes, path, f"line {n}"), f"{path}:{n}")
+
+
+_READERS = {".txt": _read_text, ".json": _read_json, ".jsonl": _read_jsonl}
+
+
+def read_narratives(paths: Sequence[str | Path]) -> list[Narrative]:
+    """Every story of the files, in order; a story id used twice is refused."""
+    out: list[Narrative] = []
+    seen: dict[str, str] = {}
+    for p in map(Path, paths):
+        reader = _READERS.get(p.suffix.lower())
+        if reader is None:
+            raise InputError("expected a .txt, .json or .jsonl narrative file", file=p)
+        if not p.is_file():
+            raise InputError("no such file", file=p)
+        for story in reader(p):
+            if story.id in seen:
+                raise InputError(
+                    f"story id {story.id!r} is used twice (first in {seen[story.id]})",
+                    file=story.source,
+                )
+            seen[story.id] = story.source
+            out.append(story)
+    return out

@@ -1,0 +1,162 @@
+"""The main job's suite variants: the same stories worded otherwise, run like the release and
+compared with it story by story (written into the release's ``sensitivity/``).
+
+* **paraphrase** (prompt sensitivity, methodology section 3): the default suite reworded
+  (``suite-paraphrase/``), every model under ``independent`` (``run-paraphrase/``), compared
+  with the release by ``vsb.scores.sensitivity.compare_inputs`` →
+  ``sensitivity/prompt_sensitivity.{json,csv}``.
+* **implicit** (implicit effects): the stories of the default suite that have a causal link,
+  in the implicit text style (``suite-implicit/``), every model under ``independent`` and
+  ``structured_memory`` (``run-implicit/``), compared on the inferred requirements by
+  ``vsb.scores.implicit.compare_implicit`` → ``sensitivity/implicit_effects.{json,csv}``.
+
+Both reuse the release's generation cache (``OUT/NAME/cache``) and the runner and evaluator
+machinery, and judge with the rule checker only. The release's own rows are loaded once and
+handed to both comparisons (``PlainRows``).
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from vsb.release.config import BuildConfig, Progress
+
+if TYPE_CHECKING:
+    from vsb.scores.compute import ScoringInput
+    from vsb.story.models import PromptStyle, Story
+
+#: The conditions each variant runs (those of the release's conditions).
+VARIANT_CONDITIONS: dict[str, tuple[str, ...]] = {
+    "paraphrase": ("independent",),
+    "implicit": ("independent", "structured_memory"),
+}
+#: The release files each variant writes.
+VARIANT_FILES: dict[str, tuple[str, ...]] = {
+    "paraphrase": ("sensitivity/prompt_sensitivity.json", "sensitivity/prompt_sensitivity.csv"),
+    "implicit": ("sensitivity/implicit_effects.json", "sensitivity/implicit_effects.csv"),
+}
+
+
+@dataclass
+class PlainRows:
+    """The release's requirement rows, read on first use and then shared."""
+
+    release_dir: Path
+    _input: ScoringInput | None = field(default=None, repr=False)
+
+    def get(self) -> ScoringInput:
+        if self._input is None:
+            from vsb.scores.compute import load_scoring_input
+
+            self._input = load_scoring_input(self.release_dir)
+        return self._input
+
+
+def variant_conditions(variant: str, conditions: list[str]) -> list[str]:
+    """The conditions ``variant`` runs in a release of ``conditions`` (may be empty)."""
+    return [c for c in VARIANT_CONDITIONS[variant] if c in conditions]
+
+
+def remove_variant(release_dir: Path, variant: str) -> None:
+    """Delete what ``variant`` wrote into the release (it is off: never freeze a stale one)."""
+    for rel in VARIANT_FILES[variant]:
+        (release_dir / rel).unlink(missing_ok=True)
+    folder = release_dir / "sensitivity"
+    if folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+
+
+def _variant_suite(seed: int, style: PromptStyle) -> list[Story]:
+    from vsb.generator.generate import generate_suite
+
+    stories = generate_suite(seed, text_style=style)
+    if style == "implicit":  # only the stories with an effect to infer
+        stories = [s for s in stories if any(r.inferred for c in s.scenes for r in c.requirements)]
+    return stories
+
+
+def run_variant(
+    root: Path,
+    style: PromptStyle,
+    models: list[str],
+    conditions: list[str],
+    config: BuildConfig,
+    progress: Progress,
+) -> Path:
+    """Write ``suite-STYLE/``, run it into ``run-STYLE/`` through the release's cache and
+    evaluate it with the rule checker; returns the run directory."""
+    from vsb.evaluators.evaluate import evaluate_run
+    from vsb.generator.generate import write_suite
+    from vsb.run.runner import RunConfig, run
+
+    suite, run_dir = root / f"suite-{style}", root / f"run-{style}"
+    shutil.rmtree(suite, ignore_errors=True)  # a story left from another build is not run
+    write_suite(_variant_suite(config.seed, style), suite, seed=config.seed)
+    cfg = RunConfig(
+        suite_dir=suite, models=models, conditions=conditions, out=run_dir, seed=config.seed,
+        workers=config.workers, cache_dir=root / "cache",
+    )  # fmt: skip
+    run(cfg, lambda done, total: progress.advance(style, done, total))
+    shutil.rmtree(run_dir / "evaluations", ignore_errors=True)
+    progress.note(style, "evaluating (rules)")
+    evaluate_run(run_dir, workers=config.workers, evaluators=("rules",))
+    return run_dir
+
+
+def _rel(root: Path, paths: list[Path]) -> list[str]:
+    return [p.resolve().relative_to(root.resolve()).as_posix() for p in paths]
+
+
+def paraphrase_sensitivity(
+    root: Path,
+    plain: PlainRows,
+    models: list[str],
+    conditions: list[str],
+    config: BuildConfig,
+    progress: Progress,
+) -> list[str]:
+    """The paraphrase variant (module docstring); returns the release files it wrote."""
+    from vsb.scores.compute import load_scoring_input
+    from vsb.scores.sensitivity import (
+        SENSITIVITY_DIR,
+        check_same_stories,
+        compare_inputs,
+        write_sensitivity,
+    )
+
+    conds = variant_conditions("paraphrase", conditions)
+    run_dir = run_variant(root, "paraphrase", models, conds, config, progress)
+    check_same_stories(plain.release_dir, run_dir)
+    progress.note("paraphrase", "comparing with the plain run")
+    report = compare_inputs(
+        plain.get(), load_scoring_input(run_dir), evaluator="rules", conditions=conds
+    )
+    out = plain.release_dir / SENSITIVITY_DIR
+    return _rel(plain.release_dir, write_sensitivity(out, report))
+
+
+def implicit_effects(
+    root: Path,
+    plain: PlainRows,
+    models: list[str],
+    conditions: list[str],
+    config: BuildConfig,
+    progress: Progress,
+) -> list[str]:
+    """The implicit variant (module docstring); returns the release files it wrote."""
+    from vsb.scores.compute import load_scoring_input
+    from vsb.scores.implicit import compare_implicit, write_implicit
+    from vsb.scores.sensitivity import SENSITIVITY_DIR, check_same_stories
+
+    conds = variant_conditions("implicit", conditions)
+    run_dir = run_variant(root, "implicit", models, conds, config, progress)
+    check_same_stories(plain.release_dir, run_dir, subset=True)
+    progress.note("implicit", "comparing inferred effects with the plain run")
+    report = compare_implicit(
+        plain.get(), load_scoring_input(run_dir), evaluator="rules", conditions=conds
+    )
+    out = plain.release_dir / SENSITIVITY_DIR
+    return _rel(plain.release_dir, write_implicit(out, report))

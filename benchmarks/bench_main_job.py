@@ -11,7 +11,10 @@ other's imports or caches. Both compile from source alike: the extracted tree ho
 bytecode, and PYTHONDONTWRITEBYTECODE is passed on as it is.
 
 Peak memory is the largest sum of the resident set sizes of the child and all its descendants
-(fork workers included), sampled every 20 ms from /proc. Build-folder bytes count every file
+(fork workers included), sampled every 20 ms from /proc; a page a fork worker shares with its
+parent counts in both. Beside it, the peak proportional set size (each shared page split among
+its sharers, sampled every 200 ms) says what the tree holds in physical memory. Images count
+the main run's and the suite variants' (paraphrase, implicit). Build-folder bytes count every file
 once (hard links once per inode). With ``--warm`` the current tree is then rebuilt in place
 (every image from the cache, up-to-date stages skipped) and the warm/cold ratio printed.
 
@@ -53,9 +56,48 @@ r = build_release(BuildConfig(name=sys.argv[1], out=Path(sys.argv[2]), workers=i
 wall = time.perf_counter() - t0
 root = r.manifest.root_hash if r.manifest is not None else None
 print("BENCH " + json.dumps({"vsb": vsb.__file__, "stages": list(STAGES), "wall": wall,
-    "seconds": r.seconds, "skipped": list(r.skipped), "images": r.images,
+    "seconds": r.seconds, "skipped": list(r.skipped),
+    "images": r.images + getattr(r, "variant_images", 0),
     "cached": getattr(r, "cached", 0), "root_hash": root}))
 """
+
+
+def _tree(root_pid: int) -> list[int]:
+    """``root_pid`` and every descendant (Linux /proc)."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        parents[int(entry)] = int(stat[stat.rindex(")") + 2 :].split()[1])
+    out = []
+    for pid in parents:
+        p = pid
+        while p > 1 and p != root_pid:
+            p = parents.get(p, 0)
+        if p == root_pid:
+            out.append(pid)
+    return out
+
+
+def _tree_pss(root_pid: int) -> int:
+    """Bytes of proportional set size of ``root_pid`` and its descendants: a page shared by n
+    processes (fork workers share their parent's pages until written) counts 1/n in each."""
+    total = 0
+    for pid in _tree(root_pid):
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as fh:
+                for line in fh:
+                    if line.startswith("Pss:"):
+                        total += int(line.split()[1]) * 1024
+                        break
+        except OSError:
+            continue
+    return total
 
 
 def _tree_rss(root_pid: int) -> int:
@@ -91,11 +133,16 @@ class _Sampler(threading.Thread):
         super().__init__(daemon=True)
         self.pid = pid
         self.peak = 0
+        self.peak_pss = 0
         self.stop = threading.Event()
 
     def run(self) -> None:
+        n = 0
         while not self.stop.is_set():
             self.peak = max(self.peak, _tree_rss(self.pid))
+            if n % 10 == 0:  # smaps_rollup walks the page tables: every 200 ms
+                self.peak_pss = max(self.peak_pss, _tree_pss(self.pid))
+            n += 1
             self.stop.wait(0.02)
 
 
@@ -122,6 +169,7 @@ class Build:
     label: str
     wall: float
     peak: int
+    peak_pss: int
     bytes: int
     images: int
     root_hash: str | None
@@ -164,6 +212,7 @@ def _build(label: str, tree: Path, out: Path, workers: int, name: str) -> Build:
         label=label,
         wall=wall,
         peak=sampler.peak,
+        peak_pss=sampler.peak_pss,
         bytes=_folder_bytes(out),
         images=int(facts["images"]),
         root_hash=facts["root_hash"],
@@ -196,7 +245,8 @@ def _extract(rev: str, dest: Path) -> str:
 def _show(b: Build) -> None:
     print(
         f"{b.label}: {b.images} images, {b.wall:6.1f} s wall, {b.per_image_ms:5.2f} ms/image, "
-        f"peak {b.peak // MIB} MiB, build folder {b.bytes // MIB} MiB "
+        f"peak {b.peak // MIB} MiB (PSS {b.peak_pss // MIB} MiB), "
+        f"build folder {b.bytes // MIB} MiB "
         f"({b.bytes_per_image / 1024:.1f} KiB/image)"
     )
     print(f"    root hash {b.root_hash}")
@@ -267,6 +317,8 @@ def main() -> None:
             for what, r in ratios.items():
                 ok = "yes" if r <= TARGETS[what] else "NO"
                 print(f"{what:<16} {r:5.2f}x the baseline's  (target ≤ {TARGETS[what]:.2f}x: {ok})")
+            pss = current.peak_pss / max(base.peak_pss, 1)
+            print(f"{'peak PSS':<16} {pss:5.2f}x the baseline's  (shared pages once; no target)")
         if args.warm:
             warm = _build("current warm", REPO, scratch / "current-build", args.workers, args.name)
             _show(warm)

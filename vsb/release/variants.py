@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -110,7 +111,15 @@ def _rel(root: Path, paths: list[Path]) -> list[str]:
     return [p.resolve().relative_to(root.resolve()).as_posix() for p in paths]
 
 
-def paraphrase_sensitivity(
+#: What the progress line says while each variant is compared with the plain run.
+_COMPARING = {
+    "paraphrase": "comparing with the plain run",
+    "implicit": "comparing inferred effects with the plain run",
+}
+
+
+def compare_variant(
+    style: PromptStyle,
     root: Path,
     plain: PlainRows,
     models: list[str],
@@ -118,45 +127,28 @@ def paraphrase_sensitivity(
     config: BuildConfig,
     progress: Progress,
 ) -> list[str]:
-    """The paraphrase variant (module docstring); returns the release files it wrote."""
+    """Run the ``style`` variant (module docstring) and compare it with the release: the
+    paraphrase on every check, the implicit stories (a subset) on their inferred checks.
+    Returns the release files it wrote."""
     from vsb.scores.compute import load_scoring_input
-    from vsb.scores.sensitivity import (
-        SENSITIVITY_DIR,
-        check_same_stories,
-        compare_inputs,
-        write_sensitivity,
-    )
-
-    conds = variant_conditions("paraphrase", conditions)
-    run_dir = run_variant(root, "paraphrase", models, conds, config, progress)
-    check_same_stories(plain.release_dir, run_dir)
-    progress.note("paraphrase", "comparing with the plain run")
-    report = compare_inputs(
-        plain.get(), load_scoring_input(run_dir), evaluator="rules", conditions=conds
-    )
-    out = plain.release_dir / SENSITIVITY_DIR
-    return _rel(plain.release_dir, write_sensitivity(out, report))
-
-
-def implicit_effects(
-    root: Path,
-    plain: PlainRows,
-    models: list[str],
-    conditions: list[str],
-    config: BuildConfig,
-    progress: Progress,
-) -> list[str]:
-    """The implicit variant (module docstring); returns the release files it wrote."""
-    from vsb.scores.compute import load_scoring_input
-    from vsb.scores.implicit import compare_implicit, write_implicit
     from vsb.scores.sensitivity import SENSITIVITY_DIR, check_same_stories
 
-    conds = variant_conditions("implicit", conditions)
-    run_dir = run_variant(root, "implicit", models, conds, config, progress)
-    check_same_stories(plain.release_dir, run_dir, subset=True)
-    progress.note("implicit", "comparing inferred effects with the plain run")
-    report = compare_implicit(
-        plain.get(), load_scoring_input(run_dir), evaluator="rules", conditions=conds
-    )
-    out = plain.release_dir / SENSITIVITY_DIR
-    return _rel(plain.release_dir, write_implicit(out, report))
+    conds = variant_conditions(style, conditions)
+    run_dir = run_variant(root, style, models, conds, config, progress)
+    check_same_stories(plain.release_dir, run_dir, subset=style == "implicit")
+    progress.note(style, _COMPARING[style])
+    variant, out = load_scoring_input(run_dir), plain.release_dir / SENSITIVITY_DIR
+    if style == "implicit":
+        from vsb.scores.implicit import compare_implicit, write_implicit
+
+        report = compare_implicit(plain.get(), variant, evaluator="rules", conditions=conds)
+        return _rel(plain.release_dir, write_implicit(out, report))
+    from vsb.scores.sensitivity import compare_inputs, write_sensitivity
+
+    sens = compare_inputs(plain.get(), variant, evaluator="rules", conditions=conds)
+    return _rel(plain.release_dir, write_sensitivity(out, sens))
+
+
+#: The two variants as the release build calls them.
+paraphrase_sensitivity = partial(compare_variant, "paraphrase")
+implicit_effects = partial(compare_variant, "implicit")

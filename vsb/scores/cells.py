@@ -32,7 +32,7 @@ from vsb.scores.models import (
 )
 from vsb.scores.stats.aggregate import ALL_METRICS, GLOBAL, Cell, Estimates, model_estimates
 from vsb.scores.stats.aggregate import paired_comparisons as _paired
-from vsb.scores.stats.bootstrap import resample_counts
+from vsb.scores.stats.bootstrap import nan_to_none, resample_counts
 from vsb.scores.stats.power import min_detectable, rank_ranges, stories_needed
 from vsb.scores.stats.rank import rank_stability
 from vsb.scores.table import (
@@ -43,10 +43,6 @@ from vsb.scores.table import (
     StoryTable,
 )
 from vsb.story.models import DIMENSIONS
-
-
-def _f(x: float) -> float | None:
-    return None if math.isnan(x) else float(x)
 
 
 def _metric_kind(j: int) -> tuple[str, str]:
@@ -62,8 +58,8 @@ def _estimate(est: Estimates, m: int, c: int, j: int) -> Estimate | None:
         return None
     return Estimate(
         score=score,
-        ci_low=_f(est.low[m, c, j]),
-        ci_high=_f(est.high[m, c, j]),
+        ci_low=nan_to_none(est.low[m, c, j]),
+        ci_high=nan_to_none(est.high[m, c, j]),
         n_stories=int(est.n_stories[m, c, j]),
     )
 
@@ -129,11 +125,11 @@ def _story_scores(table: StoryTable, evaluator: str) -> list[StoryScore]:
                         model=model,
                         condition=cond,
                         story_id=story,
-                        dimensions={d: _f(v[j]) for j, d in enumerate(DIMENSIONS)},
-                        adherence=_f(v[ADHERENCE]),
-                        coherence=_f(v[COHERENCE]),
-                        conditional_coherence=_f(v[CONDITIONAL_COHERENCE]),
-                        global_score=_f(g[m, c, s]),
+                        dimensions={d: nan_to_none(v[j]) for j, d in enumerate(DIMENSIONS)},
+                        adherence=nan_to_none(v[ADHERENCE]),
+                        coherence=nan_to_none(v[COHERENCE]),
+                        conditional_coherence=nan_to_none(v[CONDITIONAL_COHERENCE]),
+                        global_score=nan_to_none(g[m, c, s]),
                         n_images=int(table.n_images[m, c, s]),
                         n_requirements=int(table.n_requirements[m, c, s]),
                     )
@@ -177,7 +173,7 @@ def compare_cells(
                 continue
             metric_kind, metric = _metric_kind(j)
             diff, n = float(res.diff[p, j]), int(res.n_stories[p, j])
-            mdd = min_detectable(_f(res.se[p, j]), confidence)
+            mdd = min_detectable(nan_to_none(res.se[p, j]), confidence)
             out.append(
                 Comparison(
                     evaluator=evaluator,
@@ -191,14 +187,14 @@ def compare_cells(
                     a_score=float(res.a_score[p, j]),
                     b_score=float(res.b_score[p, j]),
                     diff=float(res.diff[p, j]),
-                    ci_low=_f(res.low[p, j]),
-                    ci_high=_f(res.high[p, j]),
-                    p_greater=_f(res.p_greater[p, j]),
-                    p_equal=_f(res.p_equal[p, j]),
-                    p_less=_f(res.p_less[p, j]),
+                    ci_low=nan_to_none(res.low[p, j]),
+                    ci_high=nan_to_none(res.high[p, j]),
+                    p_greater=nan_to_none(res.p_greater[p, j]),
+                    p_equal=nan_to_none(res.p_equal[p, j]),
+                    p_less=nan_to_none(res.p_less[p, j]),
                     win_rate=float(res.win_rate[p, j]),
                     n_stories=n,
-                    se=_f(res.se[p, j]),
+                    se=nan_to_none(res.se[p, j]),
                     mdd=mdd,
                     stories_needed=stories_needed(diff, mdd, n),
                 )

@@ -29,7 +29,13 @@ from pydantic import BaseModel, Field
 
 from vsb.fsio import STRICT
 from vsb.scores.inputs import NOT_APPLICABLE, RequirementRows, codes, equals
-from vsb.scores.stats.bootstrap import FloatArray, nan_mean, percentile_interval, weighted_means
+from vsb.scores.stats.bootstrap import (
+    FloatArray,
+    nan_mean,
+    nan_to_none,
+    percentile_interval,
+    weighted_means,
+)
 from vsb.scores.table import ADHERENCE, COHERENCE, StoryTable
 
 HorizonAxis = Literal["scene", "difficulty", "length"]
@@ -67,10 +73,6 @@ class StoryInfo:
 
     difficulty: str | None
     n_scenes: int
-
-
-def _f(x: float) -> float | None:
-    return None if math.isnan(x) else float(x)
 
 
 def _scene_values(
@@ -201,8 +203,8 @@ def _points(
                             group=group,
                             metric=metric,
                             score=score,
-                            ci_low=_f(low[m, c, g, j]),
-                            ci_high=_f(high[m, c, g, j]),
+                            ci_low=nan_to_none(low[m, c, g, j]),
+                            ci_high=nan_to_none(high[m, c, g, j]),
                             n_stories=int(n_stories[m, c, g, j]),
                             n_checks=int(n_checks[m, c, g, j]),
                         )

@@ -22,12 +22,13 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from vsb.errors import InputError
-from vsb.fsio import atomic_write_json, atomic_write_text, csv_text, load_json
+from vsb.fsio import load_json
 from vsb.scores.compare import choose_evaluator
 from vsb.scores.compute import DEFAULT_RESAMPLES, ScoringInput
 from vsb.scores.inputs import NOT_APPLICABLE, RequirementRows
 from vsb.scores.models import RunIdentity
-from vsb.scores.stats.bootstrap import resample_counts
+from vsb.scores.stats.bootstrap import nan_to_none, resample_counts
+from vsb.scores.write import write_report_files
 from vsb.story.io import load_suite_index
 
 IMPLICIT_FILE = "sensitivity/implicit_effects.json"
@@ -101,10 +102,6 @@ def _outcomes(
     return out
 
 
-def _f(x: float) -> float | None:
-    return None if np.isnan(x) else float(x)
-
-
 def compare_implicit(
     plain: ScoringInput,
     implicit: ScoringInput,
@@ -158,7 +155,8 @@ def compare_implicit(
             ImplicitRow(
                 evaluator=label, model=m, condition=c,
                 explicit_pass=float(pa.sum() / n.sum()), implicit_pass=float(pb.sum() / n.sum()),
-                diff=float((pb.sum() - pa.sum()) / n.sum()), ci_low=_f(low), ci_high=_f(high),
+                diff=float((pb.sum() - pa.sum()) / n.sum()),
+                ci_low=nan_to_none(low), ci_high=nan_to_none(high),
                 p_less=float((boot < 0).mean()) if boot.size else None,
                 n_checks=int(n.sum()), n_stories=int((n > 0).sum()),
             )
@@ -181,10 +179,4 @@ IMPLICIT_HEADER = tuple(ImplicitRow.model_fields)
 
 def write_implicit(out_dir: str | Path, report: ImplicitReport) -> list[Path]:
     """Write ``implicit_effects.json`` and ``implicit_effects.csv`` into ``out_dir``."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "implicit_effects.json", out / "implicit_effects.csv"]
-    atomic_write_json(paths[0], report.model_dump(mode="json"))
-    rows = ([getattr(r, k) for k in IMPLICIT_HEADER] for r in report.rows)
-    atomic_write_text(paths[1], csv_text(IMPLICIT_HEADER, rows))
-    return paths
+    return write_report_files(out_dir, "implicit_effects", report, IMPLICIT_HEADER, report.rows)

@@ -22,10 +22,7 @@ from pydantic import BaseModel, Field
 from vsb.errors import InputError, RunError
 from vsb.fsio import (
     STRICT,
-    atomic_write_json,
-    atomic_write_text,
     canonical_json,
-    csv_text,
     load_json,
 )
 from vsb.scores.compare import choose_evaluator
@@ -33,8 +30,9 @@ from vsb.scores.compute import DEFAULT_RESAMPLES, ScoringInput, load_scoring_inp
 from vsb.scores.inputs import RequirementRows, require_run_dir
 from vsb.scores.models import PairedDiff, Resampled, RunIdentity
 from vsb.scores.stats.aggregate import ALL_METRICS, paired_comparisons
-from vsb.scores.stats.bootstrap import resample_counts
+from vsb.scores.stats.bootstrap import nan_to_none, resample_counts
 from vsb.scores.table import N_DIMS, build_story_table
+from vsb.scores.write import write_report_files
 from vsb.story.io import load_suite_index
 
 SENSITIVITY_DIR = "sensitivity"
@@ -144,10 +142,6 @@ def _rank(order: Sequence[str], name: str) -> int:
     return order.index(name) if name in order else len(order)
 
 
-def _f(x: float) -> float | None:
-    return None if math.isnan(x) else float(x)
-
-
 def compare_inputs(
     a: ScoringInput,
     b: ScoringInput,
@@ -207,9 +201,9 @@ def compare_inputs(
                     evaluator=label, model=m, condition=c,
                     metric_kind="dimension" if j < N_DIMS else "summary", metric=metric,
                     a_score=float(res.a_score[p, j]), b_score=float(res.b_score[p, j]),
-                    diff=float(res.diff[p, j]), ci_low=_f(res.low[p, j]),
-                    ci_high=_f(res.high[p, j]), p_greater=_f(res.p_greater[p, j]),
-                    p_less=_f(res.p_less[p, j]), n_stories=int(res.n_stories[p, j]),
+                    diff=float(res.diff[p, j]), ci_low=nan_to_none(res.low[p, j]),
+                    ci_high=nan_to_none(res.high[p, j]), p_greater=nan_to_none(res.p_greater[p, j]),
+                    p_less=nan_to_none(res.p_less[p, j]), n_stories=int(res.n_stories[p, j]),
                 )
             )  # fmt: skip
     return SensitivityReport(
@@ -264,10 +258,5 @@ SENSITIVITY_HEADER = tuple(SensitivityRow.model_fields)
 
 def write_sensitivity(out_dir: str | Path, report: SensitivityReport) -> list[Path]:
     """Write ``prompt_sensitivity.json`` and ``prompt_sensitivity.csv`` into ``out_dir``."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "prompt_sensitivity.json", out / "prompt_sensitivity.csv"]
-    atomic_write_json(paths[0], report.model_dump(mode="json"))
-    rows = ([getattr(r, k) for k in SENSITIVITY_HEADER] for r in report.rows)
-    atomic_write_text(paths[1], csv_text(SENSITIVITY_HEADER, rows))
-    return paths
+    header = SENSITIVITY_HEADER
+    return write_report_files(out_dir, "prompt_sensitivity", report, header, report.rows)

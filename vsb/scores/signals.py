@@ -25,7 +25,12 @@ from pydantic import BaseModel, Field
 
 from vsb.fsio import STRICT
 from vsb.scores.inputs import SignalRows
-from vsb.scores.stats.bootstrap import percentile_interval, resample_counts, weighted_means
+from vsb.scores.stats.bootstrap import (
+    nan_to_none,
+    percentile_interval,
+    resample_counts,
+    weighted_means,
+)
 
 #: The signal whose mean is the text-side mean reciprocal rank (vsb's own).
 MRR_SIGNAL = "clip_rr"
@@ -54,10 +59,6 @@ class SignalScore(BaseModel):
 def _key(evaluator: str, signal: str) -> int:
     digest = hashlib.sha256(f"{evaluator}\0{signal}".encode()).digest()
     return int.from_bytes(digest[:8], "big")
-
-
-def _f(x: float) -> float | None:
-    return None if math.isnan(x) else float(x)
 
 
 def _order(names: set[str], first: Sequence[str]) -> list[str]:
@@ -111,8 +112,8 @@ def signal_scores(
             out.append(
                 SignalScore(
                     evaluator=ev, signal=name, model=m, condition=c,
-                    score=float(values[present[:, j], j].mean()), ci_low=_f(low[j]),
-                    ci_high=_f(high[j]), n_stories=int(present[:, j].sum()),
+                    score=float(values[present[:, j], j].mean()), ci_low=nan_to_none(low[j]),
+                    ci_high=nan_to_none(high[j]), n_stories=int(present[:, j].sum()),
                     n_frames=int(frames[j]),
                 )
             )  # fmt: skip

@@ -10,6 +10,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from vsb.fsio import atomic_write_json, atomic_write_text, csv_text
 from vsb.scores.horizon import HorizonPoint
 from vsb.scores.models import (
@@ -116,4 +118,17 @@ def write_scores(run_dir: str | Path, report: ScoresReport) -> list[Path]:
     for name, text in tables.items():
         atomic_write_text(out / name, text)
         paths.append(out / name)
+    return paths
+
+
+def write_report_files(
+    out_dir: str | Path, stem: str, report: BaseModel, header: tuple[str, ...], rows: Iterable[Any]
+) -> list[Path]:
+    """Write ``STEM.json`` (the whole report) and ``STEM.csv`` (one line per row of ``rows``,
+    the ``header`` fields in order) into ``out_dir``; returns the two paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{stem}.json", out / f"{stem}.csv"]
+    atomic_write_json(paths[0], report.model_dump(mode="json"))
+    atomic_write_text(paths[1], csv_text(header, ([getattr(r, k) for k in header] for r in rows)))
     return paths

@@ -121,3 +121,8 @@ def signed_shares(dist: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]
         with np.errstate(invalid="ignore", divide="ignore"):
             out.append(np.where(n == 0, np.nan, k / n))
     return out[0], out[1], out[2]
+
+
+def nan_to_none(x: float) -> float | None:
+    """``x`` as a float, or None for NaN (how an undefined statistic is written to JSON/CSV)."""
+    return None if np.isnan(x) else float(x)

@@ -19,20 +19,19 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from vsb.errors import InputError
-from vsb.fsio import load_json
+from vsb.fsio import STRICT, load_json
 from vsb.scores.compare import choose_evaluator
 from vsb.scores.compute import DEFAULT_RESAMPLES, ScoringInput
 from vsb.scores.inputs import NOT_APPLICABLE, RequirementRows
-from vsb.scores.models import RunIdentity
+from vsb.scores.models import Resampled, RunIdentity
 from vsb.scores.stats.bootstrap import nan_to_none, resample_counts
 from vsb.scores.write import write_report_files
 from vsb.story.io import load_suite_index
 
 IMPLICIT_FILE = "sensitivity/implicit_effects.json"
-_STRICT = ConfigDict(extra="forbid", frozen=True)
 
 #: (story id, scene, subject, attribute): one requirement of one story.
 ReqKey = tuple[str, int, str, str]
@@ -41,7 +40,7 @@ ReqKey = tuple[str, int, str, str]
 class ImplicitRow(BaseModel):
     """One (model, condition): pass rates on the inferred requirements, told vs implicit."""
 
-    model_config = _STRICT
+    model_config = STRICT
     evaluator: str
     model: str
     condition: str
@@ -55,17 +54,13 @@ class ImplicitRow(BaseModel):
     n_stories: int = Field(ge=0)
 
 
-class ImplicitReport(BaseModel):
+class ImplicitReport(Resampled):
     """``implicit_effects.json``: a plain and an implicit run, on their inferred checks."""
 
-    model_config = _STRICT
     version: Literal["1.0"] = "1.0"
     run_a: RunIdentity = Field(description="The plain (explicit) run.")
     run_b: RunIdentity = Field(description="The implicit run.")
     evaluator: str
-    seed: int
-    n_resamples: int
-    confidence: float
     inferred_requirements: int = Field(description="Inferred requirements in the suite.")
     stories: list[str] = Field(description="Stories with an inferred requirement.")
     rows: list[ImplicitRow]

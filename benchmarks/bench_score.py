@@ -25,7 +25,7 @@ import time
 T0 = time.perf_counter()
 import numpy as np  # noqa: E402
 
-from vsb.scores.compute import all_pairs, compare_cells, score_table  # noqa: E402
+from vsb.scores.compute import Resampling, all_pairs, compare_cells, score_table  # noqa: E402
 from vsb.scores.models import RunIdentity  # noqa: E402
 
 T_IMPORT = time.perf_counter() - T0
@@ -82,7 +82,7 @@ def main() -> None:
         ]
     )
     t0 = time.perf_counter()
-    report = score_table(table, run, seed=0, n_resamples=2000)
+    report = score_table(table, run, settings=Resampling(seed=0, n_resamples=2000))
     t_total = time.perf_counter() - t0
     print(f"cells: {len(report.scores)}  comparisons: {len(report.comparisons)} rows")
     print(f"import vsb.scores.compute         {T_IMPORT:.3f} s")

@@ -14,6 +14,7 @@ import pytest
 from vsb.cli.main import main
 from vsb.generator.generate import generate_suite, write_suite
 from vsb.scores.sensitivity import SensitivityReport, check_same_stories, compare_runs
+from vsb.scores.stats.bootstrap import Resampling
 from vsb.story.models import Story
 
 #: Per run, per model: the probability that a memory check fails.
@@ -88,7 +89,7 @@ def test_plain_and_paraphrase_suites_are_the_same_stories(runs: tuple[Path, Path
 
 
 def test_sensitivity_recovers_the_injected_difference(runs: tuple[Path, Path]) -> None:
-    report = compare_runs(*runs, n_resamples=1000)
+    report = compare_runs(*runs, settings=Resampling(n_resamples=1000))
     assert report.cells == ["wordy@structured_memory", "steady@structured_memory"]
     assert report.only_a == ["wordy@independent", "steady@independent"] and not report.only_b
     assert report.run_a.prompt_style == "plain" and report.run_b.prompt_style == "paraphrase"

@@ -22,6 +22,7 @@ from vsb.evaluators.embed.signals import (
 from vsb.evaluators.registry import evaluator_info
 from vsb.scores.inputs import SignalRows
 from vsb.scores.signals import _key, signal_scores
+from vsb.scores.stats.bootstrap import Resampling
 from vsb.story.models import Story
 
 
@@ -167,7 +168,7 @@ def test_signal_scores_are_macro_means_over_stories() -> None:
         ("a", "x", "s2", 1, "clip_rr", 1.0, "clip"), ("b", "x", "s1", 1, "clip_rr", 0.25, "clip"),
         ("a", "x", "s1", 2, "dino_prev", 0.5, "dino"),
     ])  # fmt: skip
-    out = signal_scores(rows, n_resamples=200, model_order=("b", "a"))
+    out = signal_scores(rows, settings=Resampling(n_resamples=200), model_order=("b", "a"))
     got = {(s.signal, s.model): s for s in out}
     assert [(s.evaluator, s.signal, s.model) for s in out] == [
         ("clip", "clip_rr", "b"), ("clip", "clip_rr", "a"), ("dino", "dino_prev", "a"),
@@ -185,7 +186,7 @@ def test_signal_interval_equals_scipy_percentile_bootstrap() -> None:
     values = np.random.default_rng(7).uniform(0, 1, 15)
     data = [("m", "c", f"s{i:02d}", 1, "clip_rr", float(v), "clip") for i, v in enumerate(values)]
     other = [("m", "c", f"s{i:02d}", 2, "dino_prev", 0.1, "dino") for i in range(15)]
-    (mine,) = signal_scores(_rows(data), seed=3, n_resamples=999)
+    (mine,) = signal_scores(_rows(data), settings=Resampling(seed=3, n_resamples=999))
     ref = scipy.stats.bootstrap(
         (values,), np.mean, n_resamples=999, method="percentile", vectorized=True,
         rng=np.random.default_rng([3, 2, _key("clip", "clip_rr")]),
@@ -193,6 +194,9 @@ def test_signal_interval_equals_scipy_percentile_bootstrap() -> None:
     assert mine.ci_low == pytest.approx(ref.confidence_interval.low, abs=1e-12)
     assert mine.ci_high == pytest.approx(ref.confidence_interval.high, abs=1e-12)
     # another signal in the run does not move this one's interval
-    both = signal_scores(_rows(data + other), seed=3, n_resamples=999)
+    both = signal_scores(_rows(data + other), settings=Resampling(seed=3, n_resamples=999))
     assert both[0] == mine
-    assert signal_scores(_rows(data), seed=4, n_resamples=999)[0].ci_low != mine.ci_low
+    assert (
+        signal_scores(_rows(data), settings=Resampling(seed=4, n_resamples=999))[0].ci_low
+        != mine.ci_low
+    )

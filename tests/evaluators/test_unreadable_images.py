@@ -14,6 +14,7 @@ from test_evaluate import make_run
 from vsb.cli.main import main
 from vsb.evaluators.evaluate import evaluate_run
 from vsb.scores.compute import score_run
+from vsb.scores.stats.bootstrap import Resampling
 from vsb.story.models import Story
 from vsb.tables import iter_rows
 
@@ -86,7 +87,7 @@ def test_unreadable_images_count_against_the_model_in_scores(
     root, stories = run
     _spoil(root, stories)
     evaluate_run(root)
-    report = score_run(root, n_resamples=20)
+    report = score_run(root, settings=Resampling(n_resamples=20))
     (cell,) = [s for s in report.scores if s.evaluator == "rules"]
     n_img = sum(len(s.scenes) for s in stories)
     assert cell.coverage == pytest.approx((n_img - 3) / n_img)

@@ -17,6 +17,7 @@ from vsb.human.report import build_report
 from vsb.human.results import SYNTHETIC_NOTICE, HumanReport
 from vsb.human.simulate import simulate_raters, write_simulated
 from vsb.human.write import load_report
+from vsb.scores.stats.bootstrap import Resampling
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +109,7 @@ def test_every_csv_and_the_printout_say_synthetic(
 
 
 def test_import_without_release_has_no_agreement(simulated_files: list[Path]) -> None:
-    rep = build_report(load_rating_files(simulated_files[:3]), n_resamples=20)
+    rep = build_report(load_rating_files(simulated_files[:3]), settings=Resampling(n_resamples=20))
     assert rep.agreement is None and rep.synthetic
 
 

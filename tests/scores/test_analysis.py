@@ -23,6 +23,7 @@ from vsb.scores.analysis import (
 )
 from vsb.scores.compare import compare_run
 from vsb.scores.compute import score_run
+from vsb.scores.stats.bootstrap import Resampling
 from vsb.story.models import DIMENSIONS
 
 #: (subject, attribute, dimension) of one check per fact group.
@@ -70,7 +71,7 @@ def synth(make_run: Callable[..., Path]) -> Path:
 
 
 def test_effects_are_oriented_a_minus_b(synth: Path) -> None:
-    report = analyze_run(synth, n_resamples=500)
+    report = analyze_run(synth, settings=Resampling(n_resamples=500))
     kinds = {(e.effect, e.condition_b) for e in report.effects}
     assert kinds == {
         ("memory_gain", "independent"),
@@ -92,21 +93,25 @@ def test_effects_are_oriented_a_minus_b(synth: Path) -> None:
     assert abl.ci_low > 0
     assert by["ablation", "dimension", "clothing"].diff == 0.0
     # the same numbers as vsb compare (same seed, same resamples), sign included
-    comps = compare_run(synth, "m:random_context", "m:independent", n_resamples=500)
+    comps = compare_run(
+        synth, "m:random_context", "m:independent", settings=Resampling(n_resamples=500)
+    )
     c = next(x for x in comps if x.metric == "coherence")
     assert (c.diff, c.ci_low, c.ci_high) == (placebo.diff, placebo.ci_low, placebo.ci_high)
-    comps = compare_run(synth, f"m:{PRIMARY_CONDITION}", "m:independent", n_resamples=500)
+    comps = compare_run(
+        synth, f"m:{PRIMARY_CONDITION}", "m:independent", settings=Resampling(n_resamples=500)
+    )
     c = next(x for x in comps if x.metric == "coherence")
     assert (c.diff, c.ci_low, c.ci_high) == (gain.diff, gain.ci_low, gain.ci_high)
 
 
 def test_effects_from_scores_json_equal_the_analysis(synth: Path) -> None:
     """The site reads the effects from scores.json's comparisons, stored either way round."""
-    scores = score_run(synth, n_resamples=300, n_draws=10)
+    scores = score_run(synth, settings=Resampling(n_resamples=300, n_draws=10))
     stored = {(c.a_condition, c.b_condition) for c in scores.comparisons}
     assert ("independent", "random_context") in stored  # b − a: must be flipped
     from_scores = effects_from_comparisons(scores.comparisons)
-    direct = analyze_run(synth, n_resamples=300).effects
+    direct = analyze_run(synth, settings=Resampling(n_resamples=300)).effects
     assert from_scores == direct
     order = [(e.effect, e.condition_a, e.condition_b) for e in direct]
     assert order == sorted(order, key=lambda t: EFFECTS.index(t))
@@ -120,7 +125,7 @@ def test_predicted_memory_effects(make_run: Callable[..., Path]) -> None:
         PREDICTED_CONDITION: dict.fromkeys(FACTS, 0.20),
     }
     run = make_run(_rows(p))
-    report = analyze_run(run, n_resamples=500)
+    report = analyze_run(run, settings=Resampling(n_resamples=500))
     by = {(e.effect, e.metric): e for e in report.effects if e.metric_kind == "summary"}
     gain, pred = by["memory_gain", "coherence"], by["predicted_gain", "coherence"]
     cost = by["memory_vs_predicted", "coherence"]
@@ -131,7 +136,7 @@ def test_predicted_memory_effects(make_run: Callable[..., Path]) -> None:
     for e in (pred, cost):
         assert e.ci_low is not None and e.ci_low > 0 and e.n_stories == 30
     # scores.json stores independent − predicted_memory: flipped, equal up to the last bits
-    scores = score_run(run, n_resamples=500, n_draws=10)
+    scores = score_run(run, settings=Resampling(n_resamples=500, n_draws=10))
     stored = effects_from_comparisons(scores.comparisons)
     assert [(e.effect, e.metric) for e in stored] == [(e.effect, e.metric) for e in report.effects]
     for a, b in zip(stored, report.effects, strict=True):
@@ -141,7 +146,7 @@ def test_predicted_memory_effects(make_run: Callable[..., Path]) -> None:
 def test_flipped_comparison_swaps_everything(make_run: Callable[..., Path]) -> None:
     p = {"independent": dict.fromkeys(FACTS, 0.05), "random_context": dict.fromkeys(FACTS, 0.4)}
     run = make_run(_rows(p))
-    scores = score_run(run, n_resamples=300, n_draws=10)
+    scores = score_run(run, settings=Resampling(n_resamples=300, n_draws=10))
     (raw,) = [
         c for c in scores.comparisons if c.metric == "coherence" and c.a_condition == "independent"
     ]
@@ -154,7 +159,7 @@ def test_flipped_comparison_swaps_everything(make_run: Callable[..., Path]) -> N
 
 
 def test_fact_group_table(synth: Path) -> None:
-    report = analyze_run(synth, n_resamples=500)
+    report = analyze_run(synth, settings=Resampling(n_resamples=500))
     rows = {(g.ablation, g.group): g for g in report.fact_groups}
     assert {g for _, g in rows} == set(GROUPS)
     mine = rows[NO_IDENTITY, "identity"]
@@ -172,7 +177,7 @@ def test_prompt_checks_do_not_count_in_the_fact_groups(make_run: Callable[..., P
     for r in rows:  # every prompt check of the ablation fails: no fact-group change
         if r["condition"] == NO_IDENTITY and r["source"] == "prompt":
             r.update(passed=False, failure="identity_drift")
-    report = analyze_run(make_run(rows), n_resamples=200)
+    report = analyze_run(make_run(rows), settings=Resampling(n_resamples=200))
     assert all(g.diff == 0.0 for g in report.fact_groups)
     adherence = next(e for e in report.effects if e.metric == "adherence")
     assert adherence.diff > 0.9
@@ -181,13 +186,13 @@ def test_prompt_checks_do_not_count_in_the_fact_groups(make_run: Callable[..., P
 def test_nothing_to_analyse_is_one_clear_error(make_run: Callable[..., Path]) -> None:
     run = make_run(_rows({"independent": {}, "previous_text": {}}))
     with pytest.raises(InputError, match="no pair of conditions to analyse"):
-        analyze_run(run, n_resamples=100)
+        analyze_run(run, settings=Resampling(n_resamples=100))
     with pytest.raises(InputError, match="evaluator"):
-        analyze_run(run, evaluators="vlm", n_resamples=100)
+        analyze_run(run, evaluators="vlm", settings=Resampling(n_resamples=100))
 
 
 def test_write_analysis_round_trips(synth: Path) -> None:
-    report = analyze_run(synth, n_resamples=200)
+    report = analyze_run(synth, settings=Resampling(n_resamples=200))
     paths = write_analysis(synth, report)
     assert [p.name for p in paths] == ["analysis.json", "effects.csv", "fact_groups.csv"]
     again = AnalysisReport.model_validate(json.loads(paths[0].read_text()))
@@ -234,7 +239,7 @@ def _excludes_zero(lo: float | None, hi: float | None) -> bool:
 def test_ablation_table_recovers_the_simulators_design(control_run: Path) -> None:
     from vsb.adapters.simulators import SIMULATORS
 
-    report = analyze_run(control_run, n_resamples=1000)
+    report = analyze_run(control_run, settings=Resampling(n_resamples=1000))
     for model in SIMS:
         params = SIMULATORS[model]
         rows = [g for g in report.fact_groups if g.model == model]
@@ -251,7 +256,7 @@ def test_ablation_table_recovers_the_simulators_design(control_run: Path) -> Non
 
 @pytest.mark.slow
 def test_placebo_gives_no_gain_on_any_simulator(control_run: Path) -> None:
-    report = analyze_run(control_run, n_resamples=1000)
+    report = analyze_run(control_run, settings=Resampling(n_resamples=1000))
     placebo = [e for e in report.effects if e.effect == "placebo_gain"]
     assert {e.model for e in placebo} == set(SIMS)
     assert {e.metric for e in placebo} >= {*DIMENSIONS, "coherence", "global"} - {"causal"}
@@ -273,7 +278,7 @@ def test_placebo_gives_no_gain_on_any_simulator(control_run: Path) -> None:
 def test_extraction_errors_cost_memory_coherence(control_run: Path) -> None:
     """Through images and the rule checker: a memory with 10 % of facts wrong loses part of
     the gain (the simulators follow their context), and the two effects add up."""
-    report = analyze_run(control_run, n_resamples=1000)
+    report = analyze_run(control_run, settings=Resampling(n_resamples=1000))
     by = {
         (e.model, e.effect): e
         for e in report.effects

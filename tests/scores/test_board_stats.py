@@ -17,7 +17,7 @@ from vsb.scores.compute import load_scoring_input, score_run
 from vsb.scores.horizon import StoryInfo, horizon
 from vsb.scores.models import ScoresReport
 from vsb.scores.stats.aggregate import bootstrap_se
-from vsb.scores.stats.bootstrap import resample_counts
+from vsb.scores.stats.bootstrap import Resampling, resample_counts
 from vsb.scores.stats.power import mdd_factor, min_detectable, rank_ranges, stories_needed
 from vsb.scores.write import write_scores
 from vsb.story.models import DIMENSIONS
@@ -35,7 +35,7 @@ def test_ranks_of_models_the_data_cannot_separate_overlap(
     make_run: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     run = make_run(_near_tie_rows(), models=["a", "b", "c"])
-    rep = score_run(run, n_resamples=400, n_draws=20)
+    rep = score_run(run, settings=Resampling(n_resamples=400, n_draws=20))
     rows = {r.model: r for r in rep.scores}
     assert {rows["a"].rank, rows["b"].rank} == {1, 2}
     for m in ("a", "b"):  # before: strict ranks 1 and 2 and nothing else
@@ -73,7 +73,7 @@ def test_rank_ranges_match_a_loop_over_resamples(make_run: Callable[..., Path]) 
 
 def test_se_mdd_and_stories_needed(make_run: Callable[..., Path]) -> None:
     run = make_run(_near_tie_rows(), models=["a", "b", "c"])
-    rep = score_run(run, seed=4, n_resamples=500, n_draws=20)
+    rep = score_run(run, settings=Resampling(seed=4, n_resamples=500, n_draws=20))
     ac = next(
         c
         for c in rep.comparisons
@@ -132,7 +132,7 @@ def _horizon_rows() -> list[dict]:
 
 def test_long_horizon_known_answers(make_run: Callable[..., Path]) -> None:
     run = make_run(_horizon_rows())
-    rep = score_run(run, n_resamples=200, n_draws=20)
+    rep = score_run(run, settings=Resampling(n_resamples=200, n_draws=20))
     pts = {(p.axis, p.group, p.metric): p for p in rep.horizon}
     assert ("scene", "1", "coherence") not in pts  # scene 1 has no memory requirement
     assert pts[("scene", "1", "adherence")].score == 1.0
@@ -184,7 +184,7 @@ def test_long_horizon_matches_pandas(make_run: Callable[..., Path]) -> None:
 
 def test_scores_2_0_files_still_load(make_run: Callable[..., Path]) -> None:
     run = make_run(_near_tie_rows(), models=["a", "b", "c"])
-    rep = score_run(run, n_resamples=50, n_draws=10)
+    rep = score_run(run, settings=Resampling(n_resamples=50, n_draws=10))
     assert rep.version == "2.1"
     old = rep.model_dump(mode="json")
     old["version"] = "2.0"

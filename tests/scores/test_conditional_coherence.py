@@ -13,6 +13,7 @@ from score_synth import req_row
 from vsb.scores.compute import score_run
 from vsb.scores.inputs import RequirementRows
 from vsb.scores.knockon import knock_on_mask
+from vsb.scores.stats.bootstrap import Resampling
 from vsb.scores.table import COHERENCE, CONDITIONAL_COHERENCE, build_story_table
 
 
@@ -104,7 +105,7 @@ def test_not_applicable_rows_never_mark_a_subject_missing() -> None:
 
 
 def test_conditional_coherence_in_the_report(make_run: Callable[..., Path]) -> None:
-    rep = score_run(make_run(_image()), n_resamples=50, n_draws=20)
+    rep = score_run(make_run(_image()), settings=Resampling(n_resamples=50, n_draws=20))
     (row,) = rep.scores
     assert row.coherence is not None and row.coherence.score == 3 / 11
     assert row.conditional_coherence is not None and row.conditional_coherence.score == 0.5
@@ -112,7 +113,9 @@ def test_conditional_coherence_in_the_report(make_run: Callable[..., Path]) -> N
     assert story.conditional_coherence == 0.5
     # a run without memory checks has neither figure
     prompt_only = [r for r in _image() if r["source"] == "prompt"]
-    rep = score_run(make_run(prompt_only, name="p"), n_resamples=50, n_draws=20)
+    rep = score_run(
+        make_run(prompt_only, name="p"), settings=Resampling(n_resamples=50, n_draws=20)
+    )
     assert rep.scores[0].coherence is None and rep.scores[0].conditional_coherence is None
     assert rep.stories[0].conditional_coherence is None
     assert not math.isnan(rep.scores[0].adherence.score)  # type: ignore[union-attr]

@@ -16,6 +16,7 @@ from score_synth import Row, req_row
 from vsb.errors import InputError, RunError
 from vsb.scores.compute import score_run
 from vsb.scores.models import Estimate, ModelScore, NotApplicable
+from vsb.scores.stats.bootstrap import Resampling
 from vsb.scores.stats.judge_swap import judge_swap
 from vsb.scores.write import write_scores
 from vsb.story.models import DIMENSIONS
@@ -54,14 +55,16 @@ def exact_rows(
 
 
 def _score(run: Path, **kw: object) -> object:
-    return score_run(run, n_resamples=200, n_draws=50, **kw)  # type: ignore[arg-type]
+    return score_run(run, settings=Resampling(n_resamples=200, n_draws=50), **kw)  # type: ignore[arg-type]
 
 
 def test_evaluators_are_scored_separately(make_run: Callable[..., Path]) -> None:
     rules = exact_rows("rules", {"a": 0.9, "b": 0.6})
     vlm = exact_rows("vlm", {"a": 0.5, "b": 0.8}, judge_model="openai-compatible:gpt-4o")
-    rep = score_run(make_run(rules + vlm), n_resamples=200, n_draws=50)
-    alone = score_run(make_run(rules, name="alone"), n_resamples=200, n_draws=50)
+    rep = score_run(make_run(rules + vlm), settings=Resampling(n_resamples=200, n_draws=50))
+    alone = score_run(
+        make_run(rules, name="alone"), settings=Resampling(n_resamples=200, n_draws=50)
+    )
     assert rep.evaluators == ["rules", "vlm"] and rep.primary_evaluator == "rules"
     assert rep.judge_models == {"rules": "", "vlm": "openai-compatible:gpt-4o"}
     by = {(r.evaluator, r.model): r for r in rep.scores}
@@ -73,7 +76,9 @@ def test_evaluators_are_scored_separately(make_run: Callable[..., Path]) -> None
     assert [r for r in rep.comparisons if r.evaluator == "rules"] == alone.comparisons
     assert [r for r in rep.rank_stability if r.evaluator == "rules"] == alone.rank_stability
     assert {s.evaluator for s in rep.stories} == {"rules", "vlm"}
-    only_vlm = score_run(make_run(rules + vlm, name="v"), evaluators="vlm", n_resamples=200)
+    only_vlm = score_run(
+        make_run(rules + vlm, name="v"), evaluators="vlm", settings=Resampling(n_resamples=200)
+    )
     assert only_vlm.evaluators == ["vlm"] and {r.evaluator for r in only_vlm.scores} == {"vlm"}
 
 
@@ -85,7 +90,7 @@ def test_verdicts_not_applicable_left_out_unsure_and_parse_failure_not_passed(
         req_row("m", COND, "s1", 1, "identity", "prompt", False, attribute=f"a{i}", verdict=v)
         for i, v in enumerate(verdicts)
     ]
-    rep = score_run(make_run(rows), n_resamples=50, n_draws=10)
+    rep = score_run(make_run(rows), settings=Resampling(n_resamples=50, n_draws=10))
     (row,) = rep.scores
     assert row.dimensions["identity"].score == 2 / 5  # type: ignore[union-attr]
     assert (row.n_unsure, row.n_parse_failure, row.n_not_applicable) == (1, 1, 3)
@@ -96,7 +101,7 @@ def test_rows_of_the_first_format_are_rules(make_run: Callable[..., Path]) -> No
     rows = exact_rows("rules", {"a": 0.7})
     for r in rows:
         del r["evaluator"], r["verdict"]
-    rep = score_run(make_run(rows), n_resamples=50, n_draws=10)
+    rep = score_run(make_run(rows), settings=Resampling(n_resamples=50, n_draws=10))
     assert rep.evaluators == ["rules"] and rep.scores[0].global_score.score == pytest.approx(0.7)  # type: ignore[union-attr]
 
 
@@ -113,7 +118,7 @@ def _not_renders(model: str, reason_in: str = "observed") -> list[Row]:
 
 def test_model_an_evaluator_did_not_apply_to_is_left_out(make_run: Callable[..., Path]) -> None:
     rows = exact_rows("rules", {"sim": 0.9}) + _not_renders("stored:foo")
-    rep = score_run(make_run(rows), n_resamples=50, n_draws=10)
+    rep = score_run(make_run(rows), settings=Resampling(n_resamples=50, n_draws=10))
     assert [r.model for r in rep.scores] == ["sim"]
     assert rep.models == ["sim"]
     assert rep.not_applicable == [
@@ -128,7 +133,9 @@ def test_model_an_evaluator_did_not_apply_to_is_left_out(make_run: Callable[...,
     ]
     # a judge that did apply is named as the evaluator to use instead
     judged = exact_rows("vlm", {"sim": 0.8, "stored:foo": 0.6})
-    rep = score_run(make_run(rows + judged, name="j"), n_resamples=50, n_draws=10)
+    rep = score_run(
+        make_run(rows + judged, name="j"), settings=Resampling(n_resamples=50, n_draws=10)
+    )
     assert rep.not_applicable[0].instead == ["vlm"]
     assert {r.model for r in rep.scores if r.evaluator == "vlm"} == {"sim", "stored:foo"}
     paths = write_scores(make_run(rows + judged, name="w"), rep)
@@ -146,11 +153,11 @@ def test_evaluator_that_applied_to_nothing(make_run: Callable[..., Path]) -> Non
     judged = exact_rows("vlm", {"stored:foo": 0.6, "stored:bar": 0.7})
     run = make_run(na_only + judged)
     with pytest.raises(InputError, match="rules did not apply to any model"):
-        score_run(run, evaluators="rules", n_resamples=50)
-    rep = score_run(run, n_resamples=50, n_draws=10)  # default: only listed
+        score_run(run, evaluators="rules", settings=Resampling(n_resamples=50))
+    rep = score_run(run, settings=Resampling(n_resamples=50, n_draws=10))  # default: only listed
     assert rep.evaluators == ["vlm"] and len(rep.not_applicable) == 2
     with pytest.raises(RunError, match="judge them with `vsb evaluate"):
-        score_run(make_run(na_only, name="none"), n_resamples=50)
+        score_run(make_run(na_only, name="none"), settings=Resampling(n_resamples=50))
 
 
 def test_unknown_evaluator_lists_those_present(make_run: Callable[..., Path]) -> None:
@@ -163,11 +170,16 @@ def test_one_evaluator_with_two_judge_models_is_split(make_run: Callable[..., Pa
     rows = exact_rows("vlm", {"a": 0.9, "b": 0.5}, judge_model="x")
     rows += exact_rows("vlm", {"a": 0.4, "b": 0.8}, judge_model="y")
     run = make_run(rows)
-    rep = score_run(run, n_resamples=50, n_draws=10)
+    rep = score_run(run, settings=Resampling(n_resamples=50, n_draws=10))
     assert rep.evaluators == ["vlm:x", "vlm:y"]
     assert rep.judge_models == {"vlm:x": "x", "vlm:y": "y"}
-    assert score_run(run, evaluators="vlm", n_resamples=50).evaluators == ["vlm:x", "vlm:y"]
-    assert score_run(run, evaluators="vlm:y", n_resamples=50).evaluators == ["vlm:y"]
+    assert score_run(run, evaluators="vlm", settings=Resampling(n_resamples=50)).evaluators == [
+        "vlm:x",
+        "vlm:y",
+    ]
+    assert score_run(run, evaluators="vlm:y", settings=Resampling(n_resamples=50)).evaluators == [
+        "vlm:y"
+    ]
     (swap,) = rep.judge_swap
     assert (swap.evaluator_a, swap.evaluator_b, swap.kendall_tau) == ("vlm:x", "vlm:y", -1.0)
 
@@ -179,7 +191,7 @@ def test_judge_swap_end_to_end(make_run: Callable[..., Path]) -> None:
         "vlm", {"d": 0.7}, jitter=0.3
     )
     run = make_run(rules + vlm)
-    rep = score_run(run, n_resamples=300, n_draws=50)
+    rep = score_run(run, settings=Resampling(n_resamples=300, n_draws=50))
     (swap,) = rep.judge_swap
     assert swap.condition == COND and swap.models == ["a", "b", "c", "d"]
     ga = [0.9, 0.6, 0.3, 0.5]

@@ -22,6 +22,7 @@ from vsb.scores.implicit import (
     write_implicit,
 )
 from vsb.scores.sensitivity import check_same_stories
+from vsb.scores.stats.bootstrap import Resampling
 from vsb.story.models import Story
 
 #: Per run, per model: the probability that an inferred check fails (others always pass).
@@ -98,7 +99,7 @@ def test_inferred_requirements_are_read_from_the_suite(runs: tuple[Path, Path]) 
 
 def test_known_answers_and_ci(runs: tuple[Path, Path], tmp_path: Path) -> None:
     a, b = (load_scoring_input(r) for r in runs)
-    report = compare_implicit(a, b, n_resamples=500)
+    report = compare_implicit(a, b, settings=Resampling(n_resamples=500))
     assert report.inferred_requirements == 68 and len(report.stories) == 18
     assert report.run_a.prompt_style == "plain" and report.run_b.prompt_style == "implicit"
     rows = {(r.model, r.condition): r for r in report.rows}
@@ -115,11 +116,11 @@ def test_known_answers_and_ci(runs: tuple[Path, Path], tmp_path: Path) -> None:
         assert infer.diff == infer.ci_low == infer.ci_high == 0.0 and infer.p_less == 0.0
         assert 0.8 < infer.explicit_pass == infer.implicit_pass < 1.0
     # seeded: the same report twice, another seed moves only the CIs
-    assert compare_implicit(a, b, n_resamples=500) == report
-    other = compare_implicit(a, b, n_resamples=500, seed=1)
+    assert compare_implicit(a, b, settings=Resampling(n_resamples=500)) == report
+    other = compare_implicit(a, b, settings=Resampling(n_resamples=500, seed=1))
     assert [r.diff for r in other.rows] == [r.diff for r in report.rows]
     assert [r.ci_low for r in other.rows] != [r.ci_low for r in report.rows]
-    only = compare_implicit(a, b, n_resamples=50, conditions=["independent"])
+    only = compare_implicit(a, b, settings=Resampling(n_resamples=50), conditions=["independent"])
     assert {r.condition for r in only.rows} == {"independent"}
     paths = write_implicit(tmp_path, report)
     assert ImplicitReport.model_validate_json(paths[0].read_text()) == report

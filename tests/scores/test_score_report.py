@@ -14,6 +14,7 @@ from score_synth import req_row, simulated_rows
 from vsb.scores.compare import compare_run
 from vsb.scores.compute import score_run
 from vsb.scores.models import ScoresReport
+from vsb.scores.stats.bootstrap import Resampling
 from vsb.scores.write import write_scores
 from vsb.story.models import DIMENSIONS
 
@@ -34,7 +35,7 @@ def run(make_run: Callable[..., Path]) -> Path:
 
 
 def test_report_shape_and_known_answers(run: Path) -> None:
-    rep = score_run(run, seed=1, n_resamples=500)
+    rep = score_run(run, settings=Resampling(seed=1, n_resamples=500))
     assert rep.models == ["good", "mid", "bad"]
     assert rep.conditions == ["independent", "structured_memory"]
     assert len(rep.scores) == 6 and len(rep.stories) == 6 * 12
@@ -60,7 +61,7 @@ def test_report_shape_and_known_answers(run: Path) -> None:
 
 
 def test_comparisons_pairs_and_consistency(run: Path) -> None:
-    rep = score_run(run, seed=1, n_resamples=500)
+    rep = score_run(run, settings=Resampling(seed=1, n_resamples=500))
     kinds = {(c.kind, c.a_model, c.a_condition, c.b_model, c.b_condition) for c in rep.comparisons}
     assert len(kinds) == 3 * 2 + 3  # model pairs per condition + condition pairs per model
     cond_pairs = {(k[2], k[4]) for k in kinds if k[0] == "condition"}
@@ -74,7 +75,9 @@ def test_comparisons_pairs_and_consistency(run: Path) -> None:
     assert g.diff > 0.2 and g.p_greater == 1.0 and g.win_rate == 1.0 and g.n_stories == 12
     assert g.ci_low is not None and g.ci_low > 0
     # compare_run uses the same counts as score_run: identical numbers
-    direct = compare_run(run, "good:structured_memory", "bad", seed=1, n_resamples=500)
+    direct = compare_run(
+        run, "good:structured_memory", "bad", settings=Resampling(seed=1, n_resamples=500)
+    )
     same = next(c for c in direct if c.metric == "coherence")
     assert same == g
     assert [c.metric for c in direct][-4:] == [
@@ -83,15 +86,15 @@ def test_comparisons_pairs_and_consistency(run: Path) -> None:
 
 
 def test_deterministic_in_seed(run: Path) -> None:
-    a = score_run(run, seed=4, n_resamples=300).model_dump()
-    b = score_run(run, seed=4, n_resamples=300).model_dump()
-    c = score_run(run, seed=5, n_resamples=300).model_dump()
+    a = score_run(run, settings=Resampling(seed=4, n_resamples=300)).model_dump()
+    b = score_run(run, settings=Resampling(seed=4, n_resamples=300)).model_dump()
+    c = score_run(run, settings=Resampling(seed=5, n_resamples=300)).model_dump()
     assert a == b
     assert a["scores"] != c["scores"]
 
 
 def test_written_files_round_trip(run: Path) -> None:
-    rep = score_run(run, seed=0, n_resamples=200)
+    rep = score_run(run, settings=Resampling(seed=0, n_resamples=200))
     paths = write_scores(run, rep)
     assert {p.name for p in paths} == {
         "scores.json", "model_scores.csv", "story_scores.csv", "comparisons.csv",
@@ -120,7 +123,7 @@ def test_missing_story_for_one_model(make_run: Callable[..., Path]) -> None:
         req_row("a", "c", "s2", 1, "identity", "prompt", False),
         req_row("b", "c", "s1", 1, "identity", "prompt", False),
     ]
-    rep = score_run(make_run(rows), n_resamples=100)
+    rep = score_run(make_run(rows), settings=Resampling(n_resamples=100))
     b = next(r for r in rep.scores if r.model == "b")
     assert b.n_stories == 1 and b.dimensions["identity"].n_stories == 1  # type: ignore[union-attr]
     c = next(c for c in rep.comparisons if c.metric == "identity")

@@ -14,6 +14,7 @@ import pytest
 from vsb.scores.compare import compare_run
 from vsb.scores.compute import score_run
 from vsb.scores.models import ModelScore, ScoresReport
+from vsb.scores.stats.bootstrap import Resampling
 from vsb.story.models import DIMENSIONS
 
 pytestmark = pytest.mark.slow
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def report(sim_run: Path) -> ScoresReport:
-    return score_run(sim_run, seed=0, n_resamples=2000)
+    return score_run(sim_run, settings=Resampling(seed=0, n_resamples=2000))
 
 
 def _row(rep: ScoresReport, model: str, cond: str = "structured_memory") -> ModelScore:

@@ -11,7 +11,7 @@ import pytest
 from score_synth import simulated_rows
 
 from vsb.scores.compute import score_run
-from vsb.scores.stats.bootstrap import signed_shares
+from vsb.scores.stats.bootstrap import Resampling, signed_shares
 from vsb.scores.write import write_scores
 
 
@@ -28,7 +28,7 @@ def test_identical_models_tie_with_certainty(make_run: Callable[..., Path]) -> N
     rows = simulated_rows(np.random.default_rng(0), p, n_stories=8)
     rows += [{**r, "model": "b"} for r in rows if r["model"] == "a"]
     run = make_run(rows, models=["a", "b", "c"])
-    rep = score_run(run, n_resamples=300, n_draws=20)
+    rep = score_run(run, settings=Resampling(n_resamples=300, n_draws=20))
     ab = [c for c in rep.comparisons if {c.a_model, c.b_model} == {"a", "b"}]
     assert ab and all(c.diff == 0.0 for c in ab)
     assert all((c.p_greater, c.p_equal, c.p_less) == (0.0, 1.0, 0.0) for c in ab)

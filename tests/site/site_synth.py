@@ -16,6 +16,7 @@ from PIL import Image
 from vsb.generator.generate import generate_suite, write_suite
 from vsb.release.manifest import freeze
 from vsb.scores.compute import score_run
+from vsb.scores.stats.bootstrap import Resampling
 from vsb.scores.write import write_scores
 from vsb.story.models import Story
 from vsb.tables import write_requirements, write_signals
@@ -129,7 +130,7 @@ def make_release(
         "images": len(records),
     }  # fmt: skip
     (root / "manifest.json").write_text(json.dumps(manifest))
-    write_scores(root, score_run(root, n_resamples=n_resamples, n_draws=200))
+    write_scores(root, score_run(root, settings=Resampling(n_resamples=n_resamples, n_draws=200)))
     write_judge(root, validate_run(root))
     freeze(root, release)
     return root

@@ -168,6 +168,7 @@ def analysis(
     all,random_context,predicted_memory,ablations."""
     from vsb.errors import InputError
     from vsb.scores.analysis import analyze_run, write_analysis
+    from vsb.scores.compute import Resampling
     from vsb.scores.stats.aggregate import ALL_METRICS
 
     if metric not in ALL_METRICS:
@@ -176,7 +177,8 @@ def analysis(
 
     if out_dir is None:
         refuse_frozen(run_dir, "analysis/", "pass --out DIR")
-    report = analyze_run(run_dir, evaluators=evaluators, seed=seed, n_resamples=resamples)
+    settings = Resampling(seed=seed, n_resamples=resamples)
+    report = analyze_run(run_dir, evaluators=evaluators, settings=settings)
     paths = write_analysis(run_dir, report, out_dir)
     console = _console()
     for ev in report.evaluators:

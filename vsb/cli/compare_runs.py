@@ -60,6 +60,7 @@ def compare_runs(
     Example: vsb compare-runs run run-paraphrase --condition structured_memory"""
     from vsb.errors import InputError
     from vsb.release.manifest import refuse_frozen
+    from vsb.scores.compute import Resampling
     from vsb.scores.sensitivity import SENSITIVITY_DIR, compare_runs, write_sensitivity
     from vsb.scores.stats.aggregate import ALL_METRICS
 
@@ -76,8 +77,7 @@ def compare_runs(
         evaluator=evaluator,
         models=_names(models),
         conditions=_names(conditions),
-        seed=seed,
-        n_resamples=resamples,
+        settings=Resampling(seed=seed, n_resamples=resamples),
     )
     paths = write_sensitivity(out_dir or Path(run_a) / SENSITIVITY_DIR, report)
     console = Console()

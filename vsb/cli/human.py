@@ -134,10 +134,12 @@ def import_(
     from vsb.human.load import RatingImportError, load_rating_files
     from vsb.human.report import build_report
     from vsb.human.write import write_report
+    from vsb.scores.stats.bootstrap import Resampling
 
     try:
         loaded = load_rating_files(files, release)
-        report = build_report(loaded, release_dir=release, seed=seed, n_resamples=resamples)
+        settings = Resampling(seed=seed, n_resamples=resamples)
+        report = build_report(loaded, release_dir=release, settings=settings)
     except RatingImportError as err:
         for line in err.problems:
             click.echo(f"error: {line}", err=True)

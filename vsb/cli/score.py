@@ -155,7 +155,7 @@ def score(
     stability and judge-swap stability, per evaluator, written to RUN_DIR/scores/."""
     from vsb.release.manifest import refuse_frozen
     from vsb.scores.axis import advice
-    from vsb.scores.compute import load_scoring_input, score_input
+    from vsb.scores.compute import Resampling, load_scoring_input, score_input
     from vsb.scores.models import PRIMARY_CONDITION
     from vsb.scores.write import write_scores
 
@@ -166,7 +166,8 @@ def score(
     )
     inp = load_scoring_input(run_dir)
     shown = _shown_conditions(inp.conditions, condition, PRIMARY_CONDITION)
-    report = score_input(inp, evaluators=evaluators, seed=seed, n_resamples=resamples)
+    settings = Resampling(seed=seed, n_resamples=resamples)
+    report = score_input(inp, evaluators=evaluators, settings=settings)
     paths = write_scores(run_dir, report)
     for na in report.not_applicable:
         click.echo(f"warning: {advice(na, str(run_dir))}", err=True)
@@ -208,8 +209,10 @@ def compare(
     (MODEL:CONDITION splits at the last colon). `vsb models` and `vsb conditions` list the
     names."""
     from vsb.scores.compare import compare_run
+    from vsb.scores.compute import Resampling
 
-    rows = compare_run(run_dir, a, b, evaluator=evaluator, seed=seed, n_resamples=resamples)
+    settings = Resampling(seed=seed, n_resamples=resamples)
+    rows = compare_run(run_dir, a, b, evaluator=evaluator, settings=settings)
     first = rows[0] if rows else None
     title = (
         f"{first.a_model}:{first.a_condition} − {first.b_model}:{first.b_condition} "

@@ -44,6 +44,7 @@ from vsb.human.stats import (
     krippendorff_alpha,
 )
 from vsb.release.manifest import load_manifest
+from vsb.scores.stats.bootstrap import Resampling
 from vsb.validation.humans import human_agreement, load_scores
 
 MIN_CONTROL_ACCURACY = 0.75
@@ -255,9 +256,7 @@ def build_report(
     files: Sequence[LoadedFile],
     *,
     release_dir: str | Path | None = None,
-    seed: int = 0,
-    n_resamples: int = 1000,
-    confidence: float = 0.95,
+    settings: Resampling = Resampling(n_resamples=1000),
 ) -> HumanReport:
     """Every statistic of the kept raters; ``release_dir`` adds judge-human agreement
     (``RatingImportError`` if a file rates a model or story the release does not have)."""
@@ -282,7 +281,8 @@ def build_report(
     for r in kept.values():
         for it in r.likert:
             counts[(it.model, it.condition)] += it.repeat_of is None
-    rng_means, rng_prefs = np.random.default_rng(seed).spawn(2)
+    rng_means, rng_prefs = np.random.default_rng(settings.seed).spawn(2)
+    n_resamples, confidence = settings.n_resamples, settings.confidence
     means = _model_means(units, counts, rng_means, n_resamples, confidence)
     prefs, bt = _preferences(kept, rng_prefs, n_resamples, confidence)
     synthetic = any(f.rating.synthetic for f in files)
@@ -302,7 +302,7 @@ def build_report(
         synthetic=synthetic,
         notice=SYNTHETIC_NOTICE if synthetic else "",
         releases=sorted({f.rating.release for f in files}),
-        seed=seed, n_resamples=n_resamples, confidence=confidence,
+        **settings.report_fields(),
         min_control_accuracy=MIN_CONTROL_ACCURACY, min_median_time_s=MIN_MEDIAN_TIME_S,
         sources=[
             SourceFile(

@@ -50,13 +50,13 @@ from vsb.errors import InputError
 from vsb.fsio import STRICT, atomic_write_json, atomic_write_text, csv_text
 from vsb.scores.axis import select_evaluators
 from vsb.scores.cells import compare_cells
-from vsb.scores.compute import DEFAULT_RESAMPLES, ScoringInput, load_scoring_input
+from vsb.scores.compute import ScoringInput, load_scoring_input
 from vsb.scores.inputs import NOT_APPLICABLE, RequirementRows
 from vsb.scores.models import Comparison, PairedDiff, Resampled, RunIdentity
 from vsb.scores.stats.bootstrap import (
+    Resampling,
     nan_mean,
     percentile_interval,
-    resample_counts,
     weighted_means,
 )
 from vsb.scores.table import StoryTable, build_story_table
@@ -258,9 +258,7 @@ def analyze_input(
     inp: ScoringInput,
     *,
     evaluators: str | Sequence[str] | None = None,
-    seed: int = 0,
-    n_resamples: int = DEFAULT_RESAMPLES,
-    confidence: float = 0.95,
+    settings: Resampling = Resampling(),
 ) -> AnalysisReport:
     """Every effect and the fact-group table of each selected evaluator (default: every
     evaluator that applied to something), each on its own bootstrap counts seeded as
@@ -273,10 +271,10 @@ def analyze_input(
     for label in chosen:
         rows = inp.evaluator_rows(label)
         table = build_story_table(rows, inp.model_order, inp.condition_order)
-        weights = resample_counts(np.random.default_rng(seed), len(table.stories), n_resamples)
-        comps = compare_cells(table, _pairs(table), weights, confidence, label)
+        weights = settings.weights(len(table.stories))
+        comps = compare_cells(table, _pairs(table), weights, settings.confidence, label)
         effects += effects_from_comparisons(comps)
-        groups += group_effects(rows, table, weights, label, confidence)
+        groups += group_effects(rows, table, weights, label, settings.confidence)
     if not effects and not groups:
         raise InputError(
             "the run has no pair of conditions to analyse (structured_memory with independent, "
@@ -285,9 +283,7 @@ def analyze_input(
         )
     return AnalysisReport(
         run=inp.run,
-        seed=seed,
-        n_resamples=n_resamples,
-        confidence=confidence,
+        **settings.report_fields(),
         evaluators=chosen,
         effects=effects,
         fact_groups=groups,
@@ -298,17 +294,13 @@ def analyze_run(
     run_dir: str | Path,
     *,
     evaluators: str | Sequence[str] | None = None,
-    seed: int = 0,
-    n_resamples: int = DEFAULT_RESAMPLES,
-    confidence: float = 0.95,
+    settings: Resampling = Resampling(),
 ) -> AnalysisReport:
     """``analyze_input`` of a run directory with evaluations."""
     return analyze_input(
         load_scoring_input(run_dir),
         evaluators=evaluators,
-        seed=seed,
-        n_resamples=n_resamples,
-        confidence=confidence,
+        settings=settings,
     )
 
 

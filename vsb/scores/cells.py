@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vsb.errors import InputError
 from vsb.scores.axis import VerdictCounts
 from vsb.scores.horizon import HorizonPoint, StoryInfo, horizon
 from vsb.scores.inputs import DEFAULT_EVALUATOR, RequirementRows
@@ -32,7 +31,7 @@ from vsb.scores.models import (
 )
 from vsb.scores.stats.aggregate import ALL_METRICS, GLOBAL, Cell, Estimates, model_estimates
 from vsb.scores.stats.aggregate import paired_comparisons as _paired
-from vsb.scores.stats.bootstrap import nan_to_none, resample_counts
+from vsb.scores.stats.bootstrap import Resampling, nan_to_none
 from vsb.scores.stats.power import min_detectable, rank_ranges, stories_needed
 from vsb.scores.stats.rank import rank_stability
 from vsb.scores.table import (
@@ -257,37 +256,18 @@ class Part:
     horizon: list[HorizonPoint]
 
 
-@dataclass(frozen=True)
-class Settings:
-    """Bootstrap and rank-stability settings shared by every evaluator of a report."""
-
-    seed: int
-    n_resamples: int
-    confidence: float
-    n_draws: int
-    alpha: float
-
-    def check(self) -> None:
-        """``InputError`` for settings that cannot give an interval."""
-        if self.n_resamples < 1:
-            raise InputError(f"--resamples must be ≥ 1, got {self.n_resamples}")
-        if not 0 < self.confidence < 1:
-            raise InputError(f"confidence must be in (0, 1), got {self.confidence}")
-
-
 def score_one(
     table: StoryTable,
     evaluator: str,
     counts: VerdictCounts | None,
-    cfg: Settings,
+    cfg: Resampling,
     note: Callable[[str], None],
     rows: RequirementRows | None = None,
     stories: Mapping[str, StoryInfo] | None = None,
 ) -> Part:
     """One evaluator's statistics (its own generators, seeded as if it were alone); with
     its ``rows`` (those ``table`` was built from), the long-horizon view too."""
-    rng = np.random.default_rng(cfg.seed)
-    weights = resample_counts(rng, len(table.stories), cfg.n_resamples)
+    weights = cfg.weights(len(table.stories))
     note(f"{evaluator}: model-level estimates")
     est = model_estimates(table, weights, cfg.confidence)
     note(f"{evaluator}: paired comparisons")

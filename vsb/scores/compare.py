@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-
 from vsb.errors import InputError, UnknownNameError
 from vsb.scores.axis import (
     advice,
@@ -23,11 +21,11 @@ from vsb.scores.axis import (
     unparsable_refusal,
 )
 from vsb.scores.cells import compare_cells
-from vsb.scores.compute import DEFAULT_RESAMPLES, ScoringInput, load_scoring_input
+from vsb.scores.compute import ScoringInput, load_scoring_input
 from vsb.scores.inputs import DEFAULT_EVALUATOR
 from vsb.scores.models import PRIMARY_CONDITION, Comparison
 from vsb.scores.stats.aggregate import Cell
-from vsb.scores.stats.bootstrap import resample_counts
+from vsb.scores.stats.bootstrap import Resampling
 from vsb.scores.table import CONDITION_ORDER, StoryTable
 
 
@@ -117,9 +115,7 @@ def compare_run(
     b: str,
     *,
     evaluator: str | None = None,
-    seed: int = 0,
-    n_resamples: int = DEFAULT_RESAMPLES,
-    confidence: float = 0.95,
+    settings: Resampling = Resampling(),
 ) -> list[Comparison]:
     """Paired comparison of ``a`` − ``b`` (each ``MODEL[:CONDITION]``) on every metric,
     under one evaluator (``choose_evaluator``).
@@ -151,5 +147,5 @@ def compare_run(
     if ca == cb:
         raise InputError(f"--a and --b are the same: {a!r}")
     kind = "model" if ca[1] == cb[1] else "condition"
-    weights = resample_counts(np.random.default_rng(seed), len(table.stories), n_resamples)
-    return compare_cells(table, [(kind, ca, cb)], weights, confidence, label)
+    weights = settings.weights(len(table.stories))
+    return compare_cells(table, [(kind, ca, cb)], weights, settings.confidence, label)

@@ -25,7 +25,7 @@ from vsb.scores.axis import (
     unparsable_refusal,
     verdict_counts,
 )
-from vsb.scores.cells import Part, Settings, all_pairs, compare_cells, score_one
+from vsb.scores.cells import Part, all_pairs, compare_cells, score_one
 from vsb.scores.horizon import StoryInfo
 from vsb.scores.inputs import (
     DEFAULT_EVALUATOR,
@@ -41,6 +41,7 @@ from vsb.scores.inputs import (
 )
 from vsb.scores.models import NotApplicable, RunIdentity, ScoresReport
 from vsb.scores.signals import SignalScore, signal_scores
+from vsb.scores.stats.bootstrap import DEFAULT_DRAWS, DEFAULT_RESAMPLES, Resampling
 from vsb.scores.stats.judge_swap import judge_swap
 from vsb.scores.table import CONDITION_ORDER, StoryTable, build_story_table, ordered_names
 from vsb.story.models import DIMENSIONS
@@ -49,6 +50,7 @@ from vsb.tables import requirements_file
 __all__ = [
     "DEFAULT_DRAWS",
     "DEFAULT_RESAMPLES",
+    "Resampling",
     "ScoringInput",
     "all_pairs",
     "compare_cells",
@@ -58,9 +60,6 @@ __all__ = [
     "score_run",
     "score_table",
 ]
-
-DEFAULT_RESAMPLES = 2000
-DEFAULT_DRAWS = 1000
 
 
 @dataclass(frozen=True)
@@ -155,7 +154,7 @@ def _report(
     parts: dict[str, Part],
     judge_models: dict[str, str],
     not_applicable: list[NotApplicable],
-    cfg: Settings,
+    cfg: Resampling,
     model_order: Sequence[str],
     condition_order: Sequence[str],
     signals: Sequence[SignalScore] = (),
@@ -166,9 +165,7 @@ def _report(
     conditions = ordered_names((r.condition for r in scores), condition_order)
     return ScoresReport(
         run=run,
-        seed=cfg.seed,
-        n_resamples=cfg.n_resamples,
-        confidence=cfg.confidence,
+        **cfg.report_fields(),
         evaluators=evaluators,
         primary_evaluator=evaluators[0],
         judge_models={e: judge_models.get(e, "") for e in evaluators},
@@ -191,29 +188,20 @@ def score_table(
     run: RunIdentity,
     *,
     evaluator: str = DEFAULT_EVALUATOR,
-    seed: int = 0,
-    n_resamples: int = DEFAULT_RESAMPLES,
-    confidence: float = 0.95,
-    n_draws: int = DEFAULT_DRAWS,
-    alpha: float = 1.0,
+    settings: Resampling = Resampling(),
     progress: Callable[[str], None] | None = None,
 ) -> ScoresReport:
     """Every statistic of ``vsb score`` for one evaluator's in-memory StoryTable."""
-    cfg = Settings(seed, n_resamples, confidence, n_draws, alpha)
-    cfg.check()
-    part = score_one(table, evaluator, None, cfg, progress or (lambda _msg: None))
-    return _report(run, {evaluator: part}, {}, [], cfg, table.models, table.conditions)
+    settings.check()
+    part = score_one(table, evaluator, None, settings, progress or (lambda _msg: None))
+    return _report(run, {evaluator: part}, {}, [], settings, table.models, table.conditions)
 
 
 def score_input(
     inp: ScoringInput,
     *,
     evaluators: str | Sequence[str] | None = None,
-    seed: int = 0,
-    n_resamples: int = DEFAULT_RESAMPLES,
-    confidence: float = 0.95,
-    n_draws: int = DEFAULT_DRAWS,
-    alpha: float = 1.0,
+    settings: Resampling = Resampling(),
     progress: Callable[[str], None] | None = None,
 ) -> ScoresReport:
     """Score every selected evaluator of a loaded run (default: every one present).
@@ -226,8 +214,7 @@ def score_input(
     (``axis.MOSTLY_UNPARSABLE``): its judge's answers could not be read, and ranking every
     model at 0 would be a result.
     """
-    cfg = Settings(seed, n_resamples, confidence, n_draws, alpha)
-    cfg.check()
+    settings.check()
     note = progress or (lambda _msg: None)
     chosen = select_evaluators(inp.evaluators, evaluators)
     applied = inp.applied()
@@ -248,17 +235,16 @@ def score_input(
                 raise InputError(refusal(e, nas, str(inp.root)))
             continue
         table = build_story_table(sub, inp.model_order, inp.condition_order)
-        parts[e] = score_one(table, e, verdict_counts(sub), cfg, note, sub, inp.stories)
+        parts[e] = score_one(table, e, verdict_counts(sub), settings, note, sub, inp.stories)
     if not parts:
         first = [n for n in not_applicable if n.evaluator == chosen[0]]
         raise RunError(refusal(chosen[0], first, str(inp.root)))
     order = (*inp.condition_order, *CONDITION_ORDER)
     signals = inp.signals if inp.signals is not None else load_signals(inp.root)
-    sig = signal_scores(
-        signals, seed=cfg.seed, n_resamples=cfg.n_resamples,
-        confidence=cfg.confidence, model_order=inp.model_order, condition_order=order,
-    )  # fmt: skip
-    return _report(inp.run, parts, judge_models, not_applicable, cfg, inp.model_order, order, sig)
+    sig = signal_scores(signals, settings, model_order=inp.model_order, condition_order=order)
+    return _report(
+        inp.run, parts, judge_models, not_applicable, settings, inp.model_order, order, sig
+    )
 
 
 def run_identity(run_dir: Path, release: str | None = None) -> RunIdentity:
@@ -281,11 +267,7 @@ def score_run(
     run_dir: str | Path,
     *,
     evaluators: str | Sequence[str] | None = None,
-    seed: int = 0,
-    n_resamples: int = DEFAULT_RESAMPLES,
-    confidence: float = 0.95,
-    n_draws: int = DEFAULT_DRAWS,
-    alpha: float = 1.0,
+    settings: Resampling = Resampling(),
     progress: Callable[[str], None] | None = None,
     release: str | None = None,
     tables: EvaluationTables | None = None,
@@ -299,10 +281,6 @@ def score_run(
     return score_input(
         load_scoring_input(run_dir, release, tables),
         evaluators=evaluators,
-        seed=seed,
-        n_resamples=n_resamples,
-        confidence=confidence,
-        n_draws=n_draws,
-        alpha=alpha,
+        settings=settings,
         progress=progress,
     )

@@ -24,10 +24,10 @@ from pydantic import BaseModel, Field
 from vsb.errors import InputError
 from vsb.fsio import STRICT, load_json
 from vsb.scores.compare import choose_evaluator
-from vsb.scores.compute import DEFAULT_RESAMPLES, ScoringInput
+from vsb.scores.compute import ScoringInput
 from vsb.scores.inputs import NOT_APPLICABLE, RequirementRows
 from vsb.scores.models import Resampled, RunIdentity
-from vsb.scores.stats.bootstrap import nan_to_none, resample_counts
+from vsb.scores.stats.bootstrap import Resampling, nan_to_none
 from vsb.scores.write import write_report_files
 from vsb.story.io import load_suite_index
 
@@ -103,9 +103,7 @@ def compare_implicit(
     *,
     evaluator: str | None = None,
     conditions: Sequence[str] | None = None,
-    seed: int = 0,
-    n_resamples: int = DEFAULT_RESAMPLES,
-    confidence: float = 0.95,
+    settings: Resampling = Resampling(),
 ) -> ImplicitReport:
     """The implicit-effects report of two loaded runs (``implicit``'s suite marks the
     inferred requirements; the plain run needs only the same stories). ``InputError`` when
@@ -127,8 +125,8 @@ def compare_implicit(
     cells.sort(key=lambda mc: (order.get(mc[0], len(order)), corder.get(mc[1], len(corder)), mc))
     stories = sorted({k[0] for k in keys})
     index = {s: i for i, s in enumerate(stories)}
-    weights = resample_counts(np.random.default_rng(seed), len(stories), n_resamples)
-    tail = (1 - confidence) / 2 * 100
+    weights = settings.weights(len(stories))
+    tail = (1 - settings.confidence) / 2 * 100
     rows: list[ImplicitRow] = []
     for m, c in cells:
         shared = [k for k in a[(m, c)] if k in b[(m, c)]]
@@ -160,9 +158,7 @@ def compare_implicit(
         run_a=plain.run,
         run_b=implicit.run,
         evaluator=label,
-        seed=seed,
-        n_resamples=n_resamples,
-        confidence=confidence,
+        **settings.report_fields(),
         inferred_requirements=len(keys),
         stories=stories,
         rows=rows,

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-import numpy as np
 from pydantic import BaseModel, Field
 
 from vsb.errors import InputError, RunError
@@ -26,11 +25,11 @@ from vsb.fsio import (
     load_json,
 )
 from vsb.scores.compare import choose_evaluator
-from vsb.scores.compute import DEFAULT_RESAMPLES, ScoringInput, load_scoring_input
+from vsb.scores.compute import ScoringInput, load_scoring_input
 from vsb.scores.inputs import RequirementRows, require_run_dir
 from vsb.scores.models import PairedDiff, Resampled, RunIdentity
 from vsb.scores.stats.aggregate import ALL_METRICS, paired_comparisons
-from vsb.scores.stats.bootstrap import nan_to_none, resample_counts
+from vsb.scores.stats.bootstrap import Resampling, nan_to_none
 from vsb.scores.table import N_DIMS, build_story_table
 from vsb.scores.write import write_report_files
 from vsb.story.io import load_suite_index
@@ -149,9 +148,7 @@ def compare_inputs(
     evaluator: str | None = None,
     models: Sequence[str] | None = None,
     conditions: Sequence[str] | None = None,
-    seed: int = 0,
-    n_resamples: int = DEFAULT_RESAMPLES,
-    confidence: float = 0.95,
+    settings: Resampling = Resampling(),
 ) -> SensitivityReport:
     """``compare_runs`` on two loaded runs (the caller checked that they share stories)."""
     label = choose_evaluator(a, evaluator)
@@ -189,8 +186,8 @@ def compare_inputs(
         )
         for m, c in shared
     ]
-    weights = resample_counts(np.random.default_rng(seed), len(table.stories), n_resamples)
-    res = paired_comparisons(table, pairs, weights, confidence)
+    weights = settings.weights(len(table.stories))
+    res = paired_comparisons(table, pairs, weights, settings.confidence)
     rows: list[SensitivityRow] = []
     for p, (m, c) in enumerate(shared):
         for j, metric in enumerate(ALL_METRICS):
@@ -210,9 +207,7 @@ def compare_inputs(
         run_a=a.run,
         run_b=b.run,
         evaluator=label,
-        seed=seed,
-        n_resamples=n_resamples,
-        confidence=confidence,
+        **settings.report_fields(),
         cells=[f"{m}@{c}" for m, c in shared],
         only_a=[f"{m}@{c}" for m, c in cells_a if (m, c) not in cells_b and wanted((m, c))],
         only_b=[f"{m}@{c}" for m, c in cells_b if (m, c) not in cells_a and wanted((m, c))],
@@ -227,9 +222,7 @@ def compare_runs(
     evaluator: str | None = None,
     models: Sequence[str] | None = None,
     conditions: Sequence[str] | None = None,
-    seed: int = 0,
-    n_resamples: int = DEFAULT_RESAMPLES,
-    confidence: float = 0.95,
+    settings: Resampling = Resampling(),
 ) -> SensitivityReport:
     """Paired A − B per (model, condition) evaluated in both runs, every metric, under one
     evaluator (``vsb.scores.compare.choose_evaluator`` on run A). ``InputError`` when the
@@ -247,9 +240,7 @@ def compare_runs(
         evaluator=evaluator,
         models=models,
         conditions=conditions,
-        seed=seed,
-        n_resamples=n_resamples,
-        confidence=confidence,
+        settings=settings,
     )
 
 

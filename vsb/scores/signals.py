@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 from vsb.fsio import STRICT
 from vsb.scores.inputs import SignalRows
 from vsb.scores.stats.bootstrap import (
+    Resampling,
     nan_to_none,
     percentile_interval,
     resample_counts,
@@ -68,10 +69,8 @@ def _order(names: set[str], first: Sequence[str]) -> list[str]:
 
 def signal_scores(
     rows: SignalRows,
+    settings: Resampling = Resampling(),
     *,
-    seed: int = 0,
-    n_resamples: int = 2000,
-    confidence: float = 0.95,
     model_order: Sequence[str] = (),
     condition_order: Sequence[str] = (),
 ) -> list[SignalScore]:
@@ -104,9 +103,9 @@ def signal_scores(
             for s, (total, n) in cells_of[key].items():
                 values[index[s], j] = total / n
                 frames[j] += int(n)
-        rng = np.random.default_rng([seed, 2, _key(ev, name)])
-        weights = resample_counts(rng, len(stories), n_resamples)
-        low, high = percentile_interval(weighted_means(weights, values), confidence)
+        rng = np.random.default_rng([settings.seed, 2, _key(ev, name)])
+        weights = resample_counts(rng, len(stories), settings.n_resamples)
+        low, high = percentile_interval(weighted_means(weights, values), settings.confidence)
         present = ~np.isnan(values)
         for j, (m, c) in enumerate(cells):
             out.append(

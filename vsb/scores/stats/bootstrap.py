@@ -15,10 +15,52 @@ out of the percentiles.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 from numpy.typing import NDArray
 
+from vsb.errors import InputError
+
 FloatArray = NDArray[np.float64]
+
+DEFAULT_RESAMPLES = 2000
+DEFAULT_DRAWS = 1000
+
+
+@dataclass(frozen=True)
+class Resampling:
+    """The settings of a report's story bootstrap (and of its rank-stability draws), passed
+    as one value from the CLI through every statistic into the report's own fields."""
+
+    seed: int = 0
+    """Seed of the bootstrap (and weight-perturbation) generators."""
+    n_resamples: int = DEFAULT_RESAMPLES
+    """Bootstrap resamples."""
+    confidence: float = 0.95
+    """Confidence level of every interval."""
+    n_draws: int = DEFAULT_DRAWS
+    """Dirichlet weight draws of the rank-stability check (scores only)."""
+    alpha: float = 1.0
+    """Concentration of those Dirichlet draws (scores only)."""
+
+    def check(self) -> None:
+        """``InputError`` for settings that cannot give an interval."""
+        if self.n_resamples < 1:
+            raise InputError(f"--resamples must be ≥ 1, got {self.n_resamples}")
+        if not 0 < self.confidence < 1:
+            raise InputError(f"confidence must be in (0, 1), got {self.confidence}")
+
+    def weights(self, n: int) -> FloatArray:
+        """The bootstrap counts over ``n`` stories from ``numpy.random.default_rng(seed)``
+        (``resample_counts``): the same counts for every statistic of one seed."""
+        return resample_counts(np.random.default_rng(self.seed), n, self.n_resamples)
+
+    def report_fields(self) -> dict[str, Any]:
+        """``seed``, ``n_resamples`` and ``confidence``: the fields a report records
+        (``vsb.scores.models.Resampled``)."""
+        return {"seed": self.seed, "n_resamples": self.n_resamples, "confidence": self.confidence}
 
 
 def resample_counts(rng: np.random.Generator, n: int, n_resamples: int) -> FloatArray:

@@ -167,9 +167,9 @@ def evaluate_group(
     one ``ExtractionMemo``, so that each distinct image of the story is decoded and
     extracted once (``cache_dir``: its on-disk extraction cache); the outputs in ``tasks``
     order and what the memo did."""
-    memo = ExtractionMemo(cache_dir)
     blobs = data if data is not None else [None] * len(tasks)
-    outs = [evaluate_task(story, names, t, b, memo) for t, b in zip(tasks, blobs, strict=True)]
+    with ExtractionMemo(cache_dir) as memo:
+        outs = [evaluate_task(story, names, t, b, memo) for t, b in zip(tasks, blobs, strict=True)]
     return outs, memo.stats
 
 

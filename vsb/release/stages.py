@@ -84,7 +84,6 @@ def evaluate(
     import shutil
 
     from vsb.evaluators.evaluate import evaluate_run
-    from vsb.evaluators.render.memo import CACHE_SUBDIR as EXTRACTIONS
     from vsb.evaluators.vlm.store import JudgePricing
     from vsb.evaluators.vlm.transports import build_transport
     from vsb.evaluators.vlm_judge import JudgeOptions
@@ -107,7 +106,7 @@ def evaluate(
             judge=judge,
             judge_options=options,
             ledger_path=root / "run" / "ledger.sqlite",
-            extraction_cache=root / "cache" / EXTRACTIONS,
+            extraction_cache=root / "cache",
         )
     finally:
         client = getattr(judge, "client", None)

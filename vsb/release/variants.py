@@ -89,7 +89,6 @@ def run_variant(
     """Write ``suite-STYLE/``, run it into ``run-STYLE/`` through the release's cache and
     evaluate it with the rule checker; returns the run directory."""
     from vsb.evaluators.evaluate import evaluate_run
-    from vsb.evaluators.render.memo import CACHE_SUBDIR as EXTRACTIONS
     from vsb.generator.generate import write_suite
     from vsb.run.runner import RunConfig, run
 
@@ -105,7 +104,7 @@ def run_variant(
     progress.note(style, "evaluating (rules)")
     evaluate_run(
         run_dir, workers=config.workers, evaluators=("rules",),
-        extraction_cache=root / "cache" / EXTRACTIONS,
+        extraction_cache=root / "cache",
     )  # fmt: skip
     return run_dir
 

@@ -8,12 +8,17 @@ the suite variants repeat the plain images — so the frames stage keys its work
 - ``ExtractionMemo.decode(data, sha256)``: the decoded image of these bytes, the last
   ``PLANES`` kept (a plane is 256 KiB);
 - ``ExtractionMemo.extract(sha256, image, counts, vocab)``: the ``DetectedState`` of these
-  bytes told this vocabulary, kept for the memo's life, and, when the memo has a cache
-  directory, on disk under ``extraction_key(sha256, vocab)``: sha256 over the canonical
-  JSON of the image's digest, the vocabulary and ``extractor_fingerprint()`` (the source of
-  every module the extraction runs), so changed extractor code never reads an old answer.
-  An entry that cannot be read back (truncated, not JSON, another shape) is recomputed and
-  rewritten; writes go to a temp file and are renamed, so concurrent workers are safe.
+  bytes told this vocabulary, kept for the memo's life and, when the memo has a cache
+  directory, in ``DIR/extractions.sqlite`` under ``extraction_key(sha256, vocab)``: sha256
+  over the canonical JSON of the image's digest, the vocabulary's and
+  ``extractor_fingerprint()`` (the source of every module the extraction runs and the
+  versions of numpy, SciPy and Pillow), so changed extractor code never reads an old
+  answer. New entries are written in one transaction by
+  ``close()``; an entry that cannot be read back (not JSON, another shape) is recomputed
+  and replaced, and a database that cannot be opened or read is left alone (everything is
+  computed, nothing stored);
+- ``ExtractionMemo.keep(name, sha256, compute)``: any other value derived from the bytes
+  alone (pairwise's histograms), for the memo's life.
 
 The memo counts what it computed and what it found (``stats``).
 """
@@ -23,7 +28,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import sqlite3
 from collections import Counter, OrderedDict
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -40,35 +47,55 @@ from vsb.evaluators.render.detected import (
     DetectedState,
     EntityVocabulary,
 )
-from vsb.fsio import atomic_write_bytes, canonical_json, sha256_hex
+from vsb.fsio import canonical_json, sha256_hex
+from vsb.story import vocab as story_vocab
 
 #: Decoded planes a memo keeps (the most recently used).
 PLANES = 64
-#: Where a build's extraction cache lives under its cache directory.
-CACHE_SUBDIR = "extractions"
+#: The extraction cache's file in its directory.
+CACHE_NAME = "extractions.sqlite"
 #: Bumped when the stored form of an entry changes.
 FORMAT = 1
-#: The modules whose code decides an extraction (decoding included).
-MODULES = (extractor, decode, detected, objects, people, robust, style)
+#: What ``ExtractionMemo.stats`` counts.
+STATS = ("decoded", "decode_hits", "extracted", "extract_hits", "disk_hits", "corrupt")
+#: The modules whose code decides an extraction (decoding included; the colours come from
+#: the story vocabulary).
+MODULES = (extractor, decode, detected, objects, people, robust, style, story_vocab)
 
 
 @lru_cache(maxsize=1)
 def extractor_fingerprint() -> str:
-    """sha256 over the source of ``MODULES`` (and the stored format)."""
-    h = hashlib.sha256(f"format {FORMAT}\n".encode())
+    """sha256 over the source of ``MODULES``, the versions of the libraries they call and
+    the stored format."""
+    import PIL
+    import scipy
+
+    libs = f"numpy {np.__version__} scipy {scipy.__version__} pillow {PIL.__version__}"
+    h = hashlib.sha256(f"format {FORMAT}\n{libs}\n".encode())
     for mod in MODULES:
         h.update(mod.__name__.encode() + b"\n")
         h.update(Path(str(mod.__file__)).read_bytes())
     return h.hexdigest()
 
 
+@lru_cache(maxsize=64)
+def _vocab_digest(vocab: EntityVocabulary) -> str:
+    return sha256_hex(canonical_json(dataclasses.asdict(vocab)))
+
+
 def extraction_key(sha256: str, vocab: EntityVocabulary, fingerprint: str) -> str:
     """The cache key of one extraction."""
-    return sha256_hex(
-        canonical_json(
-            {"image": sha256, "vocab": dataclasses.asdict(vocab), "extractor": fingerprint}
-        )
-    )
+    parts = {"image": sha256, "vocab": _vocab_digest(vocab), "extractor": fingerprint}
+    return sha256_hex(canonical_json(parts))
+
+
+def _stored(state: DetectedState) -> bytes:
+    """The stored JSON of a ``DetectedState`` (``dataclasses.asdict`` is ten times slower)."""
+    return canonical_json({
+        "people": [vars(p) for p in state.people],
+        "objects": [vars(o) for o in state.objects],
+        "location": state.location, "time": state.time, "weather": state.weather,
+    })  # fmt: skip
 
 
 def _state(obj: Any) -> DetectedState:
@@ -86,14 +113,24 @@ def _state(obj: Any) -> DetectedState:
 
 
 class ExtractionMemo:
-    """Decodings and extractions by image content (see the module docstring)."""
+    """Decodings and extractions by image content (see the module docstring); call
+    ``close()`` to store new extractions (a context manager does)."""
 
     def __init__(self, cache_dir: str | Path | None = None, planes: int = PLANES) -> None:
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
         self.planes = planes
-        self.stats: Counter[str] = Counter()
+        self.stats: Counter[str] = Counter(dict.fromkeys(STATS, 0))
         self._decoded: OrderedDict[str, DecodedImage] = OrderedDict()
         self._states: dict[tuple[str, EntityVocabulary], DetectedState] = {}
+        self._kept: dict[tuple[str, str], Any] = {}
+        self._db: sqlite3.Connection | None = None
+        self._new: dict[str, bytes] = {}
+
+    def __enter__(self) -> ExtractionMemo:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def decode(self, data: bytes, sha256: str) -> DecodedImage:
         """``decode_render(data)``, once per content while it is kept; an image that cannot
@@ -123,29 +160,78 @@ class ExtractionMemo:
         if got is not None:
             self.stats["extract_hits"] += 1
             return got
-        path = self._path(sha256, vocab)
-        got = self._load(path) if path is not None else None
+        key = ""
+        if self.cache_dir is not None:
+            key = extraction_key(sha256, vocab, extractor_fingerprint())
+        got = self._load(key) if key else None
         if got is not None:
             self.stats["disk_hits"] += 1
         else:
             got = extractor.extract(image, vocab, counts)
             self.stats["extracted"] += 1
-            if path is not None:
-                atomic_write_bytes(path, canonical_json(dataclasses.asdict(got)))
+            if key:
+                self._new[key] = _stored(got)
         self._states[(sha256, vocab)] = got
         return got
 
-    def _path(self, sha256: str, vocab: EntityVocabulary) -> Path | None:
-        if self.cache_dir is None:
-            return None
-        key = extraction_key(sha256, vocab, extractor_fingerprint())
-        return self.cache_dir / key[:2] / f"{key}.json"
+    def keep(self, name: str, sha256: str, compute: Callable[[], Any]) -> Any:
+        """``compute()``, once per (``name``, content) for the memo's life."""
+        k = (name, sha256)
+        if k not in self._kept:
+            self._kept[k] = compute()
+        return self._kept[k]
 
-    def _load(self, path: Path) -> DetectedState | None:
+    def close(self) -> None:
+        """Store the new extractions (one transaction) and close the database."""
+        db = self._connect() if self._new else self._db
         try:
-            return _state(json.loads(path.read_bytes()))
-        except FileNotFoundError:
+            if db is not None and self._new:
+                with db:
+                    db.executemany(
+                        "INSERT OR REPLACE INTO extractions (key, data) VALUES (?, ?)",
+                        list(self._new.items()),
+                    )
+        except sqlite3.Error:
+            self.stats["corrupt"] += 1  # not stored: computed again next time
+        finally:
+            self._new.clear()
+            if db is not None:
+                db.close()
+            self._db = None
+
+    def _connect(self) -> sqlite3.Connection | None:
+        if self._db is None and self.cache_dir is not None:
+            path = self.cache_dir / CACHE_NAME
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                db = sqlite3.connect(path, timeout=60.0)
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+                with db:
+                    db.execute(
+                        "CREATE TABLE IF NOT EXISTS extractions "
+                        "(key TEXT PRIMARY KEY, data BLOB NOT NULL)"
+                    )
+            except (OSError, sqlite3.Error):
+                self.stats["corrupt"] += 1
+                self.cache_dir = None  # a database that cannot be used: no disk cache
+                return None
+            self._db = db
+        return self._db
+
+    def _load(self, key: str) -> DetectedState | None:
+        db = self._connect()
+        if db is None:
             return None
-        except (OSError, ValueError, TypeError, KeyError):
-            self.stats["corrupt"] += 1  # recomputed and rewritten by the caller
+        try:
+            row = db.execute("SELECT data FROM extractions WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error:
+            self.stats["corrupt"] += 1
+            return None
+        if row is None:
+            return None
+        try:
+            return _state(json.loads(row[0]))
+        except (ValueError, TypeError, KeyError):
+            self.stats["corrupt"] += 1  # recomputed and replaced
             return None

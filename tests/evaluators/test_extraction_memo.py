@@ -210,3 +210,11 @@ def test_pairwise_histograms_are_computed_once_per_content(
     run = _run_with_repeats(tmp_path / "run", stories)
     evaluate_run(run, evaluators=("pairwise",))
     assert len(calls) == sum(len(s.scenes) for s in stories)
+
+
+def test_a_shared_plane_is_read_only(image: tuple[bytes, EntityVocabulary]) -> None:
+    png, _voc = image
+    d = ExtractionMemo().decode(png, sha256_hex(png))
+    assert d.indices is not None
+    with pytest.raises(ValueError, match="read-only"):
+        d.indices[0, 0] = 1

@@ -6,7 +6,7 @@ every condition, a model that ignores its context draws the same frames under se
 the suite variants repeat the plain images — so the frames stage keys its work by content:
 
 - ``ExtractionMemo.decode(data, sha256)``: the decoded image of these bytes, the last
-  ``PLANES`` kept (a plane is 256 KiB);
+  ``PLANES`` kept (a plane is 256 KiB; read-only, as frames of equal bytes share it);
 - ``ExtractionMemo.extract(sha256, image, counts, vocab)``: the ``DetectedState`` of these
   bytes told this vocabulary, kept for the memo's life and, when the memo has a cache
   directory, in ``DIR/extractions.sqlite`` under ``extraction_key(sha256, vocab)``: sha256
@@ -141,6 +141,9 @@ class ExtractionMemo:
             self.stats["decode_hits"] += 1
             return got
         got = decode_render(data)
+        for arr in (got.indices, got.counts):  # shared by every frame of these bytes
+            if arr is not None:
+                arr.setflags(write=False)
         self.stats["decoded"] += 1
         self._decoded[sha256] = got
         if len(self._decoded) > self.planes:

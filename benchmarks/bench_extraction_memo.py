@@ -14,9 +14,11 @@ computed and found. Measured on the development container (2 CPUs shared with ot
 one process), default release v0.1.0:
 
     evaluation       images  plain s  memo s  ratio  decoded  extracted  disk hits
-    run                8400     38.4    19.0   0.49     4593       3920          0
-    run-paraphrase     1050      3.5     0.8   0.24     1050          0        630
-    run-implicit       1160      4.0     1.7   0.42     1160        250        630
+    run                8400     19.2    11.8   0.61     3858       3843          0
+    run-paraphrase     1050      2.6     1.1   0.44      859          0        859
+    run-implicit       1160      2.5     1.5   0.58      764         77        687
+
+(times include loading each run's suite, about 0.5 s.)
 
 Run: ``.venv/bin/python benchmarks/bench_extraction_memo.py BUILD/v0.1.0``
 """

@@ -23,7 +23,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +78,9 @@ class EvaluationResult:
     not_applicable: int = 0
     judge: JudgeSummary | None = None
     embed: tuple[EmbedSummary, ...] = ()  # what the embedding evaluators computed
+    #: What the frames stage decoded and extracted, and what it found done already
+    #: (``ExtractionMemo.stats``: decoded, decode_hits, extracted, extract_hits, disk_hits).
+    extraction: dict[str, int] = field(default_factory=dict)
 
 
 def _read_records(run_dir: Path) -> list[dict[str, Any]]:
@@ -341,11 +344,14 @@ def evaluate_run(
     embed_progress: ProgressFn | None = None,
     executor: str = "local",
     ray_address: str | None = None,
+    extraction_cache: str | Path | None = None,
 ) -> EvaluationResult:
     """Evaluate the images of a run directory and write ``RUN/evaluations/``; judge calls
     are recorded in ``ledger_path`` (default ``RUN/ledger.sqlite``). ``executor="ray"``
     runs the per-story and embedding evaluators on a Ray cluster
-    (``vsb.evaluators.evaluate_ray``; same rows)."""
+    (``vsb.evaluators.evaluate_ray``; same rows). ``extraction_cache``: a directory where
+    extractions are kept by image content and extractor code, for evaluations that share
+    images (``vsb.evaluators.render.memo``; not used on Ray)."""
     if executor not in ("local", "ray"):
         raise InputError(f"unknown executor {executor!r}; executors: local, ray")
     if ray_address is not None and executor != "ray":
@@ -361,6 +367,7 @@ def evaluate_run(
             ledger_path=Path(ledger_path) if ledger_path else None,
             embed_options=embed_options, workers=workers, ray=ray, progress=progress,
             judge_progress=judge_progress, embed_progress=embed_progress,
+            extraction_cache=Path(extraction_cache) if extraction_cache else None,
         )  # fmt: skip
         return _evaluate_run(
             run_dir, evaluators=evaluators, models=models, conditions=conditions, options=options
@@ -409,6 +416,7 @@ def _evaluate_run(
         not_applicable=sum(r.get("verdict") == "not_applicable" for r in req_rows),
         judge=summary,
         embed=done.embed,
+        extraction=dict(done.extraction),
     )
     present = list(dict.fromkeys(_row_evaluator(r) for r in [*all_req, *all_sig]))
     atomic_write_json(

@@ -2,9 +2,11 @@
 
 The same work as the local executor, in the same order, so the rows are the same bytes:
 
-- the per-story evaluators (rules, pairwise…) run as one Ray task per (model, condition,
-  story) sequence with one CPU; the driver reads the images and ships their bytes with the
-  task (workers need no shared filesystem), and gathers the results in task order;
+- the per-story evaluators (rules, pairwise…) run as one Ray task per story (its
+  sequences under every model and condition, so that each distinct image is decoded and
+  extracted once) with one CPU; the driver reads the images and ships their bytes with
+  the task (workers need no shared filesystem, and get no on-disk extraction cache), and
+  gathers the results in task order;
 - the embedding evaluators (clip, dino) load their model once in a Ray actor — one GPU
   when ``--device cuda``, else one CPU — which the driver's embedding loop calls with the
   images and texts its cache lacks; the cache stays on the driver. The worker resolves the
@@ -57,21 +59,28 @@ def _read(path: str | None) -> bytes | None:
 def run_tasks(
     ray: Any,
     stories: dict[str, Story],
-    jobs: Sequence[tuple[Any, tuple[str, ...]]],
+    jobs: Sequence[tuple[Sequence[Any], tuple[str, ...], str | None]],
     evaluate: Callable[..., Any],
     add: Callable[[Any, Any], None],
 ) -> None:
-    """``evaluate(story, names, task, image_bytes)`` of every ``(task, names)`` job on the
-    cluster; ``add`` receives ``(task, result)`` in job order."""
+    """``evaluate(story, names, tasks, image_bytes, cache_dir)`` of every
+    ``(tasks, names, cache_dir)`` job (one story's sequences) on the cluster; ``add``
+    receives ``(job, result)`` in job order."""
     remote = ray.remote(num_cpus=1, max_retries=MAX_RETRIES)(evaluate)
-    sids = dict.fromkeys(t.story_id for t, _ in jobs)
+    sids = dict.fromkeys(ts[0].story_id for ts, _, _ in jobs)
     story_refs = {sid: ray.put(stories[sid]) for sid in sids}
     refs = [
-        remote.remote(story_refs[t.story_id], names, t, [_read(p) for _, p in t.images])
-        for t, names in jobs
+        remote.remote(
+            story_refs[ts[0].story_id],
+            names,
+            ts,
+            [[_read(p) for _, p in t.images] for t in ts],
+            cache_dir,
+        )
+        for ts, names, cache_dir in jobs
     ]
-    for (task, _), ref in zip(jobs, refs, strict=True):
-        add(task, _get(ray, ref))
+    for job, ref in zip(jobs, refs, strict=True):
+        add(job, _get(ray, ref))
 
 
 class EncoderActor:

@@ -74,6 +74,7 @@ from vsb.story.models import Requirement, Story
 
 if TYPE_CHECKING:
     from vsb.evaluators.embed.signals import EmbedOptions
+    from vsb.evaluators.render.memo import ExtractionMemo
     from vsb.evaluators.vlm.transports import VlmTransport
     from vsb.evaluators.vlm_judge import JudgeOptions
 
@@ -105,6 +106,10 @@ class Frame:
     """Why the image file could not be read ('' when it could); such a frame has no
     ``path`` (evaluators skip it, as a failed generation) and ``vsb evaluate`` gives it
     ``unreadable`` rows (``vsb.evaluators.failed``)."""
+    sha256: str = ""
+    """sha256 of the image file's bytes when the machinery read them ('' otherwise)."""
+    memo: ExtractionMemo | None = field(default=None, compare=False, repr=False)
+    """Decodings and extractions by content, shared by the frames of one work unit."""
 
 
 @dataclass
@@ -193,6 +198,8 @@ class EvaluateOptions:
     embed_options: EmbedOptions | None = None
     workers: int = 1
     ray: Any = None
+    #: An on-disk extraction cache shared across evaluations (None: memo per story only).
+    extraction_cache: Path | None = None
     progress: ProgressFn | None = None  # frames stage
     judge_progress: ProgressFn | None = None  # calls stage
     embed_progress: ProgressFn | None = None  # models stage

@@ -3,9 +3,12 @@
 ``run_evaluators(evaluators, run, options)`` plans each evaluator's items
 (``Evaluator.plan``) and runs them by stage (vsb.evaluators.interface), in this order:
 
-1. ``frames``: one task per (model, condition, story) sequence; the sequence's images are
-   decoded once and every frames evaluator planned on it runs on the frames, in a fork
-   process pool when ``workers > 1`` (or on Ray: ``vsb.evaluators.evaluate_ray``);
+1. ``frames``: one task per story: its (model, condition) sequences, each decoded and run
+   through every frames evaluator planned on it, with one ``ExtractionMemo`` so that each
+   distinct image of the story is decoded and extracted once (and, given
+   ``EvaluateOptions.extraction_cache``, extracted once across evaluations); rows come back
+   in the sequences' order; in a fork process pool when ``workers > 1`` (or on Ray:
+   ``vsb.evaluators.evaluate_ray``);
 2. ``calls``: every evaluator's judge calls in one pass of the call machinery
    (``vsb.evaluators.vlm_judge.execute_calls``: answer cache, a ledger row before each call,
    concurrency, retries, budget), recorded in the ledger, then ``rows(outcomes)`` per
@@ -23,6 +26,7 @@ share it.
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing
 import os
 from collections import Counter
@@ -46,6 +50,7 @@ from vsb.evaluators.interface import (
 )
 from vsb.evaluators.registry import get_evaluator
 from vsb.evaluators.render.decode import decode_render, image_problem
+from vsb.evaluators.render.memo import ExtractionMemo
 from vsb.store.locks import die_with_parent
 from vsb.story.models import Story
 
@@ -83,24 +88,44 @@ class Outputs:
     embed: tuple[EmbedSummary, ...] = ()
     not_renders: list[tuple[str, str]] = field(default_factory=list)  # (model, reason)
     unreadable: dict[Image, str] = field(default_factory=dict)  # image -> why
+    #: What the frames stage's memos did (``ExtractionMemo.stats``, summed).
+    extraction: Counter[str] = field(default_factory=Counter)
 
 
 # ---- frames: local work per sequence, in a process pool ---------------------------------
 
 
-def _frame(task: FrameSequence, scene: int, path: str | None, data: bytes | None = None) -> Frame:
+def _frame(
+    task: FrameSequence,
+    scene: int,
+    path: str | None,
+    data: bytes | None = None,
+    memo: ExtractionMemo | None = None,
+) -> Frame:
     """The frame of ``scene``: its image read from ``path`` (or given as ``data``: the bytes
     of that file, as Ray workers get them; ``path`` then only names it). An image that
-    cannot be read is a frame without a path whose ``unreadable`` says why."""
+    cannot be read is a frame without a path whose ``unreadable`` says why. With a ``memo``
+    the bytes are decoded once per content and the frame carries their sha256."""
     if path is None:
         return Frame(task.model, task.condition, task.story_id, scene, None)
+    sha = ""
+    if memo is not None and data is None:
+        try:
+            data = Path(path).read_bytes()
+        except OSError:
+            data = None  # decode_render(path) says why
     try:
-        d = decode_render(path if data is None else data)
+        if memo is not None and data is not None:
+            sha = hashlib.sha256(data).hexdigest()
+            d = memo.decode(data, sha)
+        else:
+            d = decode_render(path if data is None else data)
     except InputError as err:  # unreadable: a frame without a picture that says why
         return Frame(task.model, task.condition, task.story_id, scene, None, unreadable=err.message)
     return Frame(
         task.model, task.condition, task.story_id, scene, d.indices if d.is_render else None,
-        path=path, is_render=d.is_render, reason=d.reason, counts=d.counts,
+        path=path, is_render=d.is_render, reason=d.reason, counts=d.counts, sha256=sha,
+        memo=memo,
     )  # fmt: skip
 
 
@@ -109,11 +134,13 @@ def evaluate_task(
     names: Sequence[str],
     task: FrameSequence,
     data: Sequence[bytes | None] | None = None,
+    memo: ExtractionMemo | None = None,
 ) -> Outputs:
     """Run the frames evaluators ``names`` over one (model, condition, story) sequence;
-    ``data``: the images' bytes, in ``task.images`` order (None: read them from disk)."""
+    ``data``: the images' bytes, in ``task.images`` order (None: read them from disk);
+    ``memo``: decodings and extractions shared with other sequences (None: none)."""
     blobs = data if data is not None else [None] * len(task.images)
-    frames = [_frame(task, k, p, b) for (k, p), b in zip(task.images, blobs, strict=True)]
+    frames = [_frame(task, k, p, b, memo) for (k, p), b in zip(task.images, blobs, strict=True)]
     res = Outputs(
         not_renders=[(f.model, f.reason) for f in frames if f.path and not f.is_render],
         unreadable={
@@ -127,6 +154,23 @@ def evaluate_task(
         res.out.requirements += part.requirements
         res.out.signals += part.signals
     return res
+
+
+def evaluate_group(
+    story: Story,
+    names: Sequence[str],
+    tasks: Sequence[FrameSequence],
+    data: Sequence[Sequence[bytes | None]] | None = None,
+    cache_dir: str | None = None,
+) -> tuple[list[Outputs], Counter[str]]:
+    """``evaluate_task`` of every sequence of one story (every model and condition) with
+    one ``ExtractionMemo``, so that each distinct image of the story is decoded and
+    extracted once (``cache_dir``: its on-disk extraction cache); the outputs in ``tasks``
+    order and what the memo did."""
+    blobs = data if data is not None else [None] * len(tasks)
+    with ExtractionMemo(cache_dir) as memo:
+        outs = [evaluate_task(story, names, t, b, memo) for t, b in zip(tasks, blobs, strict=True)]
+    return outs, memo.stats
 
 
 def share_text(rows: list[dict[str, Any]], text: dict[str, str]) -> list[dict[str, Any]]:
@@ -143,32 +187,58 @@ def share_text(rows: list[dict[str, Any]], text: dict[str, str]) -> list[dict[st
 # Shared with forked workers (set before the pool starts; never pickled).
 _SHARED: dict[str, Story] | None = None
 
+#: One frames job: a story's sequences, the evaluators to run on them, the cache directory.
+Job = tuple[tuple[FrameSequence, ...], tuple[str, ...], str | None]
 
-def _run_task(job: tuple[FrameSequence, tuple[str, ...]]) -> Outputs:
+
+def _run_job(job: Job) -> tuple[list[Outputs], Counter[str]]:
     assert _SHARED is not None
-    task, names = job
-    return evaluate_task(_SHARED[task.story_id], names, task)
+    tasks, names, cache_dir = job
+    return evaluate_group(_SHARED[tasks[0].story_id], names, tasks, None, cache_dir)
+
+
+def _jobs(items: list[WorkItem], cache_dir: str | None) -> tuple[list[FrameSequence], list[Job]]:
+    """The sequences in plan order, and one job per (story, evaluators): a story's images
+    under every model and condition share a memo (most repeats are within a story)."""
+    names_of: dict[FrameSequence, list[str]] = {}
+    for it in items:
+        names_of.setdefault(it.payload, []).append(it.evaluator)
+    groups: dict[tuple[str, tuple[str, ...]], list[FrameSequence]] = {}
+    for seq, names in names_of.items():
+        groups.setdefault((seq.story_id, tuple(names)), []).append(seq)
+    jobs = [(tuple(seqs), names, cache_dir) for (_sid, names), seqs in groups.items()]
+    return list(names_of), jobs
 
 
 def _frames_stage(
     items: list[WorkItem], run: RunView, options: EvaluateOptions, acc: Outputs
 ) -> None:
     global _SHARED
-    names_of: dict[FrameSequence, list[str]] = {}
-    for it in items:
-        names_of.setdefault(it.payload, []).append(it.evaluator)
-    jobs = [(seq, tuple(names)) for seq, names in names_of.items()]
-    total = sum(len(seq.images) for seq, _ in jobs)
+    cache_dir = None if options.extraction_cache is None else str(options.extraction_cache)
+    order, jobs = _jobs(items, None if options.ray is not None else cache_dir)
+    total = sum(len(seq.images) for seq in order)
     done = 0
     text: dict[str, str] = {}
+    pending: dict[FrameSequence, Outputs] = {}
+    nxt = 0
 
-    def add(task: FrameSequence, res: Outputs) -> None:
-        nonlocal done
-        acc.out.requirements += share_text(res.out.requirements, text)
-        acc.out.signals += share_text(res.out.signals, text)
-        acc.not_renders += res.not_renders
-        acc.unreadable.update(res.unreadable)
-        done += len(task.images)
+    def add(job: Job, result: tuple[list[Outputs], Counter[str]]) -> None:
+        """Rows are added in plan order (whatever order the jobs finish in)."""
+        nonlocal done, nxt
+        outs, stats = result
+        acc.extraction.update(stats)
+        for res in outs:  # shared as they come: pending rows hold no copies of text
+            share_text(res.out.requirements, text)
+            share_text(res.out.signals, text)
+        pending.update(zip(job[0], outs, strict=True))
+        while nxt < len(order) and order[nxt] in pending:
+            res = pending.pop(order[nxt])
+            nxt += 1
+            acc.out.requirements += res.out.requirements
+            acc.out.signals += res.out.signals
+            acc.not_renders += res.not_renders
+            acc.unreadable.update(res.unreadable)
+        done += sum(len(t.images) for t in job[0])
         if options.progress:
             options.progress(done, total)
 
@@ -177,16 +247,16 @@ def _frames_stage(
         if options.ray is not None:
             from vsb.evaluators.evaluate_ray import run_tasks
 
-            run_tasks(options.ray, run.stories, jobs, evaluate_task, add)
+            run_tasks(options.ray, run.stories, jobs, evaluate_group, add)
         elif options.workers > 1 and len(jobs) > 1:
             ctx = multiprocessing.get_context("fork")
             pid = os.getpid()
             with ctx.Pool(options.workers, initializer=die_with_parent, initargs=(pid,)) as pool:
-                for (task, _), res in zip(jobs, pool.imap(_run_task, jobs), strict=True):
-                    add(task, res)
+                for job, res in zip(jobs, pool.imap(_run_job, jobs), strict=True):
+                    add(job, res)
         else:
             for job in jobs:
-                add(job[0], _run_task(job))
+                add(job, _run_job(job))
     finally:
         _SHARED = None
 

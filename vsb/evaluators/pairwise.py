@@ -84,7 +84,12 @@ class PairwiseEvaluator(StoryEvaluator):
 
         def hist(i: int) -> FrameHistograms:
             if i not in hists:
-                hists[i] = FrameHistograms.of(frames[i].image, frames[i].counts)
+                f = frames[i]
+                hists[i] = (
+                    f.memo.keep("pairwise", f.sha256, lambda: FrameHistograms.of(f.image, f.counts))
+                    if f.memo is not None and f.sha256
+                    else FrameHistograms.of(f.image, f.counts)
+                )
             return hists[i]
 
         for i, (prev, cur) in enumerate(itertools.pairwise(frames)):

@@ -277,7 +277,11 @@ class RulesEvaluator(StoryEvaluator):
                     for r in scene.requirements
                 ]
             else:
-                results = check_scene(extract(f.image, voc, f.counts), scene, story.world)
+                if f.memo is not None and f.sha256:
+                    state = f.memo.extract(f.sha256, f.image, f.counts, voc)
+                else:
+                    state = extract(f.image, voc, f.counts)
+                results = check_scene(state, scene, story.world)
             out.requirements += [
                 r.row(model=f.model, condition=f.condition, story_id=f.story_id, scene=f.scene)
                 for r in results

@@ -106,6 +106,7 @@ def evaluate(
             judge=judge,
             judge_options=options,
             ledger_path=root / "run" / "ledger.sqlite",
+            extraction_cache=root / "cache",
         )
     finally:
         client = getattr(judge, "client", None)

@@ -103,7 +103,10 @@ def run_variant(
     run(cfg, lambda done, total: progress.advance(style, done, total))
     shutil.rmtree(run_dir / "evaluations", ignore_errors=True)
     progress.note(style, "evaluating (rules)")
-    evaluate_run(run_dir, workers=config.workers, evaluators=("rules",))
+    evaluate_run(
+        run_dir, workers=config.workers, evaluators=("rules",),
+        extraction_cache=root / "cache",
+    )  # fmt: skip
     return run_dir
 
 

@@ -185,7 +185,7 @@ class Api:
 @pytest.fixture(autouse=True)
 def _keys(monkeypatch: pytest.MonkeyPatch) -> None:
     for p in PROVIDERS.values():
-        monkeypatch.setenv(p.env, f"canary-{p.env.lower()}-7f3a")
+        monkeypatch.setenv(p.env, f"canary-{p.env.lower()}-kZq7Wx")
 
 
 @pytest.fixture(scope="module")
@@ -232,7 +232,7 @@ def _attempts(tmp: Path) -> list[tuple[str, int, str | None, float | None]]:
 def _no_canary_in(tmp: Path) -> None:
     for path in tmp.rglob("*"):
         if path.is_file():
-            assert b"7f3a" not in path.read_bytes(), path
+            assert b"kZq7Wx" not in path.read_bytes(), path
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -102,29 +102,14 @@ def _tree_pss(root_pid: int) -> int:
 
 def _tree_rss(root_pid: int) -> int:
     """Bytes resident in ``root_pid`` and every descendant (Linux /proc)."""
-    parents: dict[int, int] = {}
-    rss: dict[int, int] = {}
     page = os.sysconf("SC_PAGE_SIZE")
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+    total = 0
+    for pid in _tree(root_pid):
         try:
-            with open(f"/proc/{entry}/stat") as fh:
-                stat = fh.read()
-            with open(f"/proc/{entry}/statm") as fh:
-                resident = int(fh.read().split()[1]) * page
+            with open(f"/proc/{pid}/statm") as fh:
+                total += int(fh.read().split()[1]) * page
         except (OSError, IndexError, ValueError):
             continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        parents[int(entry)] = int(fields[1])
-        rss[int(entry)] = resident
-    total = 0
-    for pid, size in rss.items():
-        p = pid
-        while p > 1 and p != root_pid:
-            p = parents.get(p, 0)
-        if p == root_pid:
-            total += size
     return total
 
 
@@ -222,7 +207,7 @@ def _build(label: str, tree: Path, out: Path, workers: int, name: str) -> Build:
     )
 
 
-def _extract(rev: str, dest: Path) -> str:
+def extract_commit(rev: str, dest: Path) -> str:
     """The tree of commit ``rev`` under ``dest``; returns the full commit id."""
     sha = subprocess.run(
         ["git", "-C", str(REPO), "rev-parse", "--verify", f"{rev}^{{commit}}"],
@@ -291,7 +276,7 @@ def main() -> None:
     builds: list[Build] = []
     try:
         if not args.skip_baseline:
-            commit = _extract(args.baseline, scratch / "baseline-src")
+            commit = extract_commit(args.baseline, scratch / "baseline-src")
             builds.append(
                 _build(
                     f"baseline {commit[:7]}",

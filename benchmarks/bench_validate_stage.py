@@ -32,11 +32,13 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_main_job import extract_commit  # noqa: E402  (the one baseline extraction)
+
 COMPARED = ("scores", "validation")
 
 # Run in the child: time the stages the way ``mode`` asks, then print one JSON line.
@@ -72,26 +74,6 @@ else:
 t["total"] = tuple(sum(v[i] for v in t.values()) for i in (0, 1))
 print("BENCH " + json.dumps(t))
 """
-
-
-def _extract(rev: str, dest: Path) -> str:
-    """The tree of commit ``rev`` under ``dest`` (git archive: no worktree is added)."""
-    sha = subprocess.run(
-        ["git", "-C", str(REPO), "rev-parse", "--verify", f"{rev}^{{commit}}"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if sha.returncode != 0:
-        sys.exit(f"--baseline {rev}: not a commit of {REPO} ({sha.stderr.strip()})")
-    commit = sha.stdout.strip()
-    dest.mkdir(parents=True)
-    with tempfile.TemporaryFile() as tar:
-        subprocess.run(["git", "-C", str(REPO), "archive", commit], stdout=tar, check=True)
-        tar.seek(0)
-        with tarfile.open(fileobj=tar) as tf:
-            tf.extractall(dest, filter="data")
-    return commit
 
 
 def _build(out: Path) -> Path:
@@ -162,7 +144,7 @@ def main() -> int:
             sys.exit(f"{release}: not a release folder with evaluations/ (OUT/NAME/release)")
         trees = []
         if not args.skip_baseline:
-            commit = _extract(args.baseline, tmp / "baseline")
+            commit = extract_commit(args.baseline, tmp / "baseline")
             trees.append(("baseline", tmp / "baseline", "own"))
             print(f"baseline: {args.baseline} = {commit[:10]}")
         trees += [("old path", REPO, "old"), ("new path", REPO, "new")]

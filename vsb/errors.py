@@ -23,6 +23,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 
 class VsbError(Exception):
@@ -39,6 +40,18 @@ class VsbError(Exception):
     def __str__(self) -> str:
         parts = [p for p in (self.file, self.location) if p]
         return ": ".join([*parts, self.message])
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled with its attributes, whatever the subclass's ``__init__`` takes (an error
+        raised in a stage's own process is re-raised in the build process)."""
+        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
+
+
+def _rebuild(cls: type[VsbError], args: tuple[Any, ...], state: dict[str, Any]) -> VsbError:
+    err = cls.__new__(cls, *args)
+    err.args = args
+    err.__dict__.update(state)
+    return err
 
 
 class InputError(VsbError):

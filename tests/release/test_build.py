@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -59,19 +60,44 @@ def test_assemble_drops_volatile_bookkeeping(tmp_path: Path) -> None:
 
 
 class _Calls:
-    def __init__(self) -> None:
-        self.counts: dict[str, int] = {}
-        self.tables: dict[str, object] = {}
-        self.served: bool | None = None
+    """What the fake stages did, kept in a file: the build runs most stages in processes of
+    their own (vsb.release.isolate), so a count held in memory would stay in the child."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.write_text("{}")
+
+    def _load(self) -> dict[str, Any]:
+        return dict(json.loads(self.path.read_text()))
+
+    def _save(self, state: dict[str, Any]) -> None:
+        self.path.write_text(json.dumps(state))
 
     def hit(self, name: str) -> None:
-        self.counts[name] = self.counts.get(name, 0) + 1
+        state = self._load()
+        counts = state.setdefault("counts", {})
+        counts[name] = counts.get(name, 0) + 1
+        self._save(state)
+
+    def note(self, key: str, value: Any) -> None:
+        state = self._load()
+        state[key] = value
+        self._save(state)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return dict(self._load().get("counts", {}))
+
+    def get(self, key: str) -> Any:
+        return self._load().get(key)
 
 
 @pytest.fixture
-def fake_stages(monkeypatch: pytest.MonkeyPatch) -> _Calls:
-    calls = _Calls()
-    runs = iter([(0.5, False), (0.01, True), (0.02, True)])
+def fake_stages(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> _Calls:
+    calls = _Calls(tmp_path_factory.mktemp("calls") / "calls.json")
+    runs = [(0.5, False), (0.01, True), (0.02, True)]
 
     def suite(out: Path, seed: int) -> bool:
         calls.hit("suite")
@@ -80,18 +106,19 @@ def fake_stages(monkeypatch: pytest.MonkeyPatch) -> _Calls:
         return True
 
     def run_models(suite: Path, run_dir: Path, *a: Any) -> Any:
+        latency, hit = runs[calls.counts.get("run", 0)]
         calls.hit("run")
-        latency, hit = next(runs)
         _fake_run(run_dir, latency=latency, hit=hit)
         return SimpleNamespace(images=3, calls=0 if hit else 3, hits=3 if hit else 0, skipped={})
 
     def writer(name: str, rel: str) -> Any:
         def fn(release_dir: Path, *a: Any) -> list[str]:
             calls.hit(name)
-            if name == "score":  # (progress, release name, tables)
-                calls.tables[name] = a[2]
+            if name == "score":  # (progress, release name, tables): which object, where
+                calls.note("score_tables", [id(a[2]), str(a[2].root), os.getpid()])
             if name == "validate":  # (progress, release name, scratch, tables, served)
-                calls.tables[name], calls.served = a[3], a[4]
+                calls.note("validate_tables", [id(a[3]), str(a[3].root), os.getpid()])
+                calls.note("served", a[4])
             (release_dir / rel).parent.mkdir(parents=True, exist_ok=True)
             (release_dir / rel).write_text(f"{name}\n")
             return [rel]
@@ -148,13 +175,14 @@ def test_evaluation_tables_are_read_once_and_handed_to_score_and_validate(
     same in-memory value to score and validate; a build whose stages are fresh reads none."""
     cfg = BuildConfig(name="v9.0.0", out=tmp_path)
     build_release(cfg)
-    assert fake_stages.counts["load_tables"] == 1 and fake_stages.served is False
-    score, validate = fake_stages.tables["score"], fake_stages.tables["validate"]
-    assert score is validate and getattr(score, "root", None) == tmp_path / "v9.0.0" / "release"
+    assert fake_stages.counts["load_tables"] == 1 and fake_stages.get("served") is False
+    score, validate = fake_stages.get("score_tables"), fake_stages.get("validate_tables")
+    assert score == validate  # the same object in the same process
+    assert score[1] == str(tmp_path / "v9.0.0" / "release")
     build_release(cfg)
     assert fake_stages.counts["load_tables"] == 1
 
 
 def test_served_judges_reaches_the_validate_stage(fake_stages: _Calls, tmp_path: Path) -> None:
     build_release(BuildConfig(name="v9.0.0", out=tmp_path, served_judges=True))
-    assert fake_stages.served is True
+    assert fake_stages.get("served") is True

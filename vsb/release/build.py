@@ -47,6 +47,7 @@ from vsb.fsio import (
     sha256_hex,
 )
 from vsb.release.config import BuildConfig, Progress
+from vsb.release.isolate import StageHost, run_isolated
 from vsb.release.manifest import MANIFEST_NAME, Manifest, freeze
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
 RUN_COPY = ("manifest.json", "suite", "oracle")
 VOLATILE_RECORD_FIELDS = ("cache_hit", "latency_s")
 STAGES = (
-    "suite", "run", "assemble", "evaluate", "score", "validate", "paraphrase", "implicit",
+    "suite", "run", "assemble", "evaluate", "paraphrase", "implicit", "score", "validate",
     "freeze", "site",
 )  # fmt: skip
 _VariantFn = Callable[[Path, Any, list[str], list[str], BuildConfig, Progress], list[str]]
@@ -239,12 +240,18 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
     if not models or not conditions:
         raise ReleaseError("nothing to build: no model or no condition")
 
-    _timed(prog, result, "suite", lambda: st.write_default_suite(root / "suite", config.seed), 1)
+    def suite(p: Progress) -> bool:
+        return st.write_default_suite(root / "suite", config.seed)
+
+    _timed(prog, result, "suite", lambda: bool(run_isolated(suite, prog)), 1)
+
+    def run_all(p: Progress) -> Any:
+        return st.run_models(
+            root / "suite", root / "run", root / "cache", models, conditions, config, p
+        )
 
     def run() -> bool:
-        rr = st.run_models(
-            root / "suite", root / "run", root / "cache", models, conditions, config, prog
-        )
+        rr = run_isolated(run_all, prog)
         result.images, result.generated, result.cached = rr.images, rr.calls, rr.hits
         result.unavailable = dict(rr.skipped)
         return True
@@ -253,7 +260,7 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
     image_hashes: dict[str, str] = {}
 
     def do_assemble() -> bool:
-        image_hashes.update(assemble(root / "run", rel_dir))
+        image_hashes.update(run_isolated(lambda p: assemble(root / "run", rel_dir), prog))
         return True
 
     _timed(prog, result, "assemble", do_assemble, None)
@@ -267,22 +274,15 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
             loaded.append(st.load_tables(rel_dir))
         return loaded[0]
 
-    cached_stages = (
-        ("evaluate", ["records.jsonl", "manifest.json", "suite/suite.json"],
-         ("evaluators", "tables"),
-         lambda: st.evaluate(rel_dir, config.workers, prog, config, root)),
-        ("score", list(st.EVALUATION_INPUTS), ("scores", "tables"),
-         lambda: st.score(rel_dir, prog, config.name, tables())),
-        ("validate", [*st.EVALUATION_INPUTS, "oracle/faults.jsonl"],
-         ("validation", "evaluators", "tables"),
-         lambda: st.validate(rel_dir, prog, config.name, root / "scratch", tables(),
-                             config.served_judges)),
-    )  # fmt: skip
     judging = [config.evaluators, config.judge, config.base_url, config.judge_batch]
-    for stage, inputs, code, fn in cached_stages:
+
+    def cached(
+        stage: str, inputs: list[str], code: tuple[str, ...], fn: Callable[[], list[str]]
+    ) -> None:
+        """Run ``stage`` unless its inputs and code are what it last consumed."""
         fp = sha256_hex(canonical_json([_files_hash(rel_dir, inputs), source_hash(*code), judging]))
 
-        def step(stage: str = stage, fp: str = fp, fn: Callable[[], list[str]] = fn) -> bool:
+        def step() -> bool:
             if ledger.fresh(stage, fp, rel_dir):
                 return False
             ledger.forget(stage)
@@ -290,7 +290,14 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
             return True
 
         _timed(prog, result, stage, step, None)
-    loaded.clear()  # no later stage reads them: their memory goes back
+
+    def evaluate(p: Progress) -> list[str]:
+        return st.evaluate(rel_dir, config.workers, p, config, root)
+
+    cached(
+        "evaluate", ["records.jsonl", "manifest.json", "suite/suite.json"],
+        ("evaluators", "tables"), lambda: run_isolated(evaluate, prog),
+    )  # fmt: skip
 
     from vsb.release import variants as vr
 
@@ -321,12 +328,34 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
             if ledger.fresh(variant, fp, rel_dir) and records.is_file():
                 return False
             ledger.forget(variant)
-            ledger.record(variant, fp, rel_dir, fn(root, plain, models, conditions, config, prog))
+            files = run_isolated(lambda p: fn(root, plain, models, conditions, config, p), prog)
+            ledger.record(variant, fp, rel_dir, files)
             return True
 
         _timed(prog, result, variant, vstep, None)
         with records.open("rb") as f:
             result.variant_images += sum(1 for _ in f)
+
+    analysis = {
+        "score": lambda p: st.score(rel_dir, p, config.name, tables()),
+        "validate": lambda p: st.validate(
+            rel_dir, p, config.name, root / "scratch", tables(), config.served_judges
+        ),
+    }
+    with StageHost(analysis) as host:  # one process: the tables are read once for both
+        cached(
+            "score",
+            list(st.EVALUATION_INPUTS),
+            ("scores", "tables"),
+            lambda: host.call("score", prog),
+        )
+        cached(
+            "validate",
+            [*st.EVALUATION_INPUTS, "oracle/faults.jsonl"],
+            ("validation", "evaluators", "tables"),
+            lambda: host.call("validate", prog),
+        )
+    loaded.clear()  # without fork they were read here; no later stage reads them
 
     def do_freeze() -> bool:
         result.manifest = freeze(rel_dir, config.name, known=image_hashes)

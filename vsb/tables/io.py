@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 from vsb.errors import InputError
 from vsb.fsio import atomic_write_bytes, iter_jsonl
-from vsb.tables.columns import JSON_COLUMNS, REQUIREMENT_COLUMNS, SIGNAL_COLUMNS, column_type
+from vsb.tables.columns import (
+    JSON_COLUMNS,
+    REQUIREMENT_COLUMNS,
+    SIGNAL_COLUMNS,
+    column_type,
+    schema,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -196,6 +202,10 @@ def to_arrow(
             file=path,
             location=f"row {i}",
         )
+    try:  # row dicts straight to columns, no Python copy of the cells
+        return pa.Table.from_pylist(rows, schema=schema(columns))
+    except (pa.ArrowException, OverflowError):
+        pass  # a cell of another type: column by column, to coerce it or to name it
     n = len(columns)
     if n > 1 and rows and all(len(r) == n for r in rows) and known.issuperset(rows[0]):
         cells: list[Any] = list(zip(*map(itemgetter(*columns), rows), strict=True))

@@ -34,9 +34,8 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import httpx
 import numpy as np
 
 from vsb.errors import AdapterError, InputError
@@ -49,6 +48,9 @@ from vsb.evaluators.vlm.wire import (
 )
 from vsb.fsio import iter_jsonl
 from vsb.store.calls import is_loopback
+
+if TYPE_CHECKING:
+    import httpx
 
 
 @dataclass(frozen=True)

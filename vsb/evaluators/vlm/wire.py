@@ -11,16 +11,17 @@ fail fast on a dead endpoint), other failures ``AdapterError``.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-import httpx
 
 from vsb.errors import AdapterError, CredentialMissing
 from vsb.store.calls import QuotaExceeded, RetryableError, classify, parse_retry_after, redact
 
+if TYPE_CHECKING:
+    import httpx
+
 #: Read timeout for a judge call (a batched scene can take a while), short connect timeout.
-DEFAULT_TIMEOUT = httpx.Timeout(120.0, connect=15.0)
+READ_TIMEOUT_S, CONNECT_TIMEOUT_S = 120.0, 15.0
 _EXCERPT = 200
 
 
@@ -54,7 +55,10 @@ def normalise_endpoint(url: str) -> str:
 
 def default_client() -> httpx.Client:
     """A real client: generous read timeout, no redirects (a key never follows one)."""
-    return httpx.Client(timeout=DEFAULT_TIMEOUT, follow_redirects=False)
+    import httpx
+
+    timeout = httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)
+    return httpx.Client(timeout=timeout, follow_redirects=False)
 
 
 def api_key(env: str, *, optional: bool) -> str | None:
@@ -72,6 +76,8 @@ def post_json(
     secret: str | None,
     endpoint: str | None = None,
 ) -> Any:
+    import httpx  # with the client: evaluating without a judge never loads it
+
     try:
         resp = client.post(url, headers=headers, json=body)
     except (httpx.ConnectError, httpx.ConnectTimeout) as err:

@@ -9,7 +9,7 @@ with the dimension intervals.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -82,6 +82,10 @@ class PairResults:
     """Bootstrap standard error of the difference (std of the resampled Δ, ddof 1)."""
 
 
+#: Pairs per bootstrap block in ``paired_comparisons`` (~15 MB of resampled differences).
+PAIR_CHUNK = 64
+
+
 def _win_rate(a: FloatArray, b: FloatArray) -> tuple[FloatArray, np.ndarray]:
     """Share of stories (axis 0) where a > b, ties ½, over stories both have."""
     both = ~(np.isnan(a) | np.isnan(b))
@@ -99,10 +103,30 @@ def paired_comparisons(
     weights: FloatArray,
     confidence: float = 0.95,
 ) -> PairResults:
-    """Paired story-level bootstrap of a − b for every pair of cells, every metric."""
+    """Paired story-level bootstrap of a − b for every pair of cells, every metric.
+
+    Pairs are independent, so they are taken ``PAIR_CHUNK`` at a time: the resampled
+    differences (resamples × pairs × metrics) of a whole release would hold ~150 MB at once."""
     if not pairs:
         empty = np.zeros((0, len(ALL_METRICS)))
         return PairResults(*(empty,) * 9, empty.astype(np.int64), empty)
+    parts = [
+        _paired_chunk(table, pairs[i : i + PAIR_CHUNK], weights, confidence)
+        for i in range(0, len(pairs), PAIR_CHUNK)
+    ]
+    if len(parts) == 1:
+        return parts[0]
+    return PairResults(
+        *(np.concatenate([getattr(r, f.name) for r in parts]) for f in fields(PairResults))
+    )
+
+
+def _paired_chunk(
+    table: StoryTable,
+    pairs: Sequence[tuple[Cell, Cell]],
+    weights: FloatArray,
+    confidence: float,
+) -> PairResults:
     ia = tuple(np.array(x) for x in zip(*(a for a, _ in pairs), strict=True))
     ib = tuple(np.array(x) for x in zip(*(b for _, b in pairs), strict=True))
     va = table.values[ia[0], ia[1]]  # (pairs, stories, base metrics)

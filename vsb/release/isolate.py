@@ -1,0 +1,162 @@
+"""Stages of the main job in a process of their own, so their memory goes back when they end.
+
+The stages that fan out to a pool of workers (evaluate and the suite variants) each run in a
+child forked from the build process while that is still small: their workers are forked from
+the child, not from a build process swollen by an earlier stage (a fork worker's resident set
+counts every page it shares with its parent), and the rows, imports and fragmented heap a stage
+leaves behind go back to the system when the child exits. Score and validate share one child
+(``StageHost``), so the evaluation tables are read once for both. The child reports progress
+and each result (or error) to the build process over a pipe; the build process draws the
+progress and keeps the stage ledger.
+
+A stage function runs in the child exactly as it would in the build process: same arguments,
+same return value, same exception (a ``VsbError`` keeps its message, file and location; any
+other error carries the child's traceback as a note). Where fork is missing, it runs in the
+build process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import pickle
+import sys
+import traceback
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any
+
+from vsb.release.config import Progress
+
+#: Off on platforms without fork (the stages then run in the build process).
+CAN_FORK = "fork" in multiprocessing.get_all_start_methods()
+
+StageFn = Callable[[Progress], Any]
+
+
+class _Relay:
+    """The child's Progress: every call goes to the build process over the pipe."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def start(self, stage: str, total: int | None) -> None:
+        self.conn.send(("progress", "start", (stage, total)))
+
+    def advance(self, stage: str, done: int, total: int | None) -> None:
+        self.conn.send(("progress", "advance", (stage, done, total)))
+
+    def note(self, stage: str, message: str) -> None:
+        self.conn.send(("progress", "note", (stage, message)))
+
+    def finish(self, stage: str, seconds: float, skipped: bool) -> None:
+        self.conn.send(("progress", "finish", (stage, seconds, skipped)))
+
+
+def _sendable(err: BaseException) -> BaseException:
+    """``err`` if it survives pickling, else a RuntimeError with its text."""
+    try:
+        pickle.loads(pickle.dumps(err))
+    except Exception:  # whatever the class does, its text still gets through
+        return RuntimeError(f"{type(err).__name__}: {err}")
+    return err
+
+
+def _serve(orders: Any, replies: Any, fns: Mapping[str, StageFn], parent: int) -> None:
+    """The child: run each named stage it is sent, until told to stop (None) or orphaned."""
+    from vsb.store.locks import die_with_parent
+
+    die_with_parent(parent)
+    relay = _Relay(replies)
+    while True:
+        try:
+            name = orders.recv()
+        except EOFError:
+            return
+        if name is None:
+            return
+        try:
+            result = fns[name](relay)
+        except BaseException as err:  # every failure goes back to the build process
+            replies.send(("error", _sendable(err), traceback.format_exc()))
+            if not isinstance(err, Exception):
+                return  # KeyboardInterrupt, SystemExit: this child is done
+        else:
+            replies.send(("done", result, None))
+
+
+class StageHost:
+    """A child process, forked at the first ``call``, that runs the stages it was given by
+    name one at a time; what one leaves in memory the next can use (the child's own memory),
+    and all of it goes back when the ``with`` block ends."""
+
+    def __init__(self, fns: Mapping[str, StageFn]) -> None:
+        self.fns = dict(fns)
+        self.proc: Any = None
+
+    def __enter__(self) -> StageHost:
+        return self
+
+    def _start(self) -> None:
+        ctx = multiprocessing.get_context("fork")
+        orders_r, self.orders = ctx.Pipe(duplex=False)
+        self.replies, replies_w = ctx.Pipe(duplex=False)
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        self.proc = ctx.Process(
+            target=_serve, args=(orders_r, replies_w, self.fns, os.getpid()), daemon=False
+        )
+        self.proc.start()
+        orders_r.close()
+        replies_w.close()
+
+    def call(self, name: str, progress: Progress) -> Any:
+        """Run stage ``name`` in the child; its return value, or its exception raised here."""
+        if not CAN_FORK:
+            return self.fns[name](progress)
+        if self.proc is None:
+            self._start()
+        self.orders.send(name)
+        while True:
+            try:
+                kind, payload, extra = self.replies.recv()
+            except EOFError:
+                self.proc.join()
+                raise RuntimeError(
+                    f"the process running stage {name!r} ended without a result "
+                    f"(exit status {self.proc.exitcode})"
+                ) from None
+            if kind == "progress":
+                getattr(progress, payload)(*extra)
+                continue
+            if kind == "done":
+                return payload
+            err: BaseException = payload
+            if not hasattr(err, "message"):  # not a VsbError: say where it came from
+                err.add_note(f"in the process running stage {name!r}:\n{extra}")
+            raise err
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        err: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.proc is None:
+            return
+        with contextlib.suppress(OSError):  # the child may be gone already
+            self.orders.send(None)
+        self.proc.join(timeout=None if kind is None else 5)
+        if self.proc.is_alive():
+            self.proc.terminate()
+            self.proc.join()
+        self.orders.close()
+        self.replies.close()
+        self.proc = None
+
+
+def run_isolated(fn: StageFn, progress: Progress) -> Any:
+    """``fn(progress)`` in a child of its own; its return value, or its exception here."""
+    with StageHost({"stage": fn}) as host:
+        return host.call("stage", progress)

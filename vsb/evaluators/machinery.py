@@ -170,13 +170,18 @@ def evaluate_group(
     blobs = data if data is not None else [None] * len(tasks)
     with ExtractionMemo(cache_dir) as memo:
         outs = [evaluate_task(story, names, t, b, memo) for t, b in zip(tasks, blobs, strict=True)]
+    text: dict[str, str] = {}
+    for res in outs:  # equal text one str: pickled once, and held once where it is received
+        share_text(res.out.requirements, text)
+        share_text(res.out.signals, text)
     return outs, memo.stats
 
 
 def share_text(rows: list[dict[str, Any]], text: dict[str, str]) -> list[dict[str, Any]]:
     """``rows`` with each text value replaced by the first equal one seen (``text`` holds
-    them): rows a worker sends come unpickled with a new str per cell, and a run's ~142k
-    requirement rows hold a few thousand distinct values (about 120 MB less held at once)."""
+    them). Done where the rows are made (``evaluate_group``, in the worker): pickle writes a
+    shared str once, so a story's rows arrive in the evaluating process sharing their text;
+    a run's ~162k requirement rows hold a few thousand distinct values."""
     for row in rows:
         for k, v in row.items():
             if type(v) is str:
@@ -218,7 +223,6 @@ def _frames_stage(
     order, jobs = _jobs(items, None if options.ray is not None else cache_dir)
     total = sum(len(seq.images) for seq in order)
     done = 0
-    text: dict[str, str] = {}
     pending: dict[FrameSequence, Outputs] = {}
     nxt = 0
 
@@ -227,9 +231,6 @@ def _frames_stage(
         nonlocal done, nxt
         outs, stats = result
         acc.extraction.update(stats)
-        for res in outs:  # shared as they come: pending rows hold no copies of text
-            share_text(res.out.requirements, text)
-            share_text(res.out.signals, text)
         pending.update(zip(job[0], outs, strict=True))
         while nxt < len(order) and order[nxt] in pending:
             res = pending.pop(order[nxt])

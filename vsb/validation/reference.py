@@ -155,7 +155,7 @@ def _judge_slice(sub: Path, name: str, judge: Answerer, served: bool) -> None:
                 judge=build_transport(
                     f"openai-compatible:{name}", base_url=endpoint.url, client=client
                 ),
-                judge_options=JudgeOptions(cache_dir=None, concurrency=4),
+                judge_options=JudgeOptions(cache_dir=None, concurrency=4 if served else 1),
             )
 
 

@@ -29,7 +29,6 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from vsb.errors import CacheError, InputError
-from vsb.evaluators.render.decode import open_rgb
 from vsb.fsio import canonical_json, sha256_file, sha256_hex
 
 CACHE_NAME = "embeddings.sqlite"
@@ -165,6 +164,8 @@ def hash_images(sequences: Sequence[Any]) -> dict[str, str]:
 def _open_rgb(path: str) -> Image.Image:
     """The image at ``path`` as RGB (``vsb evaluate`` hands the embedding phase no
     unreadable image; ``InputError`` if one still comes, under the same pixel cap)."""
+    from vsb.evaluators.render.decode import open_rgb  # scipy: only when embedding
+
     return open_rgb(path)
 
 

@@ -291,3 +291,30 @@ def test_one_run_per_directory(small_suite: Path, tmp_path: Path) -> None:
     assert {r["model"] for r in _records(tmp_path / "run")} == {"fake-held"}
     again = run(_cfg(small_suite, tmp_path, ["fake-echo"]), adapters={"fake-echo": Echo()})
     assert again.images == 32 and not (tmp_path / "run" / LOCK_NAME).exists()
+
+
+def test_a_run_image_is_the_caches_copy_hard_linked_and_falls_back_to_a_write(
+    tmp_path: Path,
+) -> None:
+    """Each generated image is written once, into the cache; the run's image is a hard link
+    to it (issue #25: one file creation per image, not two). Without a cached copy the image
+    is written; an image already holding the same bytes is left alone."""
+    from vsb.run.tasks import _place_image
+
+    data = b"\x89PNG fake bytes"
+    cached = tmp_path / "cache" / "objects" / "ab" / "abcd.png"
+    cached.parent.mkdir(parents=True)
+    cached.write_bytes(data)
+    linked = tmp_path / "run" / "images" / "m" / "c" / "s" / "scene_01.png"
+    _place_image(linked, data, cached)
+    assert linked.read_bytes() == data and os.path.samefile(linked, cached)
+    written = tmp_path / "run" / "images" / "m" / "c" / "s" / "scene_02.png"
+    _place_image(written, data, tmp_path / "cache" / "missing.png")
+    assert written.read_bytes() == data and os.stat(written).st_nlink == 1
+    before = os.stat(written).st_ino
+    _place_image(written, data, cached)  # a resumed run: same bytes, nothing replaced
+    assert os.stat(written).st_ino == before
+    stale = tmp_path / "run" / "images" / "m" / "c" / "s" / "scene_03.png"
+    stale.write_bytes(b"old")
+    _place_image(stale, data, cached)
+    assert stale.read_bytes() == data and os.path.samefile(stale, cached)

@@ -130,3 +130,21 @@ def test_the_site_refuses_duplicate_checks(run: Path) -> None:
     _rewrite(path, condition="independent")
     with pytest.raises(InputError, match="duplicate"):
         _load_checks(path, "rules")
+
+
+def test_the_site_takes_one_requirement_under_two_judge_models(run: Path) -> None:
+    """The site's fast path sees the same (image, requirement, model) twice here; only the
+    walk that follows says whether it is a duplicate, and the judge model tells them apart."""
+    from vsb.site.data import _load_checks
+
+    path = run / "evaluations/requirements.parquet"
+    rows = [r for r in _rows(path) if r["verdict"] != "not_applicable"]
+    a = [{**r, "evaluator": "vlm", "judge_model": "judge-a"} for r in rows]
+    b = [{**r, "evaluator": "vlm", "judge_model": "judge-b"} for r in rows]
+    _save(path, [*rows, *a, *b])
+    checks, _ = _load_checks(path, "vlm")
+    assert sum(len(m) for reqs in checks.values() for m in reqs.values()) == len(rows)
+    _save(path, [*rows, *a, *b, a[3]])
+    with pytest.raises(InputError, match="duplicate") as err:
+        _load_checks(path, "vlm")
+    assert err.value.location == f"row {3 * len(rows) + 1}"

@@ -307,8 +307,8 @@ def _run_scenes(
             rel = image_path(model, cname, story.id, k)
             sha: str | None = None
             if result is not None:
-                _write_image(st.run_dir / rel, result.png)
                 sha = sha256_hex(result.png)
+                _place_image(st.run_dir / rel, result.png, st.cache.object_path(sha))
                 if writes_oracle(adapter):
                     for f in result.metadata.get("faults", ()):
                         out.faults.append(fault_row(model, cname, story.id, f))
@@ -333,11 +333,30 @@ def _run_scenes(
 
 
 def _write_image(path: Path, data: bytes) -> None:
-    """Atomically write an image unless the same bytes are already there (a resumed run:
-    reading is ~20× cheaper than creating a file)."""
+    """Atomically write an image unless the same bytes are already there."""
     try:
         if path.read_bytes() == data:
             return
     except FileNotFoundError:
+        pass
+    atomic_write_bytes(path, data)
+
+
+def _place_image(path: Path, data: bytes, cached: Path) -> None:
+    """Put an image at ``path`` unless the same bytes are already there (a resumed run:
+    reading is ~20× cheaper than creating a file): a hard link to ``cached``, the cache's
+    copy of the same bytes (written once, never modified in place), where the filesystem
+    allows; else an atomic write."""
+    try:
+        if path.read_bytes() == data:
+            return
+    except FileNotFoundError:
+        pass
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.unlink(missing_ok=True)
+        os.link(cached, path)
+        return
+    except OSError:  # no cached copy, another device, no link support
         pass
     atomic_write_bytes(path, data)

@@ -137,8 +137,7 @@ def _load_checks(path: Path, evaluator: str) -> tuple[Checks, dict[tuple[str, st
     if is_legacy(path):  # JSON text gives a new str per cell: share the equal ones
         for name in ("story_id", "condition", "model", "req_id", "observed", "failure"):
             cols[name] = [sys.intern(v) if isinstance(v, str) else v for v in cols[name]]
-    keys: list[tuple[Any, ...]] = []
-    lines: list[int] = []
+    collided = False  # a (story, condition, scene, requirement, model) seen twice
     for n, (
         ev,
         verdict,
@@ -147,12 +146,12 @@ def _load_checks(path: Path, evaluator: str) -> tuple[Checks, dict[tuple[str, st
         scene,
         model,
         req_id,
-        judge,
+        _judge,
         passed,
         observed,
         fail,
     ) in enumerate(zip(*(cols[c] for c in _CHECK_COLUMNS), strict=True), 1):
-        if (ev or "rules") != evaluator or verdict == "not_applicable":
+        if verdict == "not_applicable" or (ev or "rules") != evaluator:
             continue
         try:
             key = (story, cond, int(scene))
@@ -160,17 +159,21 @@ def _load_checks(path: Path, evaluator: str) -> tuple[Checks, dict[tuple[str, st
             raise InputError(
                 f"bad requirement row: {err}", file=path, location=where(path, n)
             ) from err
-        keys.append((model, *key, req_id, judge or ""))
-        lines.append(n)
+        by_model = checks[key][req_id]
+        collided = collided or model in by_model
         failure = fail or ""
-        checks[key][req_id][model] = Check(bool(passed), observed or "", failure)
+        by_model[model] = Check(bool(passed), observed or "", failure)
         if not passed:
             failures[(model, cond)][failure or "unlabelled"] += 1
-    if len(set(keys)) != len(keys):  # only a file with a duplicate is walked
+    if collided:  # only then is the file walked for a duplicate (the judge model too)
         fields = ("model", "story_id", "condition", "scene", "req_id", "judge_model")
         unique = UniqueKeys(path, fields, unit=unit(path))
-        for key, n in zip(keys, lines, strict=True):
-            unique.add(key, n)
+        for n, (ev, verdict, *key) in enumerate(
+            zip(*(cols[c] for c in ("evaluator", "verdict", *fields)), strict=True), 1
+        ):
+            if verdict != "not_applicable" and (ev or "rules") == evaluator:
+                model, story, cond, scene, req_id, judge = key
+                unique.add((model, story, cond, int(scene), req_id, judge or ""), n)
     return checks, failures
 
 

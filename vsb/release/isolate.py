@@ -113,11 +113,23 @@ class StageHost:
 
     def call(self, name: str, progress: Progress) -> Any:
         """Run stage ``name`` in the child; its return value, or its exception raised here."""
+        self.send(name)
+        return self.receive(name, progress)
+
+    def send(self, name: str) -> None:
+        """Start stage ``name`` in the child and return at once (``receive`` waits for it):
+        the build process can meanwhile run another stage in another child."""
         if not CAN_FORK:
-            return self.fns[name](progress)
+            return
         if self.proc is None:
             self._start()
         self.orders.send(name)
+
+    def receive(self, name: str, progress: Progress) -> Any:
+        """Wait for stage ``name`` (sent with ``send``), drawing its progress; its return
+        value, or its exception raised here."""
+        if not CAN_FORK:  # no child: the stage runs now, here
+            return self.fns[name](progress)
         while True:
             try:
                 kind, payload, extra = self.replies.recv()

@@ -154,8 +154,25 @@ def validate(
     ``work`` (a scratch folder), also the reference judges on the mid-drift simulator under
     the primary condition when the release has those frames (reference_judges.json), asked
     in process (``served``: over HTTP on 127.0.0.1). ``tables``: as for ``score``."""
-    from vsb.fsio import iter_jsonl
     from vsb.validation.judge import validate_run, write_judge
+
+    def note(msg: str) -> None:
+        progress.note("validate", msg)
+
+    report = validate_run(release_dir, release=release, progress=note, tables=tables)
+    paths = _rel(release_dir, write_judge(release_dir, report))
+    if work is not None:
+        paths += reference_judges(release_dir, progress, work, served)
+    return paths
+
+
+def reference_judges(
+    release_dir: Path, progress: Progress, work: Path, served: bool = False
+) -> list[str]:
+    """The reference judges on the mid-drift simulator under the primary condition, when the
+    release has those frames (writes validation/reference_judges.json; ``work``: a scratch
+    folder). Part of the validate stage; the main job runs it beside score."""
+    from vsb.fsio import iter_jsonl
     from vsb.validation.reference import (
         DEFAULT_CONDITION,
         DEFAULT_MODEL,
@@ -163,19 +180,18 @@ def validate(
         write_reference,
     )
 
-    def note(msg: str) -> None:
-        progress.note("validate", msg)
-
-    report = validate_run(release_dir, release=release, progress=note, tables=tables)
-    paths = write_judge(release_dir, report)
     has_slice = any(
         r["model"] == DEFAULT_MODEL and r["condition"] == DEFAULT_CONDITION
         for _, r in iter_jsonl(release_dir / "records.jsonl")
     )
-    if work is not None and has_slice:
-        refs = validate_reference_judges(release_dir, work, progress=note, served=served)
-        paths.append(write_reference(release_dir, refs))
-    return _rel(release_dir, paths)
+    if not has_slice:
+        return []
+
+    def note(msg: str) -> None:
+        progress.note("validate", msg)
+
+    refs = validate_reference_judges(release_dir, work, progress=note, served=served)
+    return _rel(release_dir, [write_reference(release_dir, refs)])
 
 
 def build_site_dir(release_dir: Path, site_dir: Path, progress: Progress) -> list[str]:

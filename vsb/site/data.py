@@ -168,12 +168,12 @@ def _load_checks(path: Path, evaluator: str) -> tuple[Checks, dict[tuple[str, st
     if collided:  # only then is the file walked for a duplicate (the judge model too)
         fields = ("model", "story_id", "condition", "scene", "req_id", "judge_model")
         unique = UniqueKeys(path, fields, unit=unit(path))
-        for n, (ev, verdict, *key) in enumerate(
+        for n, row in enumerate(
             zip(*(cols[c] for c in ("evaluator", "verdict", *fields)), strict=True), 1
         ):
-            if verdict != "not_applicable" and (ev or "rules") == evaluator:
-                model, story, cond, scene, req_id, judge = key
-                unique.add((model, story, cond, int(scene), req_id, judge or ""), n)
+            if row[1] != "not_applicable" and (row[0] or "rules") == evaluator:
+                m, s, c, k, r, j = row[2:]
+                unique.add((m, s, c, int(k), r, j or ""), n)
     return checks, failures
 
 

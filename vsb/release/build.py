@@ -22,6 +22,13 @@ The release holds the run's ``records.jsonl`` without ``cache_hit`` and ``latenc
 ``ledger.sqlite``, so the same inputs give the same root hash whether images were generated or
 read from the cache. A stage whose inputs (files and the vsb source of the stage) are
 unchanged since the last build, and whose outputs are intact, is skipped.
+
+Each stage but freeze and site runs in a process of its own, forked from this one
+(``vsb.release.isolate``; score and validate share one, so the evaluation tables are read
+once for both): the build process stays small (~60 MiB), the pool workers of run, evaluate
+and the suite variants are forked from a child that holds only its own stage, and what a
+stage leaves in memory goes back to the system when it ends. The variants run before score,
+while nothing else is held.
 """
 
 from __future__ import annotations

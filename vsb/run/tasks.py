@@ -308,7 +308,8 @@ def _run_scenes(
             sha: str | None = None
             if result is not None:
                 sha = sha256_hex(result.png)
-                _place_image(st.run_dir / rel, result.png, st.cache.object_path(sha))
+                where = getattr(st.cache, "object_path", None)  # not a Ray worker's cache
+                _place_image(st.run_dir / rel, result.png, where(sha) if where else None)
                 if writes_oracle(adapter):
                     for f in result.metadata.get("faults", ()):
                         out.faults.append(fault_row(model, cname, story.id, f))
@@ -342,7 +343,7 @@ def _write_image(path: Path, data: bytes) -> None:
     atomic_write_bytes(path, data)
 
 
-def _place_image(path: Path, data: bytes, cached: Path) -> None:
+def _place_image(path: Path, data: bytes, cached: Path | None) -> None:
     """Put an image at ``path`` unless the same bytes are already there (a resumed run:
     reading is ~20× cheaper than creating a file): a hard link to ``cached``, the cache's
     copy of the same bytes (written once, never modified in place), where the filesystem
@@ -352,11 +353,12 @@ def _place_image(path: Path, data: bytes, cached: Path) -> None:
             return
     except FileNotFoundError:
         pass
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.unlink(missing_ok=True)
-        os.link(cached, path)
-        return
-    except OSError:  # no cached copy, another device, no link support
-        pass
+    if cached is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.unlink(missing_ok=True)
+            os.link(cached, path)
+            return
+        except OSError:  # no cached copy, another device, no link support
+            pass
     atomic_write_bytes(path, data)

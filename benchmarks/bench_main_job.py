@@ -20,10 +20,12 @@ once (hard links once per inode). With ``--warm`` the current tree is then rebui
 
 Targets (issue #25): per image ≤ 0.80×, peak memory ≤ 1.25×, bytes per image ≤ 0.80× the
 baseline's; warm ≤ 10% of cold. A full comparison takes 3-5 minutes on an idle 2-core machine;
-the ratios mean something only when nothing else is running.
+the ratios mean something only when nothing else is running. On a machine whose speed drifts
+(a shared VM: the same build varies by ±15% from one run to the next), ``--repeat N`` builds
+each tree N times, alternately, and compares the medians.
 
 Run: ``.venv/bin/python benchmarks/bench_main_job.py [--baseline REV] [--workers N]
-[--out DIR] [--keep] [--warm] [--skip-baseline]``
+[--out DIR] [--keep] [--warm] [--repeat N] [--skip-baseline]``
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tarfile
@@ -207,6 +210,30 @@ def _build(label: str, tree: Path, out: Path, workers: int, name: str) -> Build:
     )
 
 
+def _median(builds: list[Build]) -> Build:
+    """One build standing for several: the median of each figure (stage by stage too)."""
+    if len(builds) == 1:
+        return builds[0]
+
+    def med(values: list[float]) -> float:
+        return float(statistics.median(values))
+
+    first = builds[0]
+    stages = {s for b in builds for s in b.seconds}
+    return Build(
+        label=first.label.rsplit("-", 1)[0] + " (median)",
+        wall=med([b.wall for b in builds]),
+        peak=int(med([b.peak for b in builds])),
+        peak_pss=int(med([b.peak_pss for b in builds])),
+        bytes=int(med([b.bytes for b in builds])),
+        images=first.images,
+        root_hash=first.root_hash if all(b.root_hash == first.root_hash for b in builds) else None,
+        stages=first.stages,
+        seconds={s: med([b.seconds.get(s, 0.0) for b in builds]) for s in stages},
+        skipped=first.skipped,
+    )
+
+
 def extract_commit(rev: str, dest: Path) -> str:
     """The tree of commit ``rev`` under ``dest``; returns the full commit id."""
     sha = subprocess.run(
@@ -268,6 +295,10 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None, help="Scratch folder (default: a temp dir).")
     ap.add_argument("--keep", action="store_true", help="Keep the scratch folder.")
     ap.add_argument("--warm", action="store_true", help="Also rebuild this tree warm.")
+    ap.add_argument(
+        "--repeat", type=int, default=1,
+        help="Build each tree N times, alternately, and compare the medians (default: 1).",
+    )  # fmt: skip
     args = ap.parse_args()
     scratch = args.out or Path(tempfile.mkdtemp(prefix="vsb-bench-"))
     if args.out is not None and args.out.exists() and any(args.out.iterdir()):
@@ -275,21 +306,33 @@ def main() -> None:
     print(f"load before: {os.getloadavg()[0]:.2f} (the ratios mean little on a busy machine)")
     builds: list[Build] = []
     try:
+        commit = None
         if not args.skip_baseline:
             commit = extract_commit(args.baseline, scratch / "baseline-src")
-            builds.append(
-                _build(
-                    f"baseline {commit[:7]}",
-                    scratch / "baseline-src",
-                    scratch / "baseline-build",
-                    args.workers,
-                    args.name,
-                )
-            )
-            _show(builds[-1])
-        current = _build("current tree", REPO, scratch / "current-build", args.workers, args.name)
+        bases: list[Build] = []
+        currents: list[Build] = []
+        for r in range(args.repeat):  # alternately, so a slow spell hits both alike
+            tag = f"-{r + 1}" if args.repeat > 1 else ""
+            if commit is not None:
+                out = scratch / f"baseline-build{tag}"
+                bases.append(
+                    _build(f"baseline {commit[:7]}{tag}", scratch / "baseline-src", out,
+                           args.workers, args.name)
+                )  # fmt: skip
+                _show(bases[-1])
+                shutil.rmtree(out, ignore_errors=True)
+            out = scratch / "current-build"
+            shutil.rmtree(out, ignore_errors=True)  # each cold build into a fresh folder
+            currents.append(_build(f"current tree{tag}", REPO, out, args.workers, args.name))
+            _show(currents[-1])
+        if bases:
+            builds.append(_median(bases))
+        current = _median(currents)
         builds.append(current)
-        _show(current)
+        if args.repeat > 1:
+            print(f"medians of {args.repeat} builds each:")
+            for b in builds:
+                _show(b)
         print("stages (seconds, share of the build's wall time):")
         _stage_table(builds)
         if len(builds) == 2:
@@ -304,6 +347,11 @@ def main() -> None:
                 print(f"{what:<16} {r:5.2f}x the baseline's  (target ≤ {TARGETS[what]:.2f}x: {ok})")
             pss = current.peak_pss / max(base.peak_pss, 1)
             print(f"{'peak PSS':<16} {pss:5.2f}x the baseline's  (shared pages once; no target)")
+            if args.repeat > 1:
+                each = [
+                    c.per_image_ms / b.per_image_ms for b, c in zip(bases, currents, strict=True)
+                ]
+                print("per image, pair by pair: " + ", ".join(f"{x:.2f}x" for x in each))
         if args.warm:
             warm = _build("current warm", REPO, scratch / "current-build", args.workers, args.name)
             _show(warm)

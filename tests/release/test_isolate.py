@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 
 import pytest
 
-from vsb.errors import InputError, TransitionError, UnknownNameError
+from vsb.errors import InputError, ReleaseError, TransitionError, UnknownNameError
 from vsb.release.isolate import CAN_FORK, StageHost, run_isolated
 
 pytestmark = pytest.mark.skipif(not CAN_FORK, reason="needs fork")
@@ -116,12 +117,20 @@ def test_an_unpicklable_error_arrives_as_its_text() -> None:
         run_isolated(stage, Recorder())
 
 
-def test_a_child_that_dies_is_reported_with_its_exit_status() -> None:
-    def stage(_p: object) -> None:
+def test_a_child_that_dies_is_reported_with_its_exit_status_or_signal() -> None:
+    """A one-line ReleaseError (the CLI prints it without a traceback) that says how."""
+
+    def exits(_p: object) -> None:
         os._exit(3)
 
-    with pytest.raises(RuntimeError, match="exit status 3"):
-        run_isolated(stage, Recorder())
+    with pytest.raises(ReleaseError, match="'stage' exited with status 3 before it gave"):
+        run_isolated(exits, Recorder())
+
+    def killed(_p: object) -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    with pytest.raises(ReleaseError, match="killed by SIGKILL \\(out of memory"):
+        run_isolated(killed, Recorder())
 
 
 def test_a_host_keeps_state_between_its_stages_and_starts_only_when_called() -> None:

@@ -21,12 +21,14 @@ import contextlib
 import multiprocessing
 import os
 import pickle
+import signal
 import sys
 import traceback
 from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any
 
+from vsb.errors import ReleaseError
 from vsb.release.config import Progress
 
 #: Off on platforms without fork (the stages then run in the build process).
@@ -135,10 +137,7 @@ class StageHost:
                 kind, payload, extra = self.replies.recv()
             except EOFError:
                 self.proc.join()
-                raise RuntimeError(
-                    f"the process running stage {name!r} ended without a result "
-                    f"(exit status {self.proc.exitcode})"
-                ) from None
+                raise ReleaseError(_died(name, self.proc.exitcode)) from None
             if kind == "progress":
                 getattr(progress, payload)(*extra)
                 continue
@@ -166,6 +165,20 @@ class StageHost:
         self.orders.close()
         self.replies.close()
         self.proc = None
+
+
+def _died(stage: str, code: int | None) -> str:
+    """Why stage ``stage``'s process gave no result, from its exit status."""
+    if code is not None and code < 0:
+        try:
+            how = f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            how = f"was killed by signal {-code}"
+        if code == -signal.SIGKILL:
+            how += " (out of memory? see dmesg)"
+    else:
+        how = f"exited with status {code}"
+    return f"the process running stage {stage!r} {how} before it gave a result"
 
 
 def run_isolated(fn: StageFn, progress: Progress) -> Any:

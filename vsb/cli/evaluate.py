@@ -90,6 +90,13 @@ class _Lines:
     help="Where judge answers and embeddings are cached (a rerun pays nothing).",
 )
 @click.option(
+    "--extraction-cache",
+    is_flag=True,
+    help="Also keep what the extractor read from each image under --cache (by the image's "
+    "bytes, the vocabulary and the extractor's code): re-evaluating a run, or another run with "
+    "the same images, decodes and extracts none of them again. Same rows either way.",
+)
+@click.option(
     "--clip-model",
     default=None,
     metavar="NAME_OR_DIR",
@@ -136,6 +143,7 @@ def evaluate(
     max_parse_failures: float,
     dry_run: bool,
     cache_dir: Path,
+    extraction_cache: bool,
     clip_model: str | None,
     dino_model: str | None,
     device: str,
@@ -176,6 +184,8 @@ def evaluate(
         transport = build_transport(judge, base_url=base_url, client=http)
     if base_url and not judge:
         raise click.UsageError("--base-url is only used with --judge")
+    if extraction_cache and executor == "ray":
+        raise click.UsageError("--extraction-cache is for local workers, not --executor ray")
     options = JudgeOptions(
         batch=judge_batch,
         concurrency=judge_concurrency,
@@ -257,6 +267,7 @@ def evaluate(
                 embed_progress=embed_progress,
                 executor=executor,
                 ray_address=ray_address,
+                extraction_cache=cache_dir if extraction_cache else None,
             )
         except BudgetExceeded as err:
             stopped: BudgetExceeded | None = err
@@ -300,6 +311,13 @@ def evaluate(
                 err=True,
             )
             raise SystemExit(UNPARSABLE)
+    ex = result.extraction
+    if extraction_cache and ex:
+        click.echo(
+            f"extractor: {ex.get('extracted', 0)} images extracted, {ex.get('disk_hits', 0)} "
+            f"read from the extraction cache in {cache_dir}, {ex.get('extract_hits', 0)} "
+            "repeats within a story"
+        )
     for e in result.embed:
         texts = ""
         if e.evaluator == "clip":

@@ -156,3 +156,11 @@ def test_a_host_never_called_forks_nothing() -> None:
     with StageHost({"score": lambda p: 1}) as host:
         pass
     assert host.proc is None
+
+
+def test_a_result_that_cannot_be_sent_back_is_an_error_not_a_hang() -> None:
+    def stage(_p: object) -> object:
+        return lambda: None  # a lambda does not pickle
+
+    with pytest.raises(RuntimeError, match="cannot be sent back"):
+        run_isolated(stage, Recorder())

@@ -85,7 +85,11 @@ def _serve(orders: Any, replies: Any, fns: Mapping[str, StageFn], parent: int) -
             if not isinstance(err, Exception):
                 return  # KeyboardInterrupt, SystemExit: this child is done
         else:
-            replies.send(("done", result, None))
+            try:
+                replies.send(("done", result, None))
+            except Exception as err:  # a result that cannot be pickled
+                why = RuntimeError(f"stage {name!r} gave a result that cannot be sent back: {err}")
+                replies.send(("error", why, traceback.format_exc()))
 
 
 class StageHost:
@@ -119,8 +123,7 @@ class StageHost:
         return self.receive(name, progress)
 
     def send(self, name: str) -> None:
-        """Start stage ``name`` in the child and return at once (``receive`` waits for it):
-        the build process can meanwhile run another stage in another child."""
+        """Start stage ``name`` in the child and return at once; ``receive`` waits for it."""
         if not CAN_FORK:
             return
         if self.proc is None:

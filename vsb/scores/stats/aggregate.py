@@ -9,7 +9,7 @@ with the dimension intervals.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -82,7 +82,7 @@ class PairResults:
     """Bootstrap standard error of the difference (std of the resampled Δ, ddof 1)."""
 
 
-#: Pairs per bootstrap block in ``paired_comparisons`` (~15 MB of resampled differences).
+#: Pairs per block of what ``paired_comparisons`` computes from the resampled differences.
 PAIR_CHUNK = 64
 
 
@@ -105,28 +105,14 @@ def paired_comparisons(
 ) -> PairResults:
     """Paired story-level bootstrap of a − b for every pair of cells, every metric.
 
-    Pairs are independent, so they are taken ``PAIR_CHUNK`` at a time: the resampled
-    differences (resamples × pairs × metrics) of a whole release would hold ~150 MB at once."""
+    The resampled differences of all pairs come from one matrix product, as they always
+    have (a product over fewer columns may round a last bit differently); what is computed
+    from them (the global column, the interval, the shares, the standard error) is taken
+    ``PAIR_CHUNK`` pairs at a time, each pair on its own, so the whole release's resamples ×
+    pairs × metrics are held once, not in five copies (~150 MB)."""
     if not pairs:
         empty = np.zeros((0, len(ALL_METRICS)))
         return PairResults(*(empty,) * 9, empty.astype(np.int64), empty)
-    parts = [
-        _paired_chunk(table, pairs[i : i + PAIR_CHUNK], weights, confidence)
-        for i in range(0, len(pairs), PAIR_CHUNK)
-    ]
-    if len(parts) == 1:
-        return parts[0]
-    return PairResults(
-        *(np.concatenate([getattr(r, f.name) for r in parts]) for f in fields(PairResults))
-    )
-
-
-def _paired_chunk(
-    table: StoryTable,
-    pairs: Sequence[tuple[Cell, Cell]],
-    weights: FloatArray,
-    confidence: float,
-) -> PairResults:
     ia = tuple(np.array(x) for x in zip(*(a for a, _ in pairs), strict=True))
     ib = tuple(np.array(x) for x in zip(*(b for _, b in pairs), strict=True))
     va = table.values[ia[0], ia[1]]  # (pairs, stories, base metrics)
@@ -140,16 +126,21 @@ def _paired_chunk(
     d_pt = nan_mean(d, axis=0)
     available = ~np.isnan(d_pt[..., :N_DIMS])
     a_pt, b_pt, d_pt = (_with_global(x, available) for x in (a_pt, b_pt, d_pt))
-    dist = _with_global(weighted_means(weights, d), available)
-    low, high = percentile_interval(dist, confidence)
-    p_gt, p_eq, p_lt = signed_shares(dist)
+    resampled = weighted_means(weights, d)  # (resamples, pairs, base metrics)
+    blocks = []
+    for i in range(0, len(pairs), PAIR_CHUNK):
+        dist = _with_global(resampled[:, i : i + PAIR_CHUNK], available[i : i + PAIR_CHUNK])
+        blocks.append((*percentile_interval(dist, confidence), *signed_shares(dist),
+                       bootstrap_se(dist)))  # fmt: skip
+    del resampled
+    low, high, p_gt, p_eq, p_lt, se = (np.concatenate(x) for x in zip(*blocks, strict=True))
     ga = nan_mean(table.values[ia[0], ia[1], :, :N_DIMS], axis=-1)  # (pairs, stories)
     gb = nan_mean(table.values[ib[0], ib[1], :, :N_DIMS], axis=-1)
     win, n = _win_rate(np.moveaxis(va, 1, 0), np.moveaxis(vb, 1, 0))
     gwin, gn = _win_rate(ga.T, gb.T)
     win = np.concatenate([win, gwin[:, None]], axis=-1)
     n = np.concatenate([n, gn[:, None]], axis=-1)
-    return PairResults(a_pt, b_pt, d_pt, low, high, p_gt, p_eq, p_lt, win, n, bootstrap_se(dist))
+    return PairResults(a_pt, b_pt, d_pt, low, high, p_gt, p_eq, p_lt, win, n, se)
 
 
 def bootstrap_se(dist: FloatArray) -> FloatArray:

@@ -83,7 +83,7 @@ def weighted_means(weights: FloatArray, values: FloatArray) -> FloatArray:
     num = weights @ np.where(mask, flat, 0.0)
     den = weights @ mask.astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        out = num / den
+        out = np.divide(num, den, out=num)  # in place: one resamples-sized array less
     out[den == 0] = np.nan
     return out.reshape((weights.shape[0], *values.shape[1:]))
 

@@ -2,7 +2,7 @@
 per-image build time, peak memory and build-folder bytes per image as ratios, and each
 stage's share.
 
-The baseline (default: commit 2738a4e, which landed issue #25; ``--baseline 4c04088``, the
+The baseline (default: commit 0df926e, which landed issue #25; ``--baseline 4c04088``, the
 last fast commit before it, checks that issue's targets) is extracted from git
 (``git archive``, so the shared repository's worktree list is not touched) into a temp folder
 and built cold, its own code imported through PYTHONPATH with this interpreter, into a fresh
@@ -49,7 +49,7 @@ REPO = Path(__file__).resolve().parents[1]
 MIB = 1 << 20
 #: The default baseline: the commit that landed issue #25 (against 4c04088, median of 3
 #: alternate builds: 0.73x per image, 1.19x memory, 0.36x bytes per image, warm 7.2 %).
-DEFAULT_BASELINE = "2738a4e"
+DEFAULT_BASELINE = "0df926e"
 #: Issue #25's baseline and its targets (ratios to it).
 ISSUE_25_BASELINE = "4c04088"
 TARGETS = {"per image": 0.80, "peak memory": 1.25, "bytes per image": 0.80}

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from vsb.errors import InputError
 from vsb.fsio import atomic_write_bytes, iter_jsonl
+from vsb.tables.bridge import conversion
 from vsb.tables.columns import (
     JSON_COLUMNS,
     REQUIREMENT_COLUMNS,
@@ -221,10 +222,20 @@ def to_arrow(
             file=path,
             location=f"row {i}",
         )
-    try:  # row dicts straight to columns, no Python copy of the cells
-        return pa.Table.from_pylist(rows, schema=schema(columns))
-    except (pa.ArrowException, OverflowError):
-        pass  # a cell of another type: column by column, to coerce it or to name it
+    with conversion():
+        try:  # row dicts straight to columns, no Python copy of the cells
+            return pa.Table.from_pylist(rows, schema=schema(columns))
+        except (pa.ArrowException, OverflowError):
+            pass  # a cell of another type: column by column, to coerce it or to name it
+        return _by_column(rows, columns, path)
+
+
+def _by_column(rows: list[dict[str, Any]], columns: tuple[str, ...], path: Path) -> pa.Table:
+    """``to_arrow`` column by column: a cell of the wrong type is coerced (nested values to
+    JSON text) or named in an ``InputError``."""
+    import pyarrow as pa
+
+    known = set(columns)
     n = len(columns)
     if n > 1 and rows and all(len(r) == n for r in rows) and known.issuperset(rows[0]):
         cells: list[Any] = list(zip(*map(itemgetter(*columns), rows), strict=True))

@@ -13,6 +13,7 @@ downloaded model weights live (the image adapters and the embedding evaluators l
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
@@ -87,12 +88,19 @@ def link_or_copy(src: str | Path, dest: str | Path) -> None:
     temp-file-then-rename, which gives the path a new inode and leaves the linked one alone)."""
     import shutil
 
-    dest = Path(dest)
-    dest.unlink(missing_ok=True)
-    try:
-        os.link(src, dest)
-    except OSError:
-        shutil.copyfile(src, dest)
+    for tries_left in (1, 0):
+        try:
+            os.link(src, dest)
+            return
+        except FileExistsError:
+            if not tries_left:
+                raise
+            os.unlink(dest)  # the old file goes; what it shares stays as it was
+        except OSError:
+            break
+    with contextlib.suppress(FileNotFoundError):  # cannot link here: copy, over nothing
+        os.unlink(dest)
+    shutil.copyfile(src, dest)
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

@@ -16,7 +16,6 @@ from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
-from scipy.optimize import linear_sum_assignment
 
 from vsb.evaluators.extractor import extract
 from vsb.evaluators.interface import EvaluatorOutput, Frame, StoryEvaluator
@@ -155,6 +154,8 @@ def match_people(detected: DetectedState, scene: Scene, world: World) -> dict[st
                 unknown = all(getattr(people[i], a) != getattr(chars[j], a) for a in _IDENTITY)
                 if unknown and n in order and order.index(n) != rank[i]:
                     cost[i, j] += ORDER_WEIGHT
+    from scipy.optimize import linear_sum_assignment  # slow to import: only when matching
+
     rows, cols = linear_sum_assignment(cost)
     return {names[j]: int(i) for i, j in zip(rows, cols, strict=True) if cost[i, j] < MAX_DISTANCE}
 
@@ -261,6 +262,12 @@ class RulesEvaluator(StoryEvaluator):
     kind = "verdicts"
     reads = "renders"
     description = "blind extractor + rule checker (renders only)"
+
+    def __init__(self) -> None:
+        # scipy.optimize (~0.2 s) is imported by the instance, not the module: reading this
+        # class's declaration (the site's evaluator table) does not load it, and the pool
+        # workers of an evaluation, forked after the instance is made, inherit it.
+        import scipy.optimize  # noqa: F401
 
     def evaluate_story(self, story: Story, frames: list[Frame]) -> EvaluatorOutput:
         """Rows for the frames of one (model, condition, story)."""

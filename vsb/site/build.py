@@ -131,43 +131,45 @@ class _Sources:
     ``oracle/``. Each folder is resolved once (not each image: ~7,000 realpath walks)."""
 
     def __init__(self, root: Path) -> None:
-        self.root = root.resolve()
-        self.real: dict[Path, Path] = {}
+        self.root = str(root.resolve())
+        self.real: dict[str, str] = {}
 
-    def get(self, rel: str) -> Path | None:
-        """The real path of the release file ``rel``; None when the site must not use it."""
-        if "oracle" in Path(rel).parts:
+    def get(self, rel: str) -> str | None:
+        """The real path of the release file ``rel``; None when the site must not use it.
+        (Plain ``os.path`` on strings: it runs once per image.)"""
+        if "oracle" in rel.split("/"):
             return None
-        path = self.root / rel
-        folder = self.real.get(path.parent)
+        head, name = os.path.split(os.path.join(self.root, rel))
+        folder = self.real.get(head)
         if folder is None:
-            folder = self.real[path.parent] = path.parent.resolve()
-        src = folder / path.name
+            folder = self.real[head] = os.path.realpath(head)
+        src = os.path.join(folder, name)
         try:
             mode = os.lstat(src).st_mode
         except OSError:
             return None
         if stat.S_ISLNK(mode):
-            src = src.resolve()
-            if not src.is_file():
+            src = os.path.realpath(src)
+            if not os.path.isfile(src):
                 return None
         elif not stat.S_ISREG(mode):
             return None
-        return src if src.is_relative_to(self.root) else None
+        return src if src.startswith(self.root.rstrip(os.sep) + os.sep) else None
 
 
 def _copy_images(data: SiteData, out: Path, sources: _Sources) -> dict[str, str]:
     mapping: dict[str, str] = {}
-    made: set[Path] = set()
+    made: set[str] = set()
     for rel in sorted({p for p in data.images.values() if p}):
         src = sources.get(rel)
         if src is None:
             continue
         site = _site_image_path(rel)
-        dest = out / site
-        if dest.parent not in made:
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            made.add(dest.parent)
+        dest = os.path.join(out, site)
+        folder = os.path.dirname(dest)
+        if folder not in made:
+            os.makedirs(folder, exist_ok=True)
+            made.add(folder)
         link_or_copy(src, dest)
         mapping[rel] = site
     return mapping

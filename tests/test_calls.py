@@ -3,6 +3,8 @@ retried), the budget and redaction."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from vsb.errors import AdapterError
@@ -155,3 +157,31 @@ def test_the_judge_shares_the_layer_a_spent_quota_is_one_request(
     with pytest.raises(QuotaExceeded):
         call_with_retries(lambda: vlm.ask(req), RetryPolicy(), sleep=lambda s: None)
     assert len(seen) == 1
+
+
+def test_a_jitter_key_gives_the_delays_of_its_generator_and_none_without_a_retry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import vsb.store.calls as calls
+
+    p = RetryPolicy(base_delay_s=1.0, max_delay_s=100.0, jitter=0.25)
+
+    def waits_of(**how: Any) -> list[float]:
+        waits: list[float] = []
+        attempts = iter([RetryableError("x")] * 3 + [None])
+
+        def fn() -> str:
+            if (err := next(attempts)) is not None:
+                raise err
+            return "ok"
+
+        call_with_retries(fn, p, sleep=waits.append, **how)
+        return waits
+
+    assert waits_of(jitter_key="k") == waits_of(rng=jitter_rng("k"))
+    made: list[str] = []
+    monkeypatch.setattr(calls, "jitter_rng", lambda key: made.append(key) or jitter_rng(key))
+    assert call_with_retries(lambda: "ok", p, jitter_key="k") == ("ok", 1)
+    assert made == []  # no retry: no generator made
+    waits_of(jitter_key="k")
+    assert made == ["k"]  # made once, at the first retry

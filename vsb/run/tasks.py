@@ -48,7 +48,6 @@ from vsb.store.calls import (
     Refused,
     RetryPolicy,
     call_with_retries,
-    jitter_rng,
 )
 from vsb.store.ledger import Ledger, LedgerEntry, Pricing, request_cost
 from vsb.story.models import Story
@@ -197,7 +196,7 @@ def _call(
     def nap(seconds: float) -> None:
         st.halt.wait(seconds)  # a stop wakes it (the next attempt then ends the call)
 
-    result, _attempts = call_with_retries(attempt, st.retry, sleep=nap, rng=jitter_rng(key))
+    result, _attempts = call_with_retries(attempt, st.retry, sleep=nap, jitter_key=key)
     return result
 
 

@@ -166,9 +166,11 @@ def call_with_retries(
     sleep: Callable[[float], None] = time.sleep,
     on_retry: Callable[[int, RetryableError], None] | None = None,
     rng: np.random.Generator | None = None,
+    jitter_key: str | None = None,
 ) -> tuple[T, int]:
     """``(fn(), attempts)``; ``RetryableError`` is retried up to ``policy.max_attempts``,
-    with jitter drawn from ``rng`` when given."""
+    with jitter drawn from ``rng`` when given, else from ``jitter_rng(jitter_key)`` (made
+    at the first retry: most calls never retry, and a Generator costs ~40 µs to make)."""
     attempt = 1
     while True:
         try:
@@ -178,6 +180,8 @@ def call_with_retries(
                 raise AdapterError(f"{err.message} (gave up after {attempt} attempts)") from err
             if on_retry is not None:
                 on_retry(attempt, err)
+            if rng is None and jitter_key is not None:
+                rng = jitter_rng(jitter_key)
             u = float(rng.random()) if rng is not None else None
             sleep(policy.delay(attempt, err.retry_after, u))
             attempt += 1

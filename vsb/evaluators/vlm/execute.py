@@ -31,7 +31,6 @@ from vsb.store.calls import (
     BudgetExceeded,
     RetryPolicy,
     call_with_retries,
-    jitter_rng,
 )
 
 #: Connection failures in a row that make the judge's endpoint count as down.
@@ -238,7 +237,7 @@ def execute_calls(
             reply, out.attempts = call_with_retries(
                 breaker.guard(lambda: transport.ask(_request(call))), options.retry,
                 sleep=options.sleep,
-                rng=jitter_rng(call.key),  # seeded jitter: calls do not retry in lockstep
+                jitter_key=call.key,  # seeded jitter: calls do not retry in lockstep
             )  # fmt: skip
         except AdapterError as err:
             if isinstance(err, JudgeUnreachable):

@@ -418,3 +418,20 @@ def test_judge_cache_in_a_forked_worker_opens_its_own_connection(tmp_path: Path)
     hit = cache.lookup("k1")
     assert hit is not None and hit.text == "child"
     assert cache._db() is parent_conn
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_one_at_a_time_runs_in_the_calling_thread(tmp_path: Path, concurrency: int) -> None:
+    import threading
+
+    threads: set[int] = set()
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        threads.add(threading.get_ident())
+        return httpx.Response(200, json=_chat("1: YES"))
+
+    t = OpenAICompatibleVlm(_client(handler), model="x", base_url="http://127.0.0.1:1")
+    opts = JudgeOptions(cache_dir=None, concurrency=concurrency)
+    outs = execute_calls(_calls(tmp_path, 6, t.endpoint), t, opts)
+    assert [o.reply.text if o.reply else None for o in outs] == ["1: YES"] * 6
+    assert (threads == {threading.get_ident()}) == (concurrency == 1)

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -265,8 +266,13 @@ def execute_calls(
         first.setdefault(c.key, c)
     made: dict[str, CallOutcome] = {}
     outcomes: list[CallOutcome] = []
-    with ThreadPoolExecutor(max_workers=max(1, options.concurrency)) as pool:
-        for out in pool.map(one, first.values()):
+    with ExitStack() as stack:
+        if options.concurrency > 1:
+            pool = stack.enter_context(ThreadPoolExecutor(max_workers=options.concurrency))
+            finished = pool.map(one, first.values())
+        else:  # one at a time: in this thread (a pool of one only adds a hand-off per call)
+            finished = map(one, first.values())
+        for out in finished:
             made[out.call.key] = out
             if on_done is not None:
                 on_done(out)

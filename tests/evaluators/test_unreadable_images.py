@@ -146,3 +146,29 @@ def test_image_problem_checks_the_header_before_decoding(tmp_path: Path) -> None
         with pytest.raises(InputError, match="over the 4096×4096 cap") as err:
             read(big)
         assert err.value.file == str(big)
+
+
+def test_image_problem_decodes_a_file_once_until_it_is_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from PIL import Image
+
+    import vsb.evaluators.render.decode as decode
+
+    opened: list[str] = []
+    real_open = decode._open
+    monkeypatch.setattr(decode, "_open", lambda p: opened.append(str(p)) or real_open(p))
+    path = tmp_path / "a.png"
+    Image.new("RGB", (64, 48), "white").save(path)
+    assert decode.image_problem(path) == decode.image_problem(str(path)) == ""
+    assert len(opened) == 1  # asked twice, decoded once
+    (tmp_path / "b.png").write_bytes(path.read_bytes()[:40])  # truncated
+    os.replace(tmp_path / "b.png", path)  # a new file at the same path
+    assert decode.image_problem(path) == "not an image file (no known image format)"
+    assert len(opened) == 2
+    path.unlink()
+    assert decode.image_problem(path).startswith("cannot decode image")  # gone: asked again
+    assert decode.image_problem(path).startswith("cannot decode image")
+    assert len(opened) == 4

@@ -22,6 +22,7 @@ adapters' pixel cap (``MAX_PIXELS``, checked from the header before decoding) â€
 from __future__ import annotations
 
 import io
+import os
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
@@ -189,7 +190,22 @@ def _why(err: BaseException) -> str:
 
 def image_problem(path: str | Path) -> str:
     """Why the image file at ``path`` cannot be read ('' when it can): the same checks as
-    decoding it (pixel cap from the header, then every pixel decoded), without the rest."""
+    decoding it (pixel cap from the header, then every pixel decoded), without the rest.
+    Remembered per file version (inode, size, modification time), so a process asked about
+    the same file again (the reference judges, one pass each) decodes it once."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return _problem(path)
+    return _problem_of(os.fspath(path), st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+@lru_cache(maxsize=65_536)
+def _problem_of(path: str, _ino: int, _size: int, _mtime_ns: int) -> str:
+    return _problem(path)
+
+
+def _problem(path: str | Path) -> str:
     try:
         with _open(path) as im:
             im.load()

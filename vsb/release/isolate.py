@@ -103,6 +103,7 @@ class StageHost:
     def __init__(self, fns: Mapping[str, StageFn]) -> None:
         self.fns = dict(fns)
         self.proc: Any = None
+        self.sent = ""  # the stage last sent
 
     def __enter__(self) -> StageHost:
         return self
@@ -127,6 +128,7 @@ class StageHost:
 
     def send(self, name: str) -> None:
         """Start stage ``name`` in the child and return at once; ``receive`` waits for it."""
+        self.sent = name
         if not CAN_FORK:
             return
         if self.proc is None:
@@ -139,20 +141,34 @@ class StageHost:
         if not CAN_FORK:  # no child: the stage runs now, here
             return self.fns[name](progress)
         while True:
-            try:
-                kind, payload, extra = self.replies.recv()
-            except EOFError:
-                self.proc.join()
-                raise ReleaseError(_died(name, self.proc.exitcode)) from None
-            if kind == "progress":
-                getattr(progress, payload)(*extra)
-                continue
-            if kind == "done":
-                return payload
-            err: BaseException = payload
-            if not hasattr(err, "message"):  # not a VsbError: say where it came from
-                err.add_note(f"in the process running stage {name!r}:\n{extra}")
-            raise err
+            done, result = self.step(progress)
+            if done:
+                return result
+
+    def step(self, progress: Progress) -> tuple[bool, Any]:
+        """Take one message of the stage in flight (waiting for it): a progress call, drawn
+        here (``(False, None)``), or its end: ``(True, its return value)``, or its exception
+        raised here."""
+        name = self.sent
+        try:
+            kind, payload, extra = self.replies.recv()
+        except EOFError:
+            self.proc.join()
+            raise ReleaseError(_died(name, self.proc.exitcode)) from None
+        if kind == "progress":
+            getattr(progress, payload)(*extra)
+            return False, None
+        if kind == "done":
+            return True, payload
+        err: BaseException = payload
+        if not hasattr(err, "message"):  # not a VsbError: say where it came from
+            err.add_note(f"in the process running stage {name!r}:\n{extra}")
+        raise err
+
+    def close(self) -> None:
+        """Stop the child now, when its stages are done (leaving the ``with`` block does it
+        too; after this, a ``call`` forks a new one)."""
+        self.__exit__(None, None, None)
 
     def __exit__(
         self,
@@ -185,6 +201,21 @@ def _died(stage: str, code: int | None) -> str:
     else:
         how = f"exited with status {code}"
     return f"the process running stage {stage!r} {how} before it gave a result"
+
+
+def wait_any(hosts: Mapping[str, StageHost], progress: Progress) -> tuple[str, Any]:
+    """Wait until the stage sent to one of ``hosts`` (each with a stage in flight) ends,
+    drawing every host's progress meanwhile: (that host's key, the stage's return value), or
+    its exception raised here. Needs fork (``CAN_FORK``)."""
+    from multiprocessing.connection import wait
+
+    by_conn: dict[Any, str] = {host.replies: key for key, host in hosts.items()}
+    while True:
+        for conn in wait(list(by_conn)):
+            key = by_conn[conn]
+            done, result = hosts[key].step(progress)
+            if done:
+                return key, result
 
 
 def run_isolated(fn: StageFn, progress: Progress) -> Any:

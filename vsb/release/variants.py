@@ -18,10 +18,12 @@ handed to both comparisons (``PlainRows``).
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass, field
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from vsb.release.config import BuildConfig, Progress
 
@@ -121,7 +123,7 @@ _COMPARING = {
 }
 
 
-def compare_variant(
+def variant_images(
     style: PromptStyle,
     root: Path,
     plain: PlainRows,
@@ -129,18 +131,30 @@ def compare_variant(
     conditions: list[str],
     config: BuildConfig,
     progress: Progress,
-) -> list[str]:
-    """Run the ``style`` variant (module docstring) and compare it with the release: the
-    paraphrase on every check, the implicit stories (a subset) on their inferred checks.
-    Returns the release files it wrote."""
-    from vsb.scores.compute import load_scoring_input
-    from vsb.scores.sensitivity import SENSITIVITY_DIR, check_same_stories
+) -> Path:
+    """The first step of a variant: its suite, run and evaluation (``run_variant``), checked
+    to hold the release's stories; returns its run directory."""
+    from vsb.scores.sensitivity import check_same_stories
 
     conds = variant_conditions(style, conditions)
     run_dir = run_variant(root, style, models, conds, config, progress)
     check_same_stories(plain.release_dir, run_dir, subset=style == "implicit")
+    return run_dir
+
+
+def variant_comparison(
+    style: PromptStyle, root: Path, plain: PlainRows, conditions: list[str], progress: Progress
+) -> list[str]:
+    """The second step: the ``style`` run compared with the release, the paraphrase on every
+    check, the implicit stories (a subset) on their inferred checks. It holds the release's
+    rows (``plain``): the build runs one comparison at a time. Returns the files written."""
+    from vsb.scores.compute import load_scoring_input
+    from vsb.scores.sensitivity import SENSITIVITY_DIR
+
+    conds = variant_conditions(style, conditions)
     progress.note(style, _COMPARING[style])
-    variant, out = load_scoring_input(run_dir), plain.release_dir / SENSITIVITY_DIR
+    variant = load_scoring_input(root / f"run-{style}")
+    out = plain.release_dir / SENSITIVITY_DIR
     if style == "implicit":
         from vsb.scores.implicit import compare_implicit, write_implicit
 
@@ -150,6 +164,78 @@ def compare_variant(
 
     sens = compare_inputs(plain.get(), variant, evaluator="rules", conditions=conds)
     return _rel(plain.release_dir, write_sensitivity(out, sens))
+
+
+def compare_variant(
+    style: PromptStyle,
+    root: Path,
+    plain: PlainRows,
+    models: list[str],
+    conditions: list[str],
+    config: BuildConfig,
+    progress: Progress,
+) -> list[str]:
+    """Run the ``style`` variant (module docstring) and compare it with the release: both
+    steps, one after the other. Returns the release files it wrote."""
+    variant_images(style, root, plain, models, conditions, config, progress)
+    return variant_comparison(style, root, plain, conditions, progress)
+
+
+def side_by_side(
+    styles: list[str],
+    root: Path,
+    plain: PlainRows,
+    models: list[str],
+    conditions: list[str],
+    config: BuildConfig,
+    progress: Progress,
+    done: Callable[[str, list[str], float], None],
+) -> None:
+    """Run the variants ``styles`` at once, each in a process of its own with its share of
+    the workers (the main job's two variants: one each, so neither forks a pool), then
+    their comparisons one at a time, each in a new process: a comparison holds the
+    release's rows (~100 MiB), and the build's memory bound counts every process.
+    ``done(style, files, seconds)`` as each ends; the first error is raised here, after the
+    other variants' processes are stopped. Needs fork (``vsb.release.isolate.CAN_FORK``)."""
+    from contextlib import ExitStack
+
+    from vsb.release.isolate import StageHost, wait_any
+
+    share = replace(config, workers=max(1, config.workers // max(1, len(styles))))
+    started: dict[str, float] = {}
+    with ExitStack() as stack:
+
+        def host(step: str, fn: Callable[[Progress], Any]) -> StageHost:
+            return stack.enter_context(StageHost({step: fn}))
+
+        busy: dict[str, StageHost] = {}  # style -> the process of the step it is in
+        for style in styles:
+            kind = cast("PromptStyle", style)
+            progress.start(style, None)
+            started[style] = time.perf_counter()
+            busy[style] = host(
+                "images", partial(variant_images, kind, root, plain, models, conditions, share)
+            )
+            busy[style].send("images")
+        waiting: list[str] = []  # images made, comparison not begun
+        comparing: str | None = None
+        while busy:
+            style, out = wait_any(busy, progress)
+            busy.pop(style).close()  # a process per step: its memory goes back now
+            if style == comparing:
+                comparing = None
+                seconds = time.perf_counter() - started[style]
+                done(style, out, seconds)
+                progress.finish(style, seconds, False)
+            else:
+                waiting.append(style)
+            if comparing is None and waiting:
+                comparing = waiting.pop(0)
+                kind = cast("PromptStyle", comparing)
+                busy[comparing] = host(
+                    "compare", partial(variant_comparison, kind, root, plain, conditions)
+                )
+                busy[comparing].send("compare")
 
 
 #: The two variants as the release build calls them.

@@ -172,3 +172,22 @@ def test_image_problem_decodes_a_file_once_until_it_is_replaced(
     assert decode.image_problem(path).startswith("cannot decode image")  # gone: asked again
     assert decode.image_problem(path).startswith("cannot decode image")
     assert len(opened) == 4
+
+
+def test_image_problem_takes_a_hard_link_for_the_same_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from PIL import Image
+
+    import vsb.evaluators.render.decode as decode
+
+    opened: list[str] = []
+    real_open = decode._open
+    monkeypatch.setattr(decode, "_open", lambda p: opened.append(str(p)) or real_open(p))
+    path = tmp_path / "a.png"
+    Image.new("RGB", (64, 48), "white").save(path)
+    os.link(path, tmp_path / "b.png")
+    assert decode.image_problem(path) == decode.image_problem(tmp_path / "b.png") == ""
+    assert len(opened) == 1

@@ -116,9 +116,8 @@ def fake_stages(
             calls.hit(name)
             if name == "score":  # (progress, release name, tables): which object, where
                 calls.note("score_tables", [id(a[2]), str(a[2].root), os.getpid()])
-            if name == "validate":  # (progress, release name, scratch, tables, served)
+            if name == "validate":  # (progress, release name, scratch, tables)
                 calls.note("validate_tables", [id(a[3]), str(a[3].root), os.getpid()])
-                calls.note("served", a[4])
             (release_dir / rel).parent.mkdir(parents=True, exist_ok=True)
             (release_dir / rel).write_text(f"{name}\n")
             return [rel]
@@ -145,6 +144,22 @@ def fake_stages(
     monkeypatch.setattr(stages, "score", writer("score", "scores/scores.json"))
     monkeypatch.setattr(stages, "validate", writer("validate", "validation/judge.json"))
     monkeypatch.setattr(stages, "build_site_dir", site)
+
+    def judge_references(release_dir: Path, p: Any, work: Path, served: bool, **kw: Any) -> Any:
+        calls.hit("judge_references")
+        calls.note("served", served)
+        calls.note("judged_in", os.getpid())
+        return {"judged": str(work)}
+
+    def write_references(release_dir: Path, judged: Any) -> list[str]:
+        calls.hit("write_references")
+        calls.note("references_from", [judged, os.getpid()])
+        rel = "validation/reference_judges.json"
+        (release_dir / rel).write_text("{}\n")
+        return [rel]
+
+    monkeypatch.setattr(stages, "judge_references", judge_references)
+    monkeypatch.setattr(stages, "write_references", write_references)
     return calls
 
 
@@ -159,7 +174,9 @@ def test_rerun_skips_fresh_stages_and_keeps_root_hash(fake_stages: _Calls, tmp_p
     assert second.manifest is not None
     assert second.manifest.root_hash == first.manifest.root_hash
     assert fake_stages.counts == {"suite": 2, "run": 2, "evaluate": 1, "score": 1,
-                                  "validate": 1, "site": 1, "load_tables": 1}  # fmt: skip
+                                  "validate": 1, "site": 1, "load_tables": 1,
+                                  "judge_references": 1, "write_references": 1}  # fmt: skip
+    assert "validation/reference_judges.json" in {f.path for f in second.manifest.files}
     # a damaged output makes its stage run again
     (first.release_dir / "scores" / "scores.json").write_text("tampered\n")
     third = build_release(cfg)
@@ -186,3 +203,16 @@ def test_evaluation_tables_are_read_once_and_handed_to_score_and_validate(
 def test_served_judges_reaches_the_validate_stage(fake_stages: _Calls, tmp_path: Path) -> None:
     build_release(BuildConfig(name="v9.0.0", out=tmp_path, served_judges=True))
     assert fake_stages.get("served") is True
+
+
+def test_reference_judges_answer_in_a_process_of_their_own_and_are_validated_beside_score(
+    fake_stages: _Calls, tmp_path: Path
+) -> None:
+    build_release(BuildConfig(name="v9.0.0", out=tmp_path))
+    analysis = fake_stages.get("validate_tables")[2]
+    judged_in = fake_stages.get("judged_in")
+    judged, written_in = fake_stages.get("references_from")
+    assert judged_in not in (analysis, os.getpid())  # a process of its own
+    assert written_in == analysis  # validated where the tables are
+    assert judged == {"judged": str(tmp_path / "v9.0.0" / "scratch")}
+    assert not (tmp_path / "v9.0.0" / "scratch" / "reference").exists()

@@ -164,3 +164,20 @@ def test_a_result_that_cannot_be_sent_back_is_an_error_not_a_hang() -> None:
 
     with pytest.raises(RuntimeError, match="cannot be sent back"):
         run_isolated(stage, Recorder())
+
+
+def test_a_stage_is_sent_its_arguments_with_fork_or_without(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import vsb.release.isolate as isolate
+
+    def stage(_p: object, a: int, b: dict[str, int]) -> tuple[int, int]:
+        return os.getpid(), a + b["x"]
+
+    with StageHost({"s": stage}) as host:
+        pid, total = host.call("s", Recorder(), 2, {"x": 40})
+    assert total == 42 and pid != os.getpid()
+    monkeypatch.setattr(isolate, "CAN_FORK", False)
+    with StageHost({"s": stage}) as host:
+        host.send("s", 1, {"x": 1})
+        assert host.receive("s", Recorder()) == (os.getpid(), 2)  # here, with what was sent

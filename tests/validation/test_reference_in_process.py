@@ -81,3 +81,43 @@ def test_the_transport_answers_the_bytes_the_server_sends(fail_first: int) -> No
     assert local[-1].status_code == 200
     assert json.loads(local[-1].content)["choices"][0]["message"]["content"] == "1: YES\n2: YES"
     assert endpoint.requests == server.requests == 2 - fail_first
+
+
+def test_judged_in_a_process_of_their_own_then_validated_gives_the_same_report(
+    small_run: Path, tmp_path: Path
+) -> None:
+    """The main job judges in one process (no statistics library loaded) and validates in
+    another, from the plain form of what was judged: the same report as in one go."""
+    import subprocess
+    import sys
+    import textwrap
+
+    from vsb.release import stages as st
+
+    code = textwrap.dedent(f"""
+        import json, sys
+        from pathlib import Path
+        from vsb.release.stages import judge_references
+        from vsb.tables.bridge import skip_pandas
+
+        skip_pandas()  # as in every stage process of the main job
+
+        class Quiet:
+            def note(self, *a): pass
+
+        out = judge_references(Path({str(small_run)!r}), Quiet(), Path({str(tmp_path)!r}),
+                               plain=True)
+        heavy = sorted(m for m in ("scipy.stats", "pandas") if m in sys.modules)
+        print(json.dumps({{"judged": out, "heavy": heavy}}))
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    answer = json.loads(done.stdout)
+    assert answer["heavy"] == []  # what lets it run beside score within the memory bound
+    report = tmp_path / "report"
+    (report / "validation").mkdir(parents=True)
+    for name in ("records.jsonl",):  # write_references writes into the release it is given
+        (report / name).write_text((small_run / name).read_text())
+    written = st.write_references(report, answer["judged"])
+    split = json.loads((report / written[0]).read_text())
+    whole = validate_reference_judges(small_run, tmp_path / "whole")
+    assert split == whole.model_dump(mode="json")

@@ -33,10 +33,10 @@ while nothing else is held.
 
 from __future__ import annotations
 
-import json
+import contextlib
 import shutil
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,23 +45,19 @@ from vsb import __version__
 from vsb.errors import InputError, ReleaseError
 from vsb.fsio import (
     atomic_write_json,
-    atomic_write_text,
     canonical_json,
-    iter_jsonl,
-    link_or_copy,
     load_json,
     sha256_file,
     sha256_hex,
 )
+from vsb.release.assemble import assemble
 from vsb.release.config import BuildConfig, Progress
-from vsb.release.isolate import CAN_FORK, StageHost, run_isolated
-from vsb.release.manifest import MANIFEST_NAME, Manifest, freeze
+from vsb.release.isolate import CAN_FORK, StageHost, run_isolated, wait_any
+from vsb.release.manifest import Manifest, freeze
 
 if TYPE_CHECKING:
     from vsb.scores.inputs import EvaluationTables
 
-RUN_COPY = ("manifest.json", "suite", "oracle")
-VOLATILE_RECORD_FIELDS = ("cache_hit", "latency_s")
 STAGES = (
     "suite", "run", "assemble", "evaluate", "paraphrase", "implicit", "score", "validate",
     "freeze", "site",
@@ -153,72 +149,6 @@ class _Stages:
             atomic_write_json(self.path, self.data)
 
 
-def _sync_tree(src: Path, dest: Path) -> None:
-    """Make ``dest`` a copy of ``src`` (files whose size and bytes match are left alone)."""
-    want = {p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_file()}
-    _prune(dest, dest, want)
-    for rel in sorted(want):
-        s, d = src / rel, dest / rel
-        if d.is_file() and d.stat().st_size == s.stat().st_size and _same(s, d):
-            continue
-        d.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(s, d)
-
-
-def _prune(tree: Path, base: Path, keep: Collection[str]) -> None:
-    """Remove the files under ``tree`` whose path relative to ``base`` is not in ``keep``,
-    then the folders left empty (deepest first)."""
-    if not tree.exists():
-        return
-    for p in sorted(tree.rglob("*"), reverse=True):
-        if p.is_file() and p.relative_to(base).as_posix() not in keep:
-            p.unlink()
-        elif p.is_dir() and not any(p.iterdir()):
-            p.rmdir()
-
-
-def _same(a: Path, b: Path) -> bool:
-    return a.read_bytes() == b.read_bytes()
-
-
-def assemble(run_dir: Path, release_dir: Path) -> dict[str, str]:
-    """Copy a run into the release directory, without volatile bookkeeping; returns the
-    SHA-256 of every image as it now lies in the release (read from those bytes). Any
-    MANIFEST.json there is removed (it is stale until the next freeze)."""
-    release_dir.mkdir(parents=True, exist_ok=True)
-    (release_dir / MANIFEST_NAME).unlink(missing_ok=True)
-    records = []
-    for _, rec in iter_jsonl(run_dir / "records.jsonl"):
-        for k in VOLATILE_RECORD_FIELDS:
-            rec.pop(k, None)
-        records.append(rec)
-    text = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records)
-    if (
-        not (release_dir / "records.jsonl").is_file()
-        or (release_dir / "records.jsonl").read_text(encoding="utf-8") != text
-    ):
-        atomic_write_text(release_dir / "records.jsonl", text)
-    for name in RUN_COPY:
-        src = run_dir / name
-        if src.is_dir():
-            _sync_tree(src, release_dir / name)
-        elif src.is_file():
-            shutil.copyfile(src, release_dir / name)
-    # images: copy by the sha256 the run recorded; skip those already in place
-    wanted = {r["path"]: r["sha256"] for r in records if r.get("path")}
-    _prune(release_dir / "images", release_dir, wanted.keys())
-    hashes: dict[str, str] = {}
-    for rel, sha in sorted(wanted.items()):
-        d = release_dir / rel
-        if d.is_file() and (have := sha256_file(d)) == sha:
-            hashes[rel] = have
-            continue
-        d.parent.mkdir(parents=True, exist_ok=True)
-        link_or_copy(run_dir / rel, d)
-        hashes[rel] = sha256_file(d)
-    return hashes
-
-
 def _timed(
     progress: Progress, result: BuildResult, stage: str, fn: Callable[[], bool], total: int | None
 ) -> None:
@@ -242,25 +172,36 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
     rel_dir, site_dir = root / "release", root / "site"
     result = BuildResult(root=root, release_dir=rel_dir, site_dir=site_dir)
     ledger = _Stages(root / "stages.json")
-    models = list(config.models or st.default_models())
-    conditions = list(config.conditions or st.default_conditions())
+
+    # The build process imports no more than it must (no numpy, no simulator, no schema):
+    # every stage process is forked from it, and the memory bound counts each one's pages.
+    def suite(p: Progress) -> tuple[list[str], list[str]]:
+        st.write_default_suite(root / "suite", config.seed)
+        return (
+            list(config.models or st.default_models()),
+            list(config.conditions or st.default_conditions()),
+        )
+
+    chosen: list[tuple[list[str], list[str]]] = []
+
+    def make_suite() -> bool:
+        chosen.append(run_isolated(suite, prog))
+        return True
+
+    _timed(prog, result, "suite", make_suite, 1)
+    models, conditions = chosen[0]
     if not models or not conditions:
         raise ReleaseError("nothing to build: no model or no condition")
 
-    def suite(p: Progress) -> bool:
-        return st.write_default_suite(root / "suite", config.seed)
-
-    _timed(prog, result, "suite", lambda: bool(run_isolated(suite, prog)), 1)
-
-    def run_all(p: Progress) -> Any:
-        return st.run_models(
+    def run_all(p: Progress) -> tuple[int, int, int, dict[str, str]]:
+        rr = st.run_models(
             root / "suite", root / "run", root / "cache", models, conditions, config, p
         )
+        return rr.images, rr.calls, rr.hits, dict(rr.skipped)  # plain: nothing to import here
 
     def run() -> bool:
-        rr = run_isolated(run_all, prog)
-        result.images, result.generated, result.cached = rr.images, rr.calls, rr.hits
-        result.unavailable = dict(rr.skipped)
+        result.images, result.generated, result.cached, skipped = run_isolated(run_all, prog)
+        result.unavailable = skipped
         return True
 
     _timed(prog, result, "run", run, None)
@@ -283,11 +224,20 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
 
     judging = [config.evaluators, config.judge, config.base_url, config.judge_batch]
 
+    def fingerprint(inputs: list[str], code: tuple[str, ...]) -> str:
+        return sha256_hex(
+            canonical_json([_files_hash(rel_dir, inputs), source_hash(*code), judging])
+        )
+
+    def fresh(stage: str, inputs: list[str], code: tuple[str, ...]) -> bool:
+        """Whether ``stage``'s inputs and code are what it last consumed."""
+        return ledger.fresh(stage, fingerprint(inputs, code), rel_dir)
+
     def cached(
         stage: str, inputs: list[str], code: tuple[str, ...], fn: Callable[[], list[str]]
     ) -> None:
         """Run ``stage`` unless its inputs and code are what it last consumed."""
-        fp = sha256_hex(canonical_json([_files_hash(rel_dir, inputs), source_hash(*code), judging]))
+        fp = fingerprint(inputs, code)
 
         def step() -> bool:
             if ledger.fresh(stage, fp, rel_dir):
@@ -367,29 +317,54 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
             with records.open("rb") as f:
                 result.variant_images += sum(1 for _ in f)
 
-    analysis = {
+    scratch = root / "scratch"
+    analysis: dict[str, Callable[..., Any]] = {
         "score": lambda p: st.score(rel_dir, p, config.name, tables()),
-        "validate": lambda p: st.validate(
-            rel_dir, p, config.name, root / "scratch", tables(), config.served_judges
-        ),
+        "validate": lambda p: st.validate(rel_dir, p, config.name, None, tables()),
+        "references": lambda p, judged: st.write_references(rel_dir, judged),
     }
-    # Score and validate share one process: the tables are read once for both. (The
-    # reference judges, part of validate, would save ~2 s beside score in a process of their
-    # own, but the two processes would hold ~600 MiB at once; issue #25 bounds the build at
-    # 1.25x the baseline's ~420 MiB.)
-    with StageHost(analysis) as host:
-        cached(
-            "score",
-            list(st.EVALUATION_INPUTS),
-            ("scores", "tables"),
-            lambda: host.call("score", prog),
-        )
-        cached(
-            "validate",
-            [*st.EVALUATION_INPUTS, "oracle/faults.jsonl"],
-            ("validation", "evaluators", "tables"),
-            lambda: host.call("validate", prog),
-        )
+    checked = (
+        [*st.EVALUATION_INPUTS, "oracle/faults.jsonl"],
+        ("validation", "evaluators", "tables"),
+    )
+    # Score and validate share one process: the tables are read once for both. The reference
+    # judges (part of validate) answer beside them in a process of their own, forked from this
+    # small one: ~2.5 s off the build within issue #25's memory bound (that process holds no
+    # tables and no statistics library; their answers are validated in the analysis process).
+    with contextlib.ExitStack() as stack:
+        host = stack.enter_context(StageHost(analysis))
+        refs: StageHost | None = None
+        judged: list[Any] = []
+        if not fresh("validate", *checked):
+            served = config.served_judges
+            refs = stack.enter_context(StageHost({"judge": lambda p: st.judge_references(
+                rel_dir, p, scratch, served, plain=True)}))  # fmt: skip
+            refs.send("judge")
+
+        def step(name: str, *args: Any) -> Any:
+            """Analysis stage ``name``, drawing the reference judges' progress meanwhile."""
+            host.send(name, *args)
+            while CAN_FORK:
+                busy = {"analysis": host, **({"refs": refs} if refs and not judged else {})}
+                key, out = wait_any(busy, prog)
+                if key == "analysis":
+                    return out
+                judged.append(out)
+                busy["refs"].close()  # its memory goes back now
+            return host.receive(name, prog)
+
+        def validate() -> list[str]:
+            files: list[str] = step("validate")
+            if refs is not None and not judged:
+                judged.append(refs.receive("judge", prog))
+                refs.close()
+            if refs is not None and judged[0] is not None:
+                files += step("references", judged[0])
+            shutil.rmtree(scratch / "reference", ignore_errors=True)
+            return files
+
+        cached("score", list(st.EVALUATION_INPUTS), ("scores", "tables"), lambda: step("score"))
+        cached("validate", *checked, validate)
     loaded.clear()  # without fork they were read here; no later stage reads them
 
     def do_freeze() -> bool:

@@ -35,7 +35,7 @@ from vsb.release.config import Progress
 #: Off on platforms without fork (the stages then run in the build process).
 CAN_FORK = "fork" in multiprocessing.get_all_start_methods()
 
-StageFn = Callable[[Progress], Any]
+StageFn = Callable[..., Any]  # (progress, *args) -> result
 
 
 class _Relay:
@@ -76,13 +76,14 @@ def _serve(orders: Any, replies: Any, fns: Mapping[str, StageFn], parent: int) -
     relay = _Relay(replies)
     while True:
         try:
-            name = orders.recv()
+            order = orders.recv()
         except EOFError:
             return
-        if name is None:
+        if order is None:
             return
+        name, args = order
         try:
-            result = fns[name](relay)
+            result = fns[name](relay, *args)
         except BaseException as err:  # every failure goes back to the build process
             replies.send(("error", _sendable(err), traceback.format_exc()))
             if not isinstance(err, Exception):
@@ -104,6 +105,7 @@ class StageHost:
         self.fns = dict(fns)
         self.proc: Any = None
         self.sent = ""  # the stage last sent
+        self.args: tuple[Any, ...] = ()  # and what it was sent with
 
     def __enter__(self) -> StageHost:
         return self
@@ -121,25 +123,26 @@ class StageHost:
         orders_r.close()
         replies_w.close()
 
-    def call(self, name: str, progress: Progress) -> Any:
-        """Run stage ``name`` in the child; its return value, or its exception raised here."""
-        self.send(name)
+    def call(self, name: str, progress: Progress, *args: Any) -> Any:
+        """Run stage ``name`` in the child (given the progress, then ``args``, which must
+        pickle); its return value, or its exception raised here."""
+        self.send(name, *args)
         return self.receive(name, progress)
 
-    def send(self, name: str) -> None:
+    def send(self, name: str, *args: Any) -> None:
         """Start stage ``name`` in the child and return at once; ``receive`` waits for it."""
-        self.sent = name
+        self.sent, self.args = name, args
         if not CAN_FORK:
             return
         if self.proc is None:
             self._start()
-        self.orders.send(name)
+        self.orders.send((name, args))
 
     def receive(self, name: str, progress: Progress) -> Any:
         """Wait for stage ``name`` (sent with ``send``), drawing its progress; its return
         value, or its exception raised here."""
         if not CAN_FORK:  # no child: the stage runs now, here
-            return self.fns[name](progress)
+            return self.fns[name](progress, *self.args)
         while True:
             done, result = self.step(progress)
             if done:

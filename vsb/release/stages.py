@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from vsb.release.config import BuildConfig, Progress
 
 if TYPE_CHECKING:
     from vsb.run.runner import RunResult
     from vsb.scores.inputs import EvaluationTables
+    from vsb.validation.reference import JudgedSlices
 
 #: What scoring and validation read from a release (``vsb.tables``: the tables an evaluation
 #: writes; a release built before them held ``.jsonl`` files, which only make the stages stale).
@@ -172,27 +173,52 @@ def reference_judges(
 ) -> list[str]:
     """The reference judges on the mid-drift simulator under the primary condition, when the
     release has those frames (writes validation/reference_judges.json; ``work``: a scratch
-    folder). Part of the validate stage; the main job runs it beside score."""
+    folder): ``judge_references``, then ``write_references``. Part of the validate stage."""
+    import shutil
+
+    try:
+        judged = judge_references(release_dir, progress, work, served)
+        return [] if judged is None else write_references(release_dir, judged)
+    finally:
+        shutil.rmtree(work / "reference", ignore_errors=True)
+
+
+def judge_references(
+    release_dir: Path,
+    progress: Progress,
+    work: Path,
+    served: bool = False,
+    *,
+    plain: bool = False,
+) -> JudgedSlices | dict[str, Any] | None:
+    """The reference judges' answers (``vsb.validation.reference.judge_slices``, under
+    ``work/reference``); None when the release lacks their frames. Imports no statistics: the
+    main job runs it in a small process of its own, beside score. ``plain``: as a dict (the
+    build process then imports nothing of vsb.validation to read it)."""
     from vsb.fsio import iter_jsonl
-    from vsb.validation.reference import (
-        DEFAULT_CONDITION,
-        DEFAULT_MODEL,
-        validate_reference_judges,
-        write_reference,
-    )
+    from vsb.validation.reference import DEFAULT_CONDITION, DEFAULT_MODEL, judge_slices
 
     has_slice = any(
         r["model"] == DEFAULT_MODEL and r["condition"] == DEFAULT_CONDITION
         for _, r in iter_jsonl(release_dir / "records.jsonl")
     )
     if not has_slice:
-        return []
+        return None
 
     def note(msg: str) -> None:
         progress.note("validate", msg)
 
-    refs = validate_reference_judges(release_dir, work, progress=note, served=served)
-    return _rel(release_dir, [write_reference(release_dir, refs)])
+    judged = judge_slices(release_dir, work / "reference", progress=note, served=served)
+    return judged.model_dump(mode="json") if plain else judged
+
+
+def write_references(release_dir: Path, judged: JudgedSlices | dict[str, Any]) -> list[str]:
+    """Validate the judged slices (``judge_references``'s, either form) and write
+    validation/reference_judges.json."""
+    from vsb.validation.reference import JudgedSlices, reference_report, write_reference
+
+    slices = judged if isinstance(judged, JudgedSlices) else JudgedSlices.model_validate(judged)
+    return _rel(release_dir, [write_reference(release_dir, reference_report(slices))])
 
 
 def build_site_dir(release_dir: Path, site_dir: Path, progress: Progress) -> list[str]:

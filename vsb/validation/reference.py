@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from vsb.fsio import atomic_write_json, iter_jsonl
+from vsb.fsio import atomic_write_json, iter_jsonl, link_or_copy
 from vsb.validation.models import EvaluatorValidation
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def _slice(run_dir: Path, dest: Path, model: str, condition: str) -> int:
             keep.append(r)
             if r.get("path"):
                 (dest / r["path"]).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(run_dir / r["path"], dest / r["path"])
+                link_or_copy(run_dir / r["path"], dest / r["path"])
     (dest / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in keep))
     (dest / "oracle").mkdir()
     faults = [
@@ -98,38 +98,82 @@ def validate_reference_judges(
     progress: Callable[[str], None] | None = None,
     served: bool = False,
 ) -> ReferenceReport:
-    """Judge the (model, condition) frames of ``run_dir`` with every reference judge (in one
-    scratch copy under ``work_dir``, removed after) and validate each against the oracle.
+    """Judge the (model, condition) frames of ``run_dir`` with every reference judge (in
+    scratch copies under ``work_dir``, removed after) and validate each against the oracle:
+    ``judge_slices``, then ``reference_report``.
 
     Each judge answers through the OpenAI wire format: in this process (an httpx transport
     that calls the server's own handler: the same bytes, no socket, no thread) or, with
     ``served``, over HTTP on 127.0.0.1. Both give the same verdicts."""
-    from vsb.validation.judge import validate_run
+    sub = Path(work_dir) / "reference"
+    try:
+        judged = judge_slices(
+            run_dir, sub, model=model, condition=condition, names=names,
+            progress=progress, served=served,
+        )  # fmt: skip
+        return reference_report(judged)
+    finally:
+        shutil.rmtree(sub, ignore_errors=True)
+
+
+class JudgedSlices(BaseModel):
+    """What ``judge_slices`` made: one judged copy of the slice per reference judge."""
+
+    model_config = ConfigDict(extra="forbid")
+    model: str
+    condition: str
+    n_frames: int
+    folders: dict[str, Path]  # judge name -> its copy of the slice, evaluated
+
+
+def judge_slices(
+    run_dir: str | Path,
+    sub: Path,
+    *,
+    model: str = DEFAULT_MODEL,
+    condition: str = DEFAULT_CONDITION,
+    names: Sequence[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+    served: bool = False,
+) -> JudgedSlices:
+    """The first step: copy the (model, condition) slice of ``run_dir`` to ``sub`` (replaced)
+    and evaluate one copy of it per reference judge, each asked through the wire format.
+    The judging needs no statistics library (the main job runs it beside score)."""
     from vsb.validation.reference_judges import REFERENCE_JUDGES
 
     note = progress or (lambda _msg: None)
-    root, work = Path(run_dir), Path(work_dir)
-    sub = work / "reference"
     shutil.rmtree(sub, ignore_errors=True)
+    n_frames = _slice(Path(run_dir), sub / "slice", model, condition)
+    folders: dict[str, Path] = {}
+    for name in names or list(REFERENCE_JUDGES):
+        note(f"reference judge {name}")
+        folder = sub / "judged" / name
+        shutil.copytree(sub / "slice", folder, copy_function=link_or_copy)
+        _judge_slice(folder, name, REFERENCE_JUDGES[name](), served)
+        folders[name] = folder
+    return JudgedSlices(model=model, condition=condition, n_frames=n_frames, folders=folders)
+
+
+def reference_report(judged: JudgedSlices) -> ReferenceReport:
+    """The second step: validate each judged copy against the oracle, as ``validate-judge``
+    validates any judge."""
+    from vsb.validation.judge import validate_run
+
     rows = []
-    try:
-        n_frames = _slice(root, sub, model, condition)
-        for name in names or list(REFERENCE_JUDGES):
-            note(f"reference judge {name}")
-            _judge_slice(sub, name, REFERENCE_JUDGES[name](), served)
-            report = validate_run(sub, evaluators=JUDGED)
-            xframe = [s for s in report.evaluators if s.evaluator == "vlm_xframe"]
-            rows.append(
-                ReferenceJudge(
-                    judge=name,
-                    description=DESCRIPTIONS.get(name, ""),
-                    section=report.section("vlm"),
-                    xframe_error_rate=xframe[0].agreement.error_rate if xframe else None,
-                )
+    for name, folder in judged.folders.items():
+        report = validate_run(folder, evaluators=JUDGED)
+        xframe = [s for s in report.evaluators if s.evaluator == "vlm_xframe"]
+        rows.append(
+            ReferenceJudge(
+                judge=name,
+                description=DESCRIPTIONS.get(name, ""),
+                section=report.section("vlm"),
+                xframe_error_rate=xframe[0].agreement.error_rate if xframe else None,
             )
-    finally:
-        shutil.rmtree(sub, ignore_errors=True)
-    return ReferenceReport(model=model, condition=condition, n_frames=n_frames, judges=rows)
+        )
+    return ReferenceReport(
+        model=judged.model, condition=judged.condition, n_frames=judged.n_frames, judges=rows
+    )
 
 
 #: The evaluators a reference judge answers for.

@@ -191,18 +191,25 @@ def _why(err: BaseException) -> str:
 def image_problem(path: str | Path) -> str:
     """Why the image file at ``path`` cannot be read ('' when it can): the same checks as
     decoding it (pixel cap from the header, then every pixel decoded), without the rest.
-    Remembered per file version (inode, size, modification time), so a process asked about
-    the same file again (the reference judges, one pass each) decodes it once."""
+    Remembered per file version (device, inode, size, modification time: a hard link is the
+    same file), so a process asked about the same file again (the reference judges, one
+    pass each) decodes it once."""
     try:
         st = os.stat(path)
     except OSError:
         return _problem(path)
-    return _problem_of(os.fspath(path), st.st_ino, st.st_size, st.st_mtime_ns)
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    why = _PROBLEMS.get(key)
+    if why is None:
+        if len(_PROBLEMS) >= _PROBLEMS_KEPT:
+            _PROBLEMS.clear()
+        why = _PROBLEMS[key] = _problem(path)
+    return why
 
 
-@lru_cache(maxsize=65_536)
-def _problem_of(path: str, _ino: int, _size: int, _mtime_ns: int) -> str:
-    return _problem(path)
+#: ``image_problem``'s answers by file version, and how many it keeps.
+_PROBLEMS: dict[tuple[int, int, int, int], str] = {}
+_PROBLEMS_KEPT = 65_536
 
 
 def _problem(path: str | Path) -> str:

@@ -177,14 +177,15 @@ def _load_checks(path: Path, evaluator: str) -> tuple[Checks, dict[tuple[str, st
     return checks, failures
 
 
-def load_site_data(release_dir: str | Path) -> SiteData:
-    """Read every file the site needs from a frozen release directory."""
-    root = Path(release_dir)
-    manifest = load_manifest(root)
-    scores = _read_model(root / SCORES_FILE, ScoresReport)
-    judge_path = root / JUDGE_FILE
-    judge = _read_model(judge_path, JudgeReport) if judge_path.is_file() else None
-    stories = load_suite(root / SUITE_DIR)
+def read_records(
+    root: Path,
+) -> tuple[
+    dict[tuple[str, str, str, int], str | None],
+    dict[tuple[str, str, str, int], str],
+    dict[str, list[float | None]],
+]:
+    """From the release's records: each frame's image path (None: no image), each failed
+    frame's error, and each model's per-image costs (None: unknown)."""
     images: dict[tuple[str, str, str, int], str | None] = {}
     errors: dict[tuple[str, str, str, int], str] = {}
     costs: dict[str, list[float | None]] = defaultdict(list)
@@ -196,6 +197,18 @@ def load_site_data(release_dir: str | Path) -> SiteData:
         cost = r.get("cost_usd")
         ok = isinstance(cost, int | float) and not isinstance(cost, bool)
         costs[str(r["model"])].append(float(cost) if ok and cost is not None else None)
+    return images, errors, costs
+
+
+def load_site_data(release_dir: str | Path) -> SiteData:
+    """Read every file the site needs from a frozen release directory."""
+    root = Path(release_dir)
+    manifest = load_manifest(root)
+    scores = _read_model(root / SCORES_FILE, ScoresReport)
+    judge_path = root / JUDGE_FILE
+    judge = _read_model(judge_path, JudgeReport) if judge_path.is_file() else None
+    stories = load_suite(root / SUITE_DIR)
+    images, errors, costs = read_records(root)
     req_path = requirements_file(root)
     if not req_path.is_file():
         raise ReleaseError("release is missing this file", file=req_path)

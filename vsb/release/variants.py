@@ -193,8 +193,9 @@ def side_by_side(
 ) -> None:
     """Run the variants ``styles`` at once, each in a process of its own with its share of
     the workers (the main job's two variants: one each, so neither forks a pool), then
-    their comparisons one at a time, each in a new process: a comparison holds the
-    release's rows (~100 MiB), and the build's memory bound counts every process.
+    each one's comparison in a new process, forked from the small build process: the
+    images step's leftovers are gone before a comparison loads the release's rows (~100
+    MiB; the build's memory bound counts every process: ~400 MiB here at most).
     ``done(style, files, seconds)`` as each ends; the first error is raised here, after the
     other variants' processes are stopped. Needs fork (``vsb.release.isolate.CAN_FORK``)."""
     from contextlib import ExitStack
@@ -217,25 +218,21 @@ def side_by_side(
                 "images", partial(variant_images, kind, root, plain, models, conditions, share)
             )
             busy[style].send("images")
-        waiting: list[str] = []  # images made, comparison not begun
-        comparing: str | None = None
+        comparing: set[str] = set()
         while busy:
             style, out = wait_any(busy, progress)
             busy.pop(style).close()  # a process per step: its memory goes back now
-            if style == comparing:
-                comparing = None
+            if style in comparing:
                 seconds = time.perf_counter() - started[style]
                 done(style, out, seconds)
                 progress.finish(style, seconds, False)
-            else:
-                waiting.append(style)
-            if comparing is None and waiting:
-                comparing = waiting.pop(0)
-                kind = cast("PromptStyle", comparing)
-                busy[comparing] = host(
-                    "compare", partial(variant_comparison, kind, root, plain, conditions)
-                )
-                busy[comparing].send("compare")
+                continue
+            comparing.add(style)
+            kind = cast("PromptStyle", style)
+            busy[style] = host(
+                "compare", partial(variant_comparison, kind, root, plain, conditions)
+            )
+            busy[style].send("compare")
 
 
 #: The two variants as the release build calls them.

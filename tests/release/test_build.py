@@ -3,9 +3,12 @@ and the same root hash whether images were generated or read from the cache."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -70,19 +73,25 @@ class _Calls:
     def _load(self) -> dict[str, Any]:
         return dict(json.loads(self.path.read_text()))
 
-    def _save(self, state: dict[str, Any]) -> None:
-        self.path.write_text(json.dumps(state))
+    @contextlib.contextmanager
+    def _update(self) -> Iterator[dict[str, Any]]:
+        """Read, change and write the state under a lock: two stages may run at once."""
+        with (self.path.parent / "calls.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            state = self._load()
+            yield state
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(state))
+            os.replace(tmp, self.path)
 
     def hit(self, name: str) -> None:
-        state = self._load()
-        counts = state.setdefault("counts", {})
-        counts[name] = counts.get(name, 0) + 1
-        self._save(state)
+        with self._update() as state:
+            counts = state.setdefault("counts", {})
+            counts[name] = counts.get(name, 0) + 1
 
     def note(self, key: str, value: Any) -> None:
-        state = self._load()
-        state[key] = value
-        self._save(state)
+        with self._update() as state:
+            state[key] = value
 
     @property
     def counts(self) -> dict[str, int]:
@@ -146,6 +155,7 @@ def fake_stages(
     monkeypatch.setattr(stages, "build_site_dir", site)
 
     def judge_references(release_dir: Path, p: Any, work: Path, served: bool, **kw: Any) -> Any:
+        p.note("validate", "reference judge literal")  # before the validate stage starts
         calls.hit("judge_references")
         calls.note("served", served)
         calls.note("judged_in", os.getpid())
@@ -216,3 +226,43 @@ def test_reference_judges_answer_in_a_process_of_their_own_and_are_validated_bes
     assert written_in == analysis  # validated where the tables are
     assert judged == {"judged": str(tmp_path / "v9.0.0" / "scratch")}
     assert not (tmp_path / "v9.0.0" / "scratch" / "reference").exists()
+
+
+class _Strict:
+    """A progress display that, like the CLI's bars, knows a stage only once it started."""
+
+    def __init__(self) -> None:
+        self.open: set[str] = set()
+        self.notes: list[tuple[str, str]] = []
+
+    def start(self, stage: str, total: int | None) -> None:
+        self.open.add(stage)
+
+    def advance(self, stage: str, done: int, total: int | None) -> None:
+        assert stage in self.open, f"advance of {stage} before it started"
+
+    def note(self, stage: str, message: str) -> None:
+        assert stage in self.open, f"note of {stage} before it started: {message}"
+        self.notes.append((stage, message))
+
+    def finish(self, stage: str, seconds: float, skipped: bool) -> None:
+        self.open.discard(stage)
+
+
+def test_work_that_begins_early_reports_once_its_stage_has_started(
+    fake_stages: _Calls, tmp_path: Path
+) -> None:
+    """The reference judges answer during score; their notes belong to validate (found by
+    a new user: `vsb release build` failed with KeyError: 'validate')."""
+    strict = _Strict()
+    result = build_release(BuildConfig(name="v9.0.0", out=tmp_path), strict)
+    assert result.manifest is not None and fake_stages.counts["judge_references"] == 1
+
+
+def test_the_command_draws_the_early_work_without_failing(
+    fake_stages: _Calls, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from vsb.cli.main import main
+
+    assert main(["release", "build", "v9.0.0", "--out", str(tmp_path)]) == 0
+    assert "KeyError" not in capsys.readouterr().err

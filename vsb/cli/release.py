@@ -30,12 +30,14 @@ class _RichProgress:
         self.bar.refresh()
 
     def advance(self, stage: str, done: int, total: int | None) -> None:
-        self.bar.update(self.tasks[stage], completed=done, total=total)
-        self.bar.refresh()
+        if stage in self.tasks:  # a bar is drawn from its stage's start
+            self.bar.update(self.tasks[stage], completed=done, total=total)
+            self.bar.refresh()
 
     def note(self, stage: str, message: str) -> None:
-        self.bar.update(self.tasks[stage], note=message)
-        self.bar.refresh()
+        if stage in self.tasks:
+            self.bar.update(self.tasks[stage], note=message)
+            self.bar.refresh()
 
     def finish(self, stage: str, seconds: float, skipped: bool) -> None:
         task = self.tasks[stage]

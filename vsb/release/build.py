@@ -80,6 +80,32 @@ class _Silent:
         pass
 
 
+class _Open:
+    """The build's progress, passed on only for a stage that has started and not finished:
+    work that begins early (the reference judges, part of validate, answer during score)
+    reports to its stage from the moment the stage starts."""
+
+    def __init__(self, inner: Progress) -> None:
+        self.inner = inner
+        self.open: set[str] = set()
+
+    def start(self, stage: str, total: int | None) -> None:
+        self.open.add(stage)
+        self.inner.start(stage, total)
+
+    def advance(self, stage: str, done: int, total: int | None) -> None:
+        if stage in self.open:
+            self.inner.advance(stage, done, total)
+
+    def note(self, stage: str, message: str) -> None:
+        if stage in self.open:
+            self.inner.note(stage, message)
+
+    def finish(self, stage: str, seconds: float, skipped: bool) -> None:
+        self.open.discard(stage)
+        self.inner.finish(stage, seconds, skipped)
+
+
 @dataclass
 class BuildResult:
     """What the main job did."""
@@ -166,7 +192,7 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
     """Run the whole main job (see the module docstring); returns where everything is."""
     from vsb.release import stages as st
 
-    prog = progress or _Silent()
+    prog = _Open(progress or _Silent())
     root = config.root
     root.mkdir(parents=True, exist_ok=True)
     rel_dir, site_dir = root / "release", root / "site"

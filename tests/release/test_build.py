@@ -266,3 +266,27 @@ def test_the_command_draws_the_early_work_without_failing(
 
     assert main(["release", "build", "v9.0.0", "--out", str(tmp_path)]) == 0
     assert "KeyError" not in capsys.readouterr().err
+
+
+def test_the_command_reports_wall_time_not_the_sum_of_overlapping_stages(
+    fake_stages: _Calls,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import re
+
+    import vsb.release.build as build_mod
+    from vsb.cli.main import main
+
+    real = build_mod.build_release
+
+    def overlapping(config: BuildConfig, progress: Any = None) -> Any:
+        result = real(config, progress)
+        result.seconds.update({"paraphrase": 50.0, "implicit": 50.0})  # side by side
+        return result
+
+    monkeypatch.setattr(build_mod, "build_release", overlapping)
+    assert main(["release", "build", "v9.0.0", "--out", str(tmp_path)]) == 0
+    took = re.search(r"stages skipped: [^;]*; ([0-9.]+) s", capsys.readouterr().out)
+    assert took is not None and float(took.group(1)) < 50

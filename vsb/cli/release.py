@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -124,11 +125,12 @@ def build(
         served_judges=served_judges,
         conditions=tuple(resolve_conditions(conditions)) if conditions else None,
     )  # fmt: skip
+    t0 = time.perf_counter()
     with Progress(*columns, console=console, auto_refresh=False) as bar:
         result = build_release(config, _RichProgress(bar, console))
+    total = time.perf_counter() - t0  # wall time: some stages overlap
     for model, reason in result.unavailable.items():
         click.echo(f"skipped {model}: {reason}", err=True)
-    total = sum(result.seconds.values())
     click.echo(
         f"{result.images} images ({result.generated} generated, {result.cached} from cache)"
         + (f", {result.variant_images} in suite variants" if result.variant_images else "")

@@ -148,8 +148,19 @@ def test_image_problem_checks_the_header_before_decoding(tmp_path: Path) -> None
         assert err.value.file == str(big)
 
 
+@pytest.fixture
+def opened(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The files ``image_problem`` decodes, in order."""
+    import vsb.evaluators.render.decode as decode
+
+    seen: list[str] = []
+    real_open = decode._open
+    monkeypatch.setattr(decode, "_open", lambda p: seen.append(str(p)) or real_open(p))
+    return seen
+
+
 def test_image_problem_decodes_a_file_once_until_it_is_replaced(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, opened: list[str]
 ) -> None:
     import os
 
@@ -157,9 +168,6 @@ def test_image_problem_decodes_a_file_once_until_it_is_replaced(
 
     import vsb.evaluators.render.decode as decode
 
-    opened: list[str] = []
-    real_open = decode._open
-    monkeypatch.setattr(decode, "_open", lambda p: opened.append(str(p)) or real_open(p))
     path = tmp_path / "a.png"
     Image.new("RGB", (64, 48), "white").save(path)
     assert decode.image_problem(path) == decode.image_problem(str(path)) == ""
@@ -175,7 +183,7 @@ def test_image_problem_decodes_a_file_once_until_it_is_replaced(
 
 
 def test_image_problem_takes_a_hard_link_for_the_same_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, opened: list[str]
 ) -> None:
     import os
 
@@ -183,9 +191,6 @@ def test_image_problem_takes_a_hard_link_for_the_same_file(
 
     import vsb.evaluators.render.decode as decode
 
-    opened: list[str] = []
-    real_open = decode._open
-    monkeypatch.setattr(decode, "_open", lambda p: opened.append(str(p)) or real_open(p))
     path = tmp_path / "a.png"
     Image.new("RGB", (64, 48), "white").save(path)
     os.link(path, tmp_path / "b.png")

@@ -9,6 +9,7 @@ import pickle
 import signal
 
 import pytest
+from stage_progress import Recorder
 
 from vsb.errors import InputError, ReleaseError, TransitionError, UnknownNameError
 from vsb.release.isolate import CAN_FORK, StageHost, run_isolated
@@ -16,23 +17,6 @@ from vsb.release.isolate import CAN_FORK, StageHost, run_isolated
 pytestmark = pytest.mark.skipif(not CAN_FORK, reason="needs fork")
 
 _HELD: list[bytes] = []
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, tuple[object, ...]]] = []
-
-    def start(self, stage: str, total: int | None) -> None:
-        self.calls.append(("start", (stage, total)))
-
-    def advance(self, stage: str, done: int, total: int | None) -> None:
-        self.calls.append(("advance", (stage, done, total)))
-
-    def note(self, stage: str, message: str) -> None:
-        self.calls.append(("note", (stage, message)))
-
-    def finish(self, stage: str, seconds: float, skipped: bool) -> None:
-        self.calls.append(("finish", (stage, seconds, skipped)))
 
 
 def test_the_stage_runs_in_another_process_and_its_memory_stays_there() -> None:

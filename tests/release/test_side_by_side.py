@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stage_progress import Recorder
 
 from vsb.errors import InputError, ReleaseError
 from vsb.release import variants as vr
@@ -18,23 +19,6 @@ from vsb.release.config import BuildConfig
 from vsb.release.isolate import CAN_FORK, StageHost, wait_any
 
 pytestmark = pytest.mark.skipif(not CAN_FORK, reason="needs fork")
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, tuple[Any, ...]]] = []
-
-    def start(self, stage: str, total: int | None) -> None:
-        self.calls.append(("start", (stage, total)))
-
-    def advance(self, stage: str, done: int, total: int | None) -> None:
-        self.calls.append(("advance", (stage, done, total)))
-
-    def note(self, stage: str, message: str) -> None:
-        self.calls.append(("note", (stage, message)))
-
-    def finish(self, stage: str, seconds: float, skipped: bool) -> None:
-        self.calls.append(("finish", (stage, seconds, skipped)))
 
 
 def _fake_steps(monkeypatch: pytest.MonkeyPatch, log: Path, fail: str = "") -> None:

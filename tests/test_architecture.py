@@ -228,7 +228,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("vsb.scores",),
     ("vsb.validation",),
     ("vsb.narrative",),  # narratives imported through the judge's call machinery
-    ("vsb.release.manifest", "vsb.release.signing", "vsb.release.config"),  # the format
+    # the format, and running work in a process of its own (the site's helper uses it too)
+    ("vsb.release.manifest", "vsb.release.signing", "vsb.release.config", "vsb.release.isolate"),
     ("vsb.site.data",),  # reading a release for display
     ("vsb.human",),
     ("vsb.site",),

@@ -290,3 +290,21 @@ def test_the_command_reports_wall_time_not_the_sum_of_overlapping_stages(
     assert main(["release", "build", "v9.0.0", "--out", str(tmp_path)]) == 0
     took = re.search(r"stages skipped: [^;]*; ([0-9.]+) s", capsys.readouterr().out)
     assert took is not None and float(took.group(1)) < 50
+
+
+def test_without_fork_every_stage_runs_in_the_build_process(
+    fake_stages: _Calls, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where fork is missing, the stages (the reference judges and the analysis too) run
+    one after the other in the build process, with the same result."""
+    import vsb.release.build as build_mod
+    import vsb.release.isolate as isolate
+
+    monkeypatch.setattr(isolate, "CAN_FORK", False)
+    monkeypatch.setattr(build_mod, "CAN_FORK", False)
+    result = build_release(BuildConfig(name="v9.0.0", out=tmp_path), _Strict())
+    assert result.manifest is not None and verify(result.release_dir) == []
+    assert fake_stages.get("judged_in") == os.getpid()
+    assert fake_stages.get("references_from")[1] == os.getpid()
+    assert fake_stages.get("validate_tables")[2] == os.getpid()
+    assert fake_stages.counts["judge_references"] == fake_stages.counts["write_references"] == 1

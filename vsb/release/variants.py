@@ -147,7 +147,8 @@ def variant_comparison(
 ) -> list[str]:
     """The second step: the ``style`` run compared with the release, the paraphrase on every
     check, the implicit stories (a subset) on their inferred checks. It holds the release's
-    rows (``plain``): the build runs one comparison at a time. Returns the files written."""
+    rows (``plain``): the build runs it in a new process (``side_by_side``). Returns the
+    files written."""
     from vsb.scores.compute import load_scoring_input
     from vsb.scores.sensitivity import SENSITIVITY_DIR
 

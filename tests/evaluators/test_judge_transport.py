@@ -435,3 +435,15 @@ def test_one_at_a_time_runs_in_the_calling_thread(tmp_path: Path, concurrency: i
     outs = execute_calls(_calls(tmp_path, 6, t.endpoint), t, opts)
     assert [o.reply.text if o.reply else None for o in outs] == ["1: YES"] * 6
     assert (threads == {threading.get_ident()}) == (concurrency == 1)
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_one_at_a_time_against_a_real_server_on_loopback(tmp_path: Path, concurrency: int) -> None:
+    """The calling-thread path (concurrency 1) and the pool, over real HTTP on 127.0.0.1:
+    every call answered, once, in order."""
+    with JudgeHttpServer(say("NO")) as server, httpx.Client() as client:
+        t = OpenAICompatibleVlm(client, model="x", base_url=server.url)
+        opts = JudgeOptions(cache_dir=None, concurrency=concurrency)
+        outs = execute_calls(_calls(tmp_path, 5, t.endpoint), t, opts)
+        assert [o.reply.text if o.reply else o.error for o in outs] == ["1: NO"] * 5
+        assert server.requests == 5

@@ -58,6 +58,16 @@ STATIC_FILES = ("style.css", "sort.js", "board.js", "evaluate.js", "evaluate.css
 #: Release files the site offers for download as they are (under data/).
 RELEASE_DOWNLOADS = ("scores", "validation", "sensitivity")
 _SAFE_PATH = re.compile(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*")
+#: A sideways-scrolling table wrapper; each must be focusable (axe: scrollable-region-focusable).
+_TABLE_WRAP = re.compile(r'<div class="table-wrap"[^>]*>')
+
+
+def check_table_wraps(html: str, path: str) -> None:
+    """Refuse a page whose table wrapper a keyboard cannot reach (write tables through the
+    ``table_wrap`` macro of macros.html, which adds ``tabindex="0" role="group"``)."""
+    for tag in _TABLE_WRAP.findall(html):
+        if 'tabindex="0"' not in tag or 'role="group"' not in tag:
+            raise RuntimeError(f'{path}: {tag} lacks tabindex="0" role="group"')
 
 
 @dataclass(frozen=True)
@@ -219,6 +229,7 @@ class _Writer:
         html = self.env.get_template(template).render(
             {**self.common, **ctx, "root": root, "page_path": path, "downloads": downloads}
         )
+        check_table_wraps(html, path)
         dest = self.out / path
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(html, encoding="utf-8")

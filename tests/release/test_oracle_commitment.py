@@ -117,3 +117,31 @@ def test_the_coverage_sentence_is_the_same_everywhere(rel: Path) -> None:
     readme = Path(__file__).resolve().parents[2] / "README.md"
     assert COVERAGE in (rel / "README.md").read_text()
     assert COVERAGE in " ".join(readme.read_text().split())
+
+
+def test_a_plain_verify_says_the_oracle_went_unchecked(
+    rel: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38, item 5: after an edit to oracle/faults.jsonl, `verify --expect-root` passes
+    (by design) but says that oracle/ was not checked and how to check it."""
+    (rel / "oracle" / "faults.jsonl").write_text("changed\n")
+    root = load_manifest(rel).root_hash
+    assert main(["release", "verify", str(rel), "--expect-root", root]) == 0
+    out = capsys.readouterr().out
+    assert f"oracle/ not checked: add --oracle {rel / 'oracle'} to check it" in out
+    assert main(["release", "verify", str(rel), "--oracle", str(rel / "oracle")]) == 1
+    capsys.readouterr()
+    shutil.rmtree(rel / "oracle")
+    assert main(["release", "verify", str(rel)]) == 0
+    assert "oracle/ not checked: add --oracle DIR" in capsys.readouterr().out
+
+
+def test_verify_says_an_unchecked_signature_went_unchecked(
+    rel: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["release", "keygen", "--out", str(tmp_path / "keys")]) == 0
+    private = tmp_path / "keys" / "vsb-release-private.pem"
+    assert main(["release", "sign", str(rel), "--key", str(private)]) == 0
+    capsys.readouterr()
+    assert main(["release", "verify", str(rel)]) == 0
+    assert "MANIFEST.json.sig not checked: add --key PUB.pem" in capsys.readouterr().out

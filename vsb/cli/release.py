@@ -238,6 +238,26 @@ def verify(
         click.echo(f"signed by the key {fingerprint(public)}")
     if oracle is not None:
         click.echo(f"oracle {oracle} is the one sealed with the release ({manifest.oracle_sha256})")
+    for line in _unchecked(release_dir, manifest.oracle_sha256, oracle, public):
+        click.echo(line)
+
+
+def _unchecked(
+    release_dir: Path, commitment: str | None, oracle: Path | None, public: Any
+) -> list[str]:
+    """What this verify left unchecked, one line each (a pass says nothing about it)."""
+    lines = []
+    if oracle is None:
+        own = release_dir / "oracle"
+        if commitment is None:
+            lines.append("oracle/ not checked: MANIFEST.json holds no oracle commitment")
+        elif own.is_dir():
+            lines.append(f"oracle/ not checked: add --oracle {own} to check it")
+        else:
+            lines.append("oracle/ not checked: add --oracle DIR (the published oracle) to check it")
+    if public is None and (release_dir / "MANIFEST.json.sig").is_file():
+        lines.append("MANIFEST.json.sig not checked: add --key PUB.pem to check it")
+    return lines
 
 
 @release.command("sign")

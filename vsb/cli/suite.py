@@ -169,6 +169,46 @@ def stats(suite_dir: Path) -> None:
     console.print(dims)
 
 
+@suite.command("prompts")
+@click.argument("suite_dir", type=click.Path(path_type=Path))
+@click.option(
+    "--condition", "conditions", required=True, metavar="NAME[,NAME…]",
+    help="Condition name(s), comma-separated, as for vsb run (all = the six main ones).",
+)  # fmt: skip
+@click.option(
+    "--out", "out_file", required=True, type=click.Path(dir_okay=False, path_type=Path),
+    help="File to write (JSON lines; --format csv for CSV).",
+)  # fmt: skip
+@click.option(
+    "--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True,
+    help="jsonl keeps every prompt exact; csv quotes a cell that starts like a formula.",
+)  # fmt: skip
+@click.option(
+    "--source", default="mine", show_default=True,
+    help="The folder every path starts with: serve the images back with --model "
+    "stored:SOURCE --samples DIR.",
+)  # fmt: skip
+def prompts(suite_dir: Path, conditions: str, out_file: Path, fmt: str, source: str) -> None:
+    """Export the exact request of every (story, scene, condition) for a pipeline outside vsb.
+
+    One row each: story_id, scene, condition, prompt (what a text-only model is sent, context
+    included), context (as sent, empty without one), scene_text, reference (previous_image:
+    the frame handed along, a path relative to DIR), path (where --model stored:SOURCE
+    --samples DIR expects the image, relative to DIR: it starts with SOURCE) and same_as
+    (the path of an earlier row with the same request: stored: serves that one file for both,
+    so make only the rows whose same_as is empty)."""
+    from vsb.conditions import resolve_conditions
+    from vsb.run.prompts import suite_prompts, write_prompts
+
+    rows = list(suite_prompts(suite_dir, resolve_conditions(conditions), source))
+    write_prompts(rows, out_file, fmt)
+    distinct = sum(r.same_as is None for r in rows)
+    click.echo(
+        f"wrote {len(rows)} prompts ({distinct} distinct images to make) to {out_file}; "
+        f"put each image at DIR/<path>, then: vsb run --model stored:{source} --samples DIR"
+    )
+
+
 #: Exit status of an import that rejected some stories (the others are written).
 SOME_REJECTED = 2
 #: Exit status of an import that --budget stopped (as ``vsb run`` and ``vsb evaluate``).

@@ -15,6 +15,12 @@ link that leads out of the samples directory, one over ``MAX_BYTES``, one that d
 decode in full (``to_png`` decodes every pixel: scrambled data with correct CRCs, a text
 file), and an image over the pixel cap or a decompression bomb: per-image errors, never an
 aborted run.
+One file serves every request that is the same: where ``<condition>/<story>/scene_<kk>.png``
+is missing, the sample of the same story and scene under another condition folder of SOURCE is
+served if that condition sends the same request (scene 1 under every condition; a context
+that equals another's), as ``vsb suite prompts`` marks such rows (``same_as``): an outside
+pipeline makes each distinct image once (issue #36).
+
 Without a directory and a source the model cannot run and is skipped (``CredentialMissing``,
 the runner's skip-and-report path). The bare name ``stored`` with ``source=`` is the older
 spelling of ``stored:SOURCE``.
@@ -33,8 +39,10 @@ from vsb.adapters.base import (
     Privileged,
 )
 from vsb.adapters.providers._http import MAX_BYTES, to_png
+from vsb.conditions import get_condition, is_condition
 from vsb.errors import AdapterError, CredentialMissing, InputError
 from vsb.fsio import sha256_hex
+from vsb.story.models import Story
 
 
 def check_source(source: str) -> str:
@@ -71,7 +79,28 @@ class StoredSamples(ImageModelAdapter):
         """Where the image of one (condition, story, scene) is stored."""
         self.preflight()
         assert self.root is not None and self.source
-        return self.root / self.source / condition / story_id / f"scene_{scene:02d}.png"
+        return self.root / sample_path(self.source, condition, story_id, scene)
+
+    def serves(self, p: Privileged) -> Path:
+        """The file that serves request ``p``: its own path, else the same story and scene
+        under another condition folder whose request is the same (``same_request``)."""
+        own = self.path_for(p.condition, p.story.id, p.scene)
+        if own.exists() or own.is_symlink():
+            return own
+        assert self.root is not None and self.source
+        try:
+            folders = sorted(d.name for d in (self.root / self.source).iterdir() if d.is_dir())
+        except OSError:
+            return own
+        for other in folders:
+            if other == p.condition or not is_condition(other):
+                continue
+            path = self.path_for(other, p.story.id, p.scene)
+            if (path.exists() or path.is_symlink()) and same_request(
+                p.story, p.scene, p.condition, other
+            ):
+                return path
+        return own
 
     def request_parameters(
         self, parameters: dict[str, Any], privileged: Privileged | None
@@ -81,7 +110,7 @@ class StoredSamples(ImageModelAdapter):
         sample's bytes, never by its name (issue #22)."""
         if privileged is None:
             return parameters
-        path = self.path_for(privileged.condition, privileged.story.id, privileged.scene)
+        path = self.serves(privileged)
         try:
             digest: str | None = sha256_hex(self._read(path))
         except AdapterError:
@@ -112,7 +141,7 @@ class StoredSamples(ImageModelAdapter):
         if p is None:
             raise AdapterError(f"{self.name}: needs the story, scene and condition (privileged)")
         t0 = time.perf_counter()
-        path = self.path_for(p.condition, p.story.id, p.scene)
+        path = self.serves(p)
         raw = self._read(path)
         want = request.parameters.get("sample_sha256")
         if want is not None and sha256_hex(raw) != want:
@@ -126,6 +155,23 @@ class StoredSamples(ImageModelAdapter):
         # to_png decodes every pixel: a file that only looks like an image is refused here,
         # per image, rather than recorded and found by ``vsb evaluate`` (issue #23)
         return GenerationResult(png=to_png(raw, f"{self.name} {path}"), metadata=meta)
+
+
+def sample_path(source: str, condition: str, story_id: str, scene: int) -> str:
+    """Where ``stored:SOURCE`` looks for one image, relative to the samples directory."""
+    return f"{source}/{condition}/{story_id}/scene_{scene:02d}.png"
+
+
+def same_request(story: Story, scene: int, a: str, b: str) -> bool:
+    """Whether conditions ``a`` and ``b`` send the same request for ``scene`` of ``story``:
+    the same context text and JSON, and no previous frame (a frame differs by condition)."""
+    try:
+        ca, cb = get_condition(a).context(story, scene), get_condition(b).context(story, scene)
+    except InputError:
+        return False
+    if ca.reference_image or cb.reference_image:
+        return False
+    return (ca.text, ca.data) == (cb.text, cb.data)
 
 
 def stored_adapter(source: str, *, root: str | Path | None = None) -> StoredSamples:

@@ -2,8 +2,9 @@
 
 Every requirement of a scene becomes a YES/NO question (vlm_questions.py). The questions of
 one image go in one call, numbered ``1. …``, ``2. …``; the judge answers one per line,
-``1: YES``, ``2: NO``, ``3: UNSURE`` (``parse_batch``). A missing, duplicated or
-unparsable answer is a ``parse_failure`` for that question: counted and shown, never a pass.
+``1: YES``, ``2: NO``, ``3: UNSURE``; ``parse_batch`` matches each answer to its question by
+its number in any layout (one line, markdown, JSON). A missing, contradicted or unparsable
+answer is a ``parse_failure`` for that question: counted and shown, never a pass.
 ``JudgeOptions.batch`` caps the questions per call (``1``: one question per call, answered
 with a single word, for judges that cannot batch).
 

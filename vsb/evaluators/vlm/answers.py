@@ -1,12 +1,14 @@
 """The judge's prompts and how its replies are read: YES, NO or UNSURE per question.
 
-A batched call asks numbered questions and expects ``N: WORD`` lines (``parse_batch``); a
-single-question call expects one word (``parse_answer``). Anything else is a parse failure:
-counted and shown, never a pass (``verdict_of``).
+A batched call asks numbered questions and expects ``N: WORD`` lines; ``parse_batch`` matches
+each answer to its question by its number in any layout (one line, markdown, ``Q1:``, a JSON
+object or array). A single-question call expects one word (``parse_answer``). Anything else
+is a parse failure: counted and shown, never a pass (``verdict_of``).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import Literal
@@ -46,7 +48,6 @@ _WORD = re.compile(
 _LEAD = re.compile(r"^(?:\d{1,4}\s*[:.)\-]\s*)?(yes|no|unsure)\b")
 _NUMBERED = re.compile(r"^\s*(?:q(?:uestion)?\s*)?(\d{1,4})\s*[:.)\-]\s*(.*)$")
 _STRIP = str.maketrans("", "", "*_`\"'[]()<>#")
-_STRIP_BATCH = str.maketrans("", "", "*_`\"'[]<>#")
 
 
 def _word(text: str) -> Answer | None:
@@ -79,15 +80,151 @@ def parse_answer(text: str) -> Answer | None:
     return answers[-1]
 
 
+#: An answer word at the start of a text, after an optional short label ("Answer:").
+_LEAD_WORD = re.compile(
+    r"\s*(?:(?:the\s+)?(?:final\s+)?(?:answer|verdict)(?:\s+is)?\s*[:\-]?\s*)?(yes|no|unsure)\b"
+)
+#: A question number: ``1:``, ``1)``, ``1.``, ``(1)``, ``[1]``, ``Q1:``, ``Question 1 -``,
+#: ``1 =``, ``1 YES`` (markdown already stripped); the separator is group 2.
+_MARKER = re.compile(
+    r"(?<!\w)(?:q(?:uestion)?\s*(?:no\b\.?|number|#)?\s*)?(\d{1,4})(?!\d)"
+    r"(\s*[:.)\]}>=|\-\u2013\u2014]+\s*|\s+)"
+)
+#: What may precede a number at the start of its line: space, bullets, brackets.
+_LINE_HEAD = re.compile(r"[\s\-+\u2022>{\[(|]*")
+_MARKDOWN = str.maketrans("", "", "*_`\"'#")
+_ID_KEYS = ("id", "question", "q", "number", "n", "index", "question_id", "qid", "num")
+_ANSWER_KEYS = ("answer", "verdict", "response", "a", "result", "value")
+
+Pairs = list[tuple[int, "Answer | None"]]
+
+
+def _lead(text: str, pos: int = 0) -> Answer | None:
+    """The answer word that opens ``text[pos:]`` (lowercase), any explanation after it
+    ignored."""
+    m = _LEAD_WORD.match(text, pos)
+    if not m:
+        return None
+    return "YES" if m.group(1) == "yes" else "NO" if m.group(1) == "no" else "UNSURE"
+
+
+def _number(key: object) -> int | None:
+    """A question number from a JSON key or id: ``1``, ``"1"``, ``"Q1"``, ``"question 1"``."""
+    if isinstance(key, bool):
+        return None
+    if isinstance(key, int):
+        return key
+    if isinstance(key, str):
+        m = re.fullmatch(r"\s*(?:q(?:uestion)?\s*[_#]?\s*)?(\d{1,4})\s*[:.)]?\s*", key.lower())
+        return int(m.group(1)) if m else None
+    return None
+
+
+def _json_value(value: object) -> Answer | None:
+    """A JSON answer: a word (maybe explained), a boolean, or an object with an answer key."""
+    if isinstance(value, bool):
+        return "YES" if value else "NO"
+    if isinstance(value, str):
+        return _lead(value.translate(_MARKDOWN).lower())
+    if isinstance(value, dict):
+        low = {str(k).lower(): v for k, v in value.items()}
+        for k in _ANSWER_KEYS:
+            if k in low:
+                return _json_value(low[k])
+    return None
+
+
+def _json_pairs(obj: object, n: int) -> Pairs | None:
+    """(number, answer) pairs from a parsed JSON reply, or None if it holds no answers."""
+    if isinstance(obj, dict):
+        numbered = [(_number(k), v) for k, v in obj.items()]
+        if numbered and all(k is not None for k, _ in numbered):
+            return [(k, _json_value(v)) for k, v in numbered if k is not None]
+        low = {str(k).lower(): v for k, v in obj.items()}
+        ids = [low[k] for k in _ID_KEYS if k in low]
+        if ids and any(k in low for k in _ANSWER_KEYS) and (num := _number(ids[0])) is not None:
+            return [(num, _json_value(low))]
+        for v in obj.values():  # a wrapper: {"answers": {...}} or {"answers": [...]}
+            if isinstance(v, (dict, list)) and (inner := _json_pairs(v, n)) is not None:
+                return inner
+        return None
+    if isinstance(obj, list) and obj:
+        if all(isinstance(v, (str, bool)) for v in obj):
+            words = [_json_value(v) for v in obj]
+            if all(w is not None for w in words):
+                # an array of bare words: numbered by position, only when it answers all
+                if len(obj) != n:
+                    return [(0, None)]  # which one is missing cannot be told: none count
+                return list(enumerate(words, start=1))
+            return _text_pairs("\n".join(str(v) for v in obj).translate(_MARKDOWN).lower())
+        pairs: Pairs = []
+        for v in obj:
+            inner = _json_pairs(v, n) if isinstance(v, dict) else None
+            if inner is None:
+                return None
+            pairs += inner
+        return pairs
+    return None
+
+
+def _json_reply(text: str, n: int) -> Pairs | None:
+    """The pairs of the first JSON object or array in ``text`` that holds answers."""
+    decoder = json.JSONDecoder()
+    for m in re.finditer(r"[{\[]", text):
+        try:
+            obj, _ = decoder.raw_decode(text, m.start())
+        except ValueError:
+            continue
+        if (pairs := _json_pairs(obj, n)) is not None:
+            return pairs
+    return None
+
+
+def _text_pairs(text: str) -> Pairs:
+    """(number, answer) pairs from free text (lowercase, markdown stripped). A number counts
+    as an answer's label where an answer word follows it (anywhere: ``1: yes, 2: no``), or
+    where it opens a line with a separator (``4: maybe`` is an answer that does not parse;
+    ``1. Is it night? No`` echoes the question, then answers it)."""
+    marks: list[tuple[re.Match[str], bool]] = []
+    for m in _MARKER.finditer(text):
+        worded = _lead(text, m.end()) is not None
+        head = text[text.rfind("\n", 0, m.start()) + 1 : m.start()]
+        opens_line = bool(m.group(2).strip()) and _LINE_HEAD.fullmatch(head) is not None
+        if worded or opens_line:
+            marks.append((m, worded))
+    pairs: Pairs = []
+    for i, (m, worded) in enumerate(marks):
+        end = marks[i + 1][0].start() if i + 1 < len(marks) else len(text)
+        segment = text[m.end() : end]
+        answer = _lead(segment)
+        if answer is None and not worded and "?" in segment:
+            answer = _lead(segment[segment.index("?") + 1 :])
+        pairs.append((int(m.group(1)), answer))
+    return pairs
+
+
 def parse_batch(text: str, n: int) -> list[Answer | None]:
-    """Answers to questions 1..n from ``N: WORD`` lines; None where the answer is missing,
-    duplicated (the number appears twice) or unparsable. Never raises."""
-    seen: dict[int, list[Answer | None]] = {}
-    for line in text.translate(_STRIP_BATCH).lower().splitlines():
-        m = _NUMBERED.match(line)
-        if m:
-            seen.setdefault(int(m.group(1)), []).append(_word(m.group(2).strip("() ")))
-    return [v[0] if len(v := seen.get(i, [])) == 1 else None for i in range(1, n + 1)]
+    """Answers to questions 1..n, each matched to its question by its number, in any layout:
+    ``N: WORD`` lines, one line (``1: NO, 2: YES``; commas, semicolons or spaces between),
+    ``1)``, ``1.``, ``**1**:``, ``Q1:``, ``- 1: yes``, a JSON object (``{"1": "yes"}``) or
+    array (``["YES", "NO"]``: by position, only if it has n words; ``[{"id": 1, "answer":
+    "no"}]``), any case, with or without an explanation after the word. None where a
+    number is missing, given twice with different words, or its answer does not parse; a
+    reply numbered from 0 answers nothing. Never raises."""
+    lowered = text.lower()
+    pairs = _json_reply(lowered, n) if re.search(r"[{\[]", lowered) else None
+    if pairs is None:
+        pairs = _text_pairs(lowered.translate(_MARKDOWN))
+    seen: dict[int, set[Answer | None]] = {}
+    for k, answer in pairs:
+        seen.setdefault(k, set()).add(answer)
+    if 0 in seen:
+        return [None] * n
+    out: list[Answer | None] = []
+    for i in range(1, n + 1):
+        got = seen.get(i, {None})
+        out.append(next(iter(got)) if len(got) == 1 else None)
+    return out
 
 
 def scene_prompt(questions: Sequence[Question]) -> str:

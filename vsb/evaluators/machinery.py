@@ -266,7 +266,7 @@ def _frames_stage(
 
 
 class LedgerRecorder:
-    """Judge calls in the ledger: a row before each call is sent, completed after it; cache
+    """Judge calls in the ledger: a row before each attempt is sent, completed after it; cache
     hits get a completed row of their own (like generation). ``role`` prefixes the model
     (``judge:…``; the narrative importer's ``import:…``)."""
 
@@ -274,21 +274,20 @@ class LedgerRecorder:
         self.ledger = ledger
         self.model = f"{role}:{judge_model}"
 
-    def begin(self, call: JudgeCall, estimate_usd: float | None) -> int:
-        row = self.ledger.begin(
-            call.key, self.model, condition=call.condition, story_id=call.story_id,
-            scene=call.scene, cost_usd=estimate_usd,
-        )  # fmt: skip
-        return int(row)
+    def rows(self, call: JudgeCall, estimate_usd: float | None, priced: bool) -> Any:
+        """The ledger rows of one call's attempts (``vsb.store.paid.LedgerRows``)."""
+        from vsb.store.paid import LedgerRows
 
-    def finish(self, row: int, out: CallOutcome) -> None:
-        reply = out.reply
-        self.ledger.finish(
-            row, latency_s=out.latency_s, success=reply is not None,
-            cost_usd=out.cost_usd, error=out.error,
-            input_tokens=None if reply is None else reply.input_tokens,
-            output_tokens=None if reply is None else reply.output_tokens,
+        return LedgerRows(
+            self.ledger, call.key, self.model, condition=call.condition,
+            story_id=call.story_id, scene=call.scene, estimate=estimate_usd, priced=priced,
         )  # fmt: skip
+
+    def reconcile(self, cache: Any) -> int:
+        """Rows a killed pass left whose answer the cache stored: paid once, not again."""
+        from vsb.store.paid import reconcile
+
+        return reconcile(self.ledger, cache.attempts)
 
     def hit(self, out: CallOutcome) -> None:
         from vsb.store.ledger import LedgerEntry

@@ -3,7 +3,7 @@
 ``_Shared`` is the run's state every task reads (``vsb.run.executors.RunState``: adapters,
 per-model concurrency, ``run_task``); ``_run_scenes`` builds a task's requests in order and
 takes each from the generation cache or, on a miss, from ``_call``: the adapter called
-through ``vsb.store.calls.call_with_retries`` — every attempt written to the ledger before it is
+through ``vsb.store.paid.paid_attempts`` — every attempt written to the ledger before it is
 sent, a failed one finished after it, a successful one finished only once the cache has
 stored its image (``_cached_call``), the budget reserved before a paid attempt and settled
 after —
@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -47,9 +46,9 @@ from vsb.store.calls import (
     QuotaExceeded,
     Refused,
     RetryPolicy,
-    call_with_retries,
 )
 from vsb.store.ledger import Ledger, LedgerEntry, Pricing, request_cost
+from vsb.store.paid import paid_attempts
 from vsb.story.models import Story
 
 #: Ledger errors of refusals start so (a rerun of the directory does not send them again).
@@ -147,7 +146,7 @@ def _call(
     where: tuple[str, str, str, int],
     stored: list[_Unfinished],
 ) -> GenerationResult:
-    """One request, retried on transient failures (``vsb.store.calls``); every attempt recorded in
+    """One request, retried on transient failures (``vsb.store.paid``); every attempt recorded in
     the ledger before it is sent (``begin``, committed). A failed attempt is finished at once;
     the successful one is appended to ``stored`` unfinished, with its attempt id: the caller
     finishes it only after the cache has committed the image (an image is paid for once:
@@ -156,48 +155,63 @@ def _call(
     key, cname, story_id, scene = where
     price_key = getattr(adapter, "pricing_key", req.model)
     price = st.pricing.price(price_key)
+    held = [0.0]  # this attempt's budget reservation
 
-    def attempt() -> GenerationResult:
+    def before() -> None:
         if st.halt.is_set() or req.model in st.blocked:
             raise _Halted
-        held = 0.0
+        held[0] = 0.0
         if adapter.paid:
             try:
-                held = st.budget.reserve(price)
+                held[0] = st.budget.reserve(price)
             except BudgetExceeded as err:
                 st.stop(err.message)
                 raise _Halted from None
-        attempt_id = new_attempt_id()
-        row = st.ledger.begin(
-            key, req.model, condition=cname, story_id=story_id, scene=scene, cost_usd=price,
-            attempt=attempt_id,
-        )  # fmt: skip
-        t0 = time.perf_counter()
-        try:
-            result = adapter.generate(req)
-        except BaseException as err:
-            cost = _failure_cost(err, adapter, price)
-            text = str(err) or type(err).__name__
-            st.ledger.finish(
-                row, latency_s=time.perf_counter() - t0, success=False, cost_usd=cost,
-                error=REFUSED_PREFIX + text if isinstance(err, Refused) else text,
-            )  # fmt: skip
-            st.budget.settle(held, cost)
-            if isinstance(err, QuotaExceeded):
-                st.blocked.setdefault(req.model, f"quota exhausted: {err.message}")
-            raise
-        cost = request_cost(
-            st.pricing, price_key, hit=False, success=True, reported=result.cost_usd
-        )
-        st.budget.settle(held, cost)
-        stored.append(_Unfinished(row, attempt_id, time.perf_counter() - t0, cost))
-        return result
 
     def nap(seconds: float) -> None:
         st.halt.wait(seconds)  # a stop wakes it (the next attempt then ends the call)
 
-    result, _attempts = call_with_retries(attempt, st.retry, sleep=nap, jitter_key=key)
+    rows = _Rows(st, adapter, req, where, price, held)
+    paid = paid_attempts(
+        lambda: adapter.generate(req), rows, st.retry, before=before, sleep=nap, jitter_key=key,
+        what=f"{req.model} (story {story_id}, scene {scene}, {cname})",
+    )  # fmt: skip
+    result = paid.value
+    cost = request_cost(st.pricing, price_key, hit=False, success=True, reported=result.cost_usd)
+    st.budget.settle(held[0], cost)
+    stored.append(_Unfinished(paid.row, paid.attempt, paid.latency_s, cost))
     return result
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """The ledger rows of one request's attempts (``vsb.store.paid.AttemptRows``)."""
+
+    st: _Shared
+    adapter: ImageModelAdapter
+    req: GenerationRequest
+    where: tuple[str, str, str, int]
+    price: float | None
+    held: list[float]
+
+    def begin(self, attempt: str) -> int:
+        key, cname, story_id, scene = self.where
+        return self.st.ledger.begin(
+            key, self.req.model, condition=cname, story_id=story_id, scene=scene,
+            cost_usd=self.price, attempt=attempt,
+        )  # fmt: skip
+
+    def failed(self, row: int, err: BaseException, latency_s: float) -> None:
+        st = self.st
+        cost = _failure_cost(err, self.adapter, self.price)
+        text = str(err) or type(err).__name__
+        st.ledger.finish(
+            row, latency_s=latency_s, success=False, cost_usd=cost,
+            error=REFUSED_PREFIX + text if isinstance(err, Refused) else text,
+        )  # fmt: skip
+        st.budget.settle(self.held[0], cost)
+        if isinstance(err, QuotaExceeded):
+            st.blocked.setdefault(self.req.model, f"quota exhausted: {err.message}")
 
 
 @dataclass(frozen=True)
@@ -208,12 +222,6 @@ class _Unfinished:
     attempt: str
     latency_s: float
     cost_usd: float | None
-
-
-def new_attempt_id() -> str:
-    """A fresh attempt id: names one ledger row, and the cache entry that attempt stored
-    (an identifier, not a random choice: nothing computed depends on it)."""
-    return uuid.uuid4().hex
 
 
 def _cached_call(
@@ -278,6 +286,7 @@ def _run_scenes(
             req = GenerationRequest(
                 model, adapter.version, scene.text, st.seed, ctx,
                 adapter.request_parameters(params, priv), refs, priv,
+                story_id=story.id, scene=k, condition=cname,
             )  # fmt: skip
             key = req.key()
             t0 = time.perf_counter()

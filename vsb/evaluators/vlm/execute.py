@@ -27,12 +27,8 @@ from vsb.evaluators.vlm.transports import (
     VlmTransport,
 )
 from vsb.evaluators.vlm.wire import Unreachable
-from vsb.store.calls import (
-    Budget,
-    BudgetExceeded,
-    RetryPolicy,
-    call_with_retries,
-)
+from vsb.store.calls import Budget, BudgetExceeded, RetryPolicy
+from vsb.store.paid import LedgerRows, paid_attempts
 
 #: Connection failures in a row that make the judge's endpoint count as down.
 UNREACHABLE_AFTER = 5
@@ -147,11 +143,41 @@ def _request(call: JudgeCall) -> JudgeRequest:
 
 
 class CallRecorder(Protocol):
-    """Where made calls are recorded: ``begin`` before the request is sent (so a killed run
-    still counts a call that may have been billed), ``finish`` after (the ledger)."""
+    """Where made calls are recorded: ``rows`` gives the ledger rows of one call's attempts
+    (each begun before it is sent, so a killed run still counts a call that may have been
+    billed; ``vsb.store.paid.LedgerRows``), ``reconcile`` finishes the rows a killed pass
+    left whose answer reached the cache."""
 
-    def begin(self, call: JudgeCall, estimate_usd: float | None) -> int: ...
-    def finish(self, row: int, out: CallOutcome) -> None: ...
+    def rows(self, call: JudgeCall, estimate_usd: float | None, priced: bool) -> LedgerRows: ...
+    def reconcile(self, cache: JudgeCache) -> int: ...
+
+
+@dataclass
+class _Attempts:
+    """A call's failed attempts: their rows finished, their budget settled, their cost
+    summed (``vsb.store.paid.AttemptRows`` around the ledger's)."""
+
+    rows: LedgerRows | None
+    budget: Budget
+    held: list[float]
+    estimate: float | None
+    priced: bool
+    n: int = 0
+    cost: float | None = 0.0
+
+    def begin(self, attempt: str) -> int:
+        self.n += 1
+        return self.rows.begin(attempt) if self.rows is not None else 0
+
+    def failed(self, row: int, err: BaseException, latency_s: float) -> None:
+        # An error answer or a request never accepted is not billed: a known price makes it
+        # cost 0; one that may have been billed (a timeout) its estimate.
+        billed = getattr(err, "billed", False)
+        cost = self.estimate if billed else (0.0 if self.priced else None)
+        if self.rows is not None:
+            self.rows.failed(row, err, latency_s)
+        self.budget.settle(self.held[0], cost)
+        self.cost = None if cost is None or self.cost is None else self.cost + cost
 
 
 class JudgeUnreachable(AdapterError):
@@ -215,6 +241,8 @@ def execute_calls(
     stopped: list[BudgetExceeded] = []
     judge = transport.judge_model
     price = options.pricing.price(judge) if options.pricing else None
+    if recorder is not None and cache is not None:
+        recorder.reconcile(cache)  # rows a killed pass left whose answer was stored
 
     def one(call: JudgeCall) -> CallOutcome:
         out = CallOutcome(call)
@@ -225,39 +253,48 @@ def execute_calls(
             out.error = "not made: the pass was stopped"
             return out
         estimate = estimate_cost(call, options.pricing, judge)
+        held = [0.0]
+
+        def before() -> None:  # a reservation per attempt: each may be billed
+            held[0] = budget.reserve(estimate)
+
+        rows = recorder.rows(call, estimate, price is not None) if recorder is not None else None
+        attempts = _Attempts(rows, budget, held, estimate, price is not None)
+        request = _request(call)
+        t0 = time.perf_counter()
         try:
-            held = budget.reserve(estimate)
+            paid = paid_attempts(
+                breaker.guard(lambda: transport.ask(request)), attempts, options.retry,
+                before=before, sleep=options.sleep,
+                jitter_key=call.key,  # seeded jitter: calls do not retry in lockstep
+                what=f"{judge} ({call.evaluator} {call.story_id}, scene {call.scene})",
+            )  # fmt: skip
         except BudgetExceeded as err:
             stop.set()
             stopped.append(err)
-            out.error = "not made: the budget was reached"
+            out.error, out.attempts = "not made: the budget was reached", attempts.n
+            out.cost_usd = attempts.cost
             return out
-        row = recorder.begin(call, estimate) if recorder is not None else None
-        t0 = time.perf_counter()
-        try:
-            reply, out.attempts = call_with_retries(
-                breaker.guard(lambda: transport.ask(_request(call))), options.retry,
-                sleep=options.sleep,
-                jitter_key=call.key,  # seeded jitter: calls do not retry in lockstep
-            )  # fmt: skip
         except AdapterError as err:
             if isinstance(err, JudgeUnreachable):
                 stop.set()
-            # An error answer or a request never accepted is not billed: a known price
-            # makes it cost 0; one that may have been billed (a timeout) its estimate.
-            billed = bool(getattr(err.__cause__, "billed", False))
-            out.cost_usd = estimate if billed else (0.0 if price is not None else None)
-            budget.settle(held, out.cost_usd)
             out.error, out.latency_s = err.message, time.perf_counter() - t0
-        else:
-            out.latency_s = time.perf_counter() - t0
-            out.reply = reply
-            out.cost_usd = _actual_cost(reply, call, options.pricing, judge)
-            budget.settle(held, out.cost_usd)
-            if cache is not None and unparsed(call, reply) == 0:
-                cache.put(call.key, judge, reply)
-        if recorder is not None and row is not None:
-            recorder.finish(row, out)
+            out.cost_usd, out.attempts = attempts.cost, attempts.n
+            return out
+        out.latency_s, out.reply, out.attempts = paid.latency_s, paid.value, paid.attempts
+        cost = _actual_cost(paid.value, call, options.pricing, judge)
+        budget.settle(held[0], cost)
+        # what the call cost, its failed attempts included
+        out.cost_usd = None if cost is None or attempts.cost is None else cost + attempts.cost
+        rejected = unparsed(call, paid.value) != 0
+        if cache is not None and not rejected:  # a rejected answer is never stored
+            cache.put(call.key, judge, paid.value, attempt=paid.attempt)
+        if rows is not None:  # finished once the answer is stored
+            rows.done(
+                paid.row, latency_s=paid.latency_s, cost_usd=cost,
+                error="rejected: the answer does not parse" if rejected else None,
+                input_tokens=paid.value.input_tokens, output_tokens=paid.value.output_tokens,
+            )  # fmt: skip
         return out
 
     # Identical calls (the same image and questions in two cells) are made once.

@@ -30,7 +30,9 @@ DEFAULT_PRICING = Path(__file__).resolve().parents[3] / "config" / "pricing.json
 CACHE_NAME = "judge.sqlite"
 _SCHEMA = """CREATE TABLE IF NOT EXISTS answers (
     key TEXT PRIMARY KEY, judge_model TEXT NOT NULL, text TEXT NOT NULL,
-    input_tokens INTEGER, output_tokens INTEGER)"""
+    input_tokens INTEGER, output_tokens INTEGER, attempt TEXT)"""
+#: Caches written before answers carried the attempt that paid for them lack ``attempt``.
+_MIGRATE_ATTEMPT = "ALTER TABLE answers ADD COLUMN attempt TEXT"
 
 
 def call_key(
@@ -56,6 +58,8 @@ class JudgeCache:
             with self._db() as db:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute(_SCHEMA)
+                if "attempt" not in {r[1] for r in db.execute("PRAGMA table_info(answers)")}:
+                    db.execute(_MIGRATE_ATTEMPT)
         except (OSError, sqlite3.Error) as err:
             raise CacheError(f"cannot open the judge cache: {err}", file=self.path) from None
 
@@ -82,13 +86,30 @@ class JudgeCache:
         )
         return None if row is None else JudgeReply(str(row[0]), row[1], row[2])
 
-    def put(self, key: str, judge_model: str, reply: JudgeReply) -> None:
-        """Store a reply (committed before returning)."""
+    def put(
+        self, key: str, judge_model: str, reply: JudgeReply, attempt: str | None = None
+    ) -> None:
+        """Store a reply (committed before returning), with the ledger attempt that paid
+        for it (``vsb.store.paid``: a rerun reconciles that attempt's unfinished row)."""
         with self._db() as db:
             db.execute(
-                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?)",
-                (key, judge_model, reply.text, reply.input_tokens, reply.output_tokens),
+                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?)",
+                (key, judge_model, reply.text, reply.input_tokens, reply.output_tokens, attempt),
             )
+
+    def attempts(self, keys: list[str]) -> dict[str, str]:
+        """``{key: attempt id}`` of the stored replies of ``keys`` that name their attempt."""
+        out: dict[str, str] = {}
+        db = self._db()
+        for i in range(0, len(keys), 500):
+            part = keys[i : i + 500]
+            marks = ", ".join("?" * len(part))
+            for k, a in db.execute(
+                f"SELECT key, attempt FROM answers WHERE attempt IS NOT NULL AND key IN ({marks})",
+                part,
+            ):
+                out[str(k)] = str(a)
+        return out
 
     def get(
         self, key: str, judge_model: str, compute: Callable[[], JudgeReply]

@@ -3,10 +3,12 @@
 - ``*.txt``: one story per file, its id the file name's stem; scenes are ``Scene N:``
   sections when the text has such headers (numbered 1, 2, … in order), else paragraphs
   (separated by blank lines).
-- ``*.json``: a list of scene texts (one story, id from the file name) or a list of stories,
-  each ``{"id": ID, "scenes": [TEXT, …]}``.
-- ``*.jsonl``: one story per line, ``{"story_id": ID, "narrative": [TEXT, …]}`` (the shape of
-  VinaBench's narratives: a story id and its scene texts in order); other keys are ignored.
+- ``*.json``: a list of scene texts (one story, id from the file name), a list of stories,
+  each ``{"id": ID, "scenes": [TEXT, …]}``, or one of VinaBench's annotation files as
+  released (``vsb.narrative.vinabench``: the portion and the id from each sample's id keys,
+  its annotations kept for ``--constraints gold``).
+- ``*.jsonl``: one story per line, ``{"story_id": ID, "narrative": [TEXT, …]}``; other keys
+  are ignored.
 
 Every problem is an ``InputError`` naming the file and the line, JSON pointer or scene.
 Scene texts are kept verbatim (only the whitespace around a paragraph is stripped).
@@ -22,6 +24,7 @@ from typing import Any
 
 from vsb.errors import InputError
 from vsb.fsio import iter_jsonl, loads_json, read_limited
+from vsb.narrative.vinabench import PORTION_NAMES, Gold, is_vinabench, read_samples
 
 MAX_NARRATIVE_BYTES = 16 * 1024 * 1024
 """Largest narrative file read."""
@@ -33,11 +36,13 @@ _ID = re.compile(r"[^a-z0-9_\-]+")
 
 @dataclass(frozen=True)
 class Narrative:
-    """One story as read: its id, its scene texts in order and where it came from."""
+    """One story as read: its id, its scene texts in order and where it came from (and, from
+    a VinaBench file, its annotations)."""
 
     id: str
     scenes: tuple[str, ...]
     source: str
+    gold: Gold | None = None
 
 
 def story_id(raw: str) -> str:
@@ -105,11 +110,20 @@ def _read_json(path: Path) -> Iterator[Narrative]:
     if all(isinstance(x, str) for x in doc):
         yield Narrative(story_id(path.stem), _check_scenes(doc, path, "/"), str(path))
         return
+    if is_vinabench(doc):
+        for sample in read_samples(doc, path):
+            where = f"{sample.where}/narrative{sample.part}"
+            scenes = _check_scenes(sample.scenes, path, where)
+            portion = PORTION_NAMES[sample.gold.portion]
+            source = f"{path}{sample.where}{sample.part} (VinaBench {portion})"
+            yield Narrative(story_id(sample.raw_id), scenes, source, sample.gold)
+        return
     for i, item in enumerate(doc):
         where = f"/{i}"
         if not isinstance(item, dict) or set(item) != {"id", "scenes"}:
             raise InputError(
-                'expected a story {"id": …, "scenes": […]} (or a list of scene strings)',
+                'expected a story {"id": …, "scenes": […]} (or a list of scene strings, or '
+                "VinaBench's samples with a narrative)",
                 file=path,
                 location=where,
             )

@@ -10,6 +10,8 @@ that scene). ``vsb.story.requirements.apply_substitutions`` applies them.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 from vsb.fsio import STRICT
@@ -34,3 +36,9 @@ class ImportInfo(BaseModel):
     source: str = Field(description="The narrative file and the story's place in it.")
     llm: str = Field(description="The model that extracted the story's state.")
     substitutions: list[Substitution] = Field(default_factory=list)
+    sources: dict[str, Literal["prompt", "memory"]] = Field(
+        default_factory=dict,
+        description="Gold annotations only: requirement id -> source (prompt: the scene text "
+        "states the fact; memory: it does not). Left out when empty.",
+        exclude_if=lambda v: not v,
+    )

@@ -28,7 +28,7 @@ from pathlib import Path
 from vsb.errors import StoryValidationError
 from vsb.story import vocab
 from vsb.story.models import Requirement, SceneState, Story, World
-from vsb.story.requirements import apply_substitutions, derive_story
+from vsb.story.requirements import apply_sources, apply_substitutions, derive_story
 
 #: Requirement fields compared with the derived requirement, besides ``expected``.
 _FIELDS = (
@@ -126,9 +126,10 @@ def requirement_problems(story: Story, states: Sequence[SceneState]) -> Iterator
         implicit=story.prompt_style == "implicit",
     )
     subs = story.imported.substitutions if story.imported is not None else []
+    sources = story.imported.sources if story.imported is not None else {}
     for i, (scene, want) in enumerate(zip(story.scenes, derived.requirements, strict=True)):
         k = i + 1
-        want = apply_substitutions(k, want, subs)
+        want = apply_sources(apply_substitutions(k, want, subs), sources)
         by_id = {r.id: r for r in want}
         stored_ids = {r.id for r in scene.requirements}
         for j, req in enumerate(scene.requirements):

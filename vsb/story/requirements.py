@@ -8,7 +8,7 @@ contradict the replayed state.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from vsb.story import vocab
@@ -237,6 +237,9 @@ def derive_story(
 #: vocabulary seen in a scene, or a scene fact told in free text).
 FREE_TEXT_FACTS: dict[str, tuple[str, str]] = {
     "present": ("object_persistence", "object_disappeared"),
+    # gold annotations: a character's profile as written, and a profiled character's absence
+    "profile": ("identity", "identity_drift"),
+    "absent": ("adherence", "character_unexpected"),
     **{a: SCENE_FACTS[a] for a in ("location", "weather", "time")},
 }
 
@@ -276,3 +279,14 @@ def apply_substitutions(
             )
         )
     return out
+
+
+def apply_sources(reqs: Sequence[Requirement], sources: Mapping[str, str]) -> list[Requirement]:
+    """Requirements with the source ``sources`` gives their id (a story imported from gold
+    annotations, ``ImportInfo.sources``); the others unchanged."""
+    return [
+        r.model_copy(update={"source": sources[r.id]})
+        if r.id in sources and sources[r.id] != r.source
+        else r
+        for r in reqs
+    ]

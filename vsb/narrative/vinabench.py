@@ -1,0 +1,155 @@
+"""VinaBench's annotation files as released (``annotations/{vwp,sb20k,salon}_{train,test}.json``).
+
+Each file is one JSON list of samples. A sample holds its scene texts (``narrative``) and
+VinaBench's annotations: ``global_profile`` ({character name: description}),
+``scene_characters`` (per scene, ``{"present": [names], …}``), ``time`` and ``location``
+(one per scene); ``captions``, ``image_paths``, ``image_links``, ``key`` and the rest are
+not read. The portion is recognised from the sample's id keys, and the id is VinaBench's
+own (``vsb.narrative.sources.story_id`` sanitises it):
+
+- VWP: ``scene_full_id + "_" + story_id`` (``story_id`` an integer);
+- Storyboard20K: ``movie_id + "_" + global_id``;
+- StorySalon: ``portion + "_" + sid``.
+
+A sample of more than ``MAX_SCENES`` scenes is split as VinaBench's own ``salon_short``
+files split StorySalon (``data/scripts/salon_scene_split.py``): into ⌈n/10⌉ consecutive
+parts, the first ones one scene longer where n does not divide, each part's id the
+sample's with ``_0``, ``_1``, … appended (the ids of ``salon_short``), its annotations cut
+with its scenes. A sample of one scene is refused.
+
+The annotations are read as they are (``Gold``): whether they hold together is for
+``vsb.narrative.gold`` to say, story by story.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vsb.errors import InputError
+
+#: Most scenes of an imported story (``vsb.story.io.IMPORTED_SCENES``); longer samples split.
+MAX_SCENES = 16
+#: Scenes per part when a long sample is split (VinaBench's salon_short cut).
+SPLIT_SCENES = 10
+#: The portions, by the id keys that name a sample: (name, first key, second key).
+PORTIONS: tuple[tuple[str, str, str], ...] = (
+    ("vwp", "scene_full_id", "story_id"),
+    ("sb20k", "movie_id", "global_id"),
+    ("salon", "portion", "sid"),
+)
+PORTION_NAMES = {"vwp": "VWP", "sb20k": "Storyboard20K", "salon": "StorySalon"}
+_PER_SCENE = ("scene_characters", "time", "location")
+
+
+@dataclass(frozen=True)
+class Gold:
+    """A sample's annotations as read (``None``: the key is absent); per-scene lists are cut
+    with their scenes when a sample is split."""
+
+    portion: str
+    profile: Any
+    scene_characters: Any
+    time: Any
+    location: Any
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One story of a VinaBench file: its raw id, its scene texts, where it is in the file
+    (a JSON pointer), which of its scenes (``part``, empty unless split) and its
+    annotations."""
+
+    raw_id: str
+    scenes: list[Any]
+    where: str
+    part: str
+    gold: Gold
+
+
+def is_vinabench(doc: Any) -> bool:
+    """Whether a JSON document is in VinaBench's layout: a list of objects with a
+    ``narrative``."""
+    return (
+        isinstance(doc, list)
+        and bool(doc)
+        and all(isinstance(x, dict) for x in doc)
+        and "narrative" in doc[0]
+    )
+
+
+def _id_part(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    return None
+
+
+def portion_of(item: dict[str, Any]) -> tuple[str, str] | None:
+    """The portion and the raw id of a sample, from its id keys (None: none matches)."""
+    for name, a, b in PORTIONS:
+        if a in item and b in item:
+            first, second = _id_part(item[a]), _id_part(item[b])
+            if first is not None and second is not None:
+                return name, f"{first}_{second}"
+    return None
+
+
+def split_sizes(n: int) -> list[int]:
+    """Part sizes of a sample of ``n`` scenes: one part up to ``MAX_SCENES``, else ⌈n/10⌉
+    parts, the first ones a scene longer (VinaBench's salon_short cut: 11 -> 6+5,
+    23 -> 8+8+7)."""
+    if n <= MAX_SCENES:
+        return [n]
+    parts = math.ceil(n / SPLIT_SCENES)
+    base, extra = divmod(n, parts)
+    return [base + (i < extra) for i in range(parts)]
+
+
+def _cut(value: Any, lo: int, hi: int) -> Any:
+    return value[lo:hi] if isinstance(value, list) else value
+
+
+def read_samples(doc: list[dict[str, Any]], path: Path) -> Iterator[Sample]:
+    """Every story of a VinaBench file (long samples split), or ``InputError`` naming the
+    sample and what was expected."""
+    for i, item in enumerate(doc):
+        where = f"/{i}"
+        found = portion_of(item)
+        if found is None:
+            raise InputError(
+                "expected a VinaBench sample with its id keys: scene_full_id and story_id "
+                "(VWP), movie_id and global_id (Storyboard20K) or portion and sid (StorySalon)",
+                file=path,
+                location=where,
+            )
+        portion, raw_id = found
+        scenes = item.get("narrative")
+        if not isinstance(scenes, list):
+            raise InputError("expected narrative: a list of scene texts", file=path, location=where)
+        if len(scenes) < 2:
+            raise InputError(
+                f"the narrative has {len(scenes)} scene(s); an imported story has 2 to "
+                f"{MAX_SCENES}",
+                file=path,
+                location=f"{where}/narrative",
+            )
+        sizes = split_sizes(len(scenes))
+        lo = 0
+        for part, size in enumerate(sizes):
+            hi = lo + size
+            gold = Gold(
+                portion=portion,
+                profile=item.get("global_profile"),
+                **{key: _cut(item.get(key), lo, hi) for key in _PER_SCENE},
+            )
+            pid = raw_id if len(sizes) == 1 else f"{raw_id}_{part}"
+            part_of = "" if len(sizes) == 1 else f" (scenes {lo + 1}-{hi})"
+            yield Sample(pid, scenes[lo:hi], where, part_of, gold)
+            lo = hi

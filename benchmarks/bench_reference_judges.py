@@ -48,7 +48,7 @@ def judge_figures(run: Path, name: str, cache: Path, keep: bool = False) -> dict
     judged = run.parent / f"{run.name}-{name}"
     shutil.copytree(run, judged)
     t0 = time.perf_counter()
-    with JudgeServer(REFERENCE_JUDGES[name]()) as server:
+    with JudgeServer(REFERENCE_JUDGES[name](judged)) as server:
         argv = ["evaluate", str(judged), "--evaluator", "vlm,vlm_xframe", "--judge",
                 f"openai-compatible:{name}", "--base-url", server.url, "--cache", str(cache),
                 "--judge-concurrency", "2"]  # fmt: skip

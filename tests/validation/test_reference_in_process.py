@@ -70,9 +70,9 @@ def test_the_transport_answers_the_bytes_the_server_sends(fail_first: int) -> No
         return [client.post(url, json=body) for _ in range(2)]
 
     judge = REFERENCE_JUDGES["always-yes"]
-    with JudgeServer(judge(), fail_first=fail_first) as server, httpx.Client() as client:
+    with JudgeServer(judge(Path(".")), fail_first=fail_first) as server, httpx.Client() as client:
         wire = ask(server, client)
-    with JudgeEndpoint(judge(), fail_first=fail_first) as endpoint, endpoint.client() as c:
+    with JudgeEndpoint(judge(Path(".")), fail_first=fail_first) as endpoint, endpoint.client() as c:
         local = ask(endpoint, c)
     for a, b in zip(wire, local, strict=True):
         assert (a.status_code, a.content) == (b.status_code, b.content)

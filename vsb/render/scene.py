@@ -18,7 +18,7 @@ from vsb.story.models import SceneState
 _PALETTE_BYTES = bytes(v for rgb in PALETTE for v in rgb)
 
 
-def _people(state: SceneState) -> list[str]:
+def people_drawn(state: SceneState) -> list[str]:
     """Present characters left to right: ``order`` first, then any present but unordered."""
     shown = [n for n in state.order if n in state.characters and state.characters[n].present]
     extra = [n for n, c in sorted(state.characters.items()) if c.present and n not in shown]
@@ -33,7 +33,7 @@ def render_indices(state: SceneState, *, seed: int) -> Plane:
     rng = np.random.default_rng(seed)
     img = np.empty((L.H, L.W), dtype=np.uint8)
     draw_background(img, state.location, state.time, state.weather, rng)
-    people = _people(state)
+    people = people_drawn(state)
     n = len(people)
     jx = rng.integers(-L.JITTER_X, L.JITTER_X + 1, size=max(n, 1))
     jy = rng.integers(-L.JITTER_Y, L.JITTER_Y + 1, size=max(n, 1))

@@ -34,6 +34,8 @@ DEFAULT_CONDITION = "structured_memory"
 DESCRIPTIONS: dict[str, str] = {
     "literal": "reads each question as worded and the picture as drawn (vsb's blind "
     "extractor); no story, no oracle",
+    "literal-drawn": "reads each question as worded and the picture as the simulator drew "
+    "it (perfect vision: the rendered values, never a fault's label)",
     "always-yes": "answers YES to everything",
     "always-no": "answers NO to everything",
     "always-unsure": "answers UNSURE to everything",
@@ -149,7 +151,7 @@ def judge_slices(
         note(f"reference judge {name}")
         folder = sub / "judged" / name
         shutil.copytree(sub / "slice", folder, copy_function=link_or_copy)
-        _judge_slice(folder, name, REFERENCE_JUDGES[name](), served)
+        judge_folder(folder, name, REFERENCE_JUDGES[name](folder), served)
         folders[name] = folder
     return JudgedSlices(model=model, condition=condition, n_frames=n_frames, folders=folders)
 
@@ -180,7 +182,7 @@ def reference_report(judged: JudgedSlices) -> ReferenceReport:
 JUDGED = ("vlm", "vlm_xframe")
 
 
-def _judge_slice(sub: Path, name: str, judge: Answerer, served: bool) -> None:
+def judge_folder(sub: Path, name: str, judge: Answerer, served: bool) -> None:
     """``evaluate_run`` of the slice with ``JUDGED`` asked of ``judge`` (as the OpenAI-
     compatible model ``name``); the evaluations and ledger of an earlier judge go first."""
     from vsb.evaluators.evaluate import evaluate_run

@@ -24,11 +24,13 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from vsb.evaluators.extractor import extract
 from vsb.evaluators.render.detected import DetectedPerson, DetectedState, EntityVocabulary
 from vsb.evaluators.vlm.questions import ORDER_LEAD
 from vsb.story import vocab
+from vsb.validation.drawn import DrawnFrames
 
 Answer = str
 _SKIN = {
@@ -313,6 +315,41 @@ class LiteralJudge:
         return _yes(all(getattr(p, x) == getattr(r, x) for x in attrs))
 
 
+class DrawnJudge(LiteralJudge):
+    """``LiteralJudge`` with perfect vision: it reads each question as worded, and the
+    picture as the simulator drew it (``vsb.validation.drawn``: the oracle's rendered values
+    over the story's state, never a fault's label) instead of through the extractor. An
+    image that is not a frame of its run gets UNSURE to every question."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        super().__init__()
+        self.drawn = DrawnFrames(run_dir)
+
+    def _read(self, image: bytes, kinds: tuple[str, ...] | None) -> DetectedState:
+        sha = hashlib.sha256(image).hexdigest()
+        with self._lock:
+            hit = self._seen.get((sha, ()))
+        if hit is None:
+            hit = self.drawn.seen(image) or _UNKNOWN
+            with self._lock:
+                self._seen[(sha, ())] = hit
+        return hit
+
+    def answers(self, image: bytes, questions: list[str]) -> list[Answer]:
+        if self._read(image, None) is _UNKNOWN:
+            return ["UNSURE"] * len(questions)
+        return super().answers(image, questions)
+
+    def pair_answers(self, first: bytes, second: bytes, questions: list[str]) -> list[Answer]:
+        if any(self._read(x, None) is _UNKNOWN for x in (first, second)):
+            return ["UNSURE"] * len(questions)
+        return super().pair_answers(first, second, questions)
+
+
+#: What ``DrawnJudge`` sees in an image that is not a frame of its run.
+_UNKNOWN = DetectedState((), (), None, None, None)
+
+
 class ConstantJudge:
     """Answers every question with the same word (YES, NO or UNSURE)."""
 
@@ -333,11 +370,14 @@ class GarbageJudge(ConstantJudge):
         super().__init__("What a lovely picture, full of colour and life!")
 
 
-#: The reference judges by name (``vsb validate-judge`` ranks them; the site shows them).
-REFERENCE_JUDGES: dict[str, Callable[[], LiteralJudge | ConstantJudge]] = {
-    "literal": LiteralJudge,
-    "always-yes": lambda: ConstantJudge("YES"),
-    "always-no": lambda: ConstantJudge("NO"),
-    "always-unsure": lambda: ConstantJudge("UNSURE"),
-    "garbage": GarbageJudge,
+#: The reference judges by name (``vsb validate-judge`` ranks them; the site shows them),
+#: each made for the run folder whose frames it is asked about (only ``literal-drawn``
+#: reads it: what was drawn in each frame).
+REFERENCE_JUDGES: dict[str, Callable[[Path], LiteralJudge | ConstantJudge]] = {
+    "literal": lambda _run: LiteralJudge(),
+    "literal-drawn": DrawnJudge,
+    "always-yes": lambda _run: ConstantJudge("YES"),
+    "always-no": lambda _run: ConstantJudge("NO"),
+    "always-unsure": lambda _run: ConstantJudge("UNSURE"),
+    "garbage": lambda _run: GarbageJudge(),
 }

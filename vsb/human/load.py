@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from vsb.errors import InputError
+from vsb.errors import InputError, did_you_mean
 from vsb.fsio import loads_json, read_limited, sha256_hex
 from vsb.human.models import (
     BLIND_FORMAT_VERSION,
@@ -26,8 +28,10 @@ from vsb.human.models import (
     CONTROL_GOOD,
     BlindLikertItem,
     BlindRatingFile,
+    Item,
     LikertItem,
     RatingFile,
+    parse_time,
 )
 
 if TYPE_CHECKING:
@@ -199,22 +203,83 @@ def load_rating_file(path: str | Path, resolver: Resolver | None = None) -> Load
     return LoadedFile(p, sha256_hex(data), rating)
 
 
+@dataclass(frozen=True)
+class ReleaseContents:
+    """What a rating file is checked against: the release's name and every strip it scored
+    (story, condition, model)."""
+
+    path: Path
+    name: str
+    strips: frozenset[tuple[str, str, str]]
+
+    @cached_property
+    def stories(self) -> set[str]:
+        return {s for s, _, _ in self.strips}
+
+    @cached_property
+    def conditions(self) -> set[str]:
+        return {c for _, c, _ in self.strips}
+
+    @cached_property
+    def models(self) -> set[str]:
+        return {m for _, _, m in self.strips}
+
+
+def _unknown(kind: str, name: str, known: set[str], release: Path) -> str:
+    hint = did_you_mean(name, sorted(known))
+    return f"{kind} {name!r} is not in the release {release}{hint}"
+
+
+def _item_problem(it: Item, rel: ReleaseContents) -> tuple[str, str] | None:
+    """(field, message) for the first field of ``it`` the release contradicts, or None."""
+    named = [("model", it.model)] if isinstance(it, LikertItem) else [
+        ("model_a", it.model_a), ("model_b", it.model_b)]  # fmt: skip
+    if it.story_id not in rel.stories:
+        return "story_id", _unknown("story", it.story_id, rel.stories, rel.path)
+    if it.condition not in rel.conditions:
+        return "condition", _unknown("condition", it.condition, rel.conditions, rel.path)
+    for field_name, model in named:
+        if model not in rel.models:
+            return field_name, _unknown("model", model, rel.models, rel.path)
+    for field_name, model in named:
+        if (it.story_id, it.condition, model) not in rel.strips:
+            return field_name, (
+                f"the release {rel.path} has no images of model {model!r} "
+                f"for story {it.story_id!r} under condition {it.condition!r}"
+            )
+    return None
+
+
 def release_problems(
-    files: Sequence[LoadedFile], models: set[str], stories: set[str], release: Path
+    files: Sequence[LoadedFile], release: ReleaseContents, now: datetime | None = None
 ) -> list[str]:
-    """One line per file that rates a model or a story the release does not have."""
-    problems = []
+    """One line per field of a file the release contradicts: its name, a letter's model, and
+    each item's story, condition and model (the strip must be one the release scored); and
+    a session that finished in the future (more than a day after ``now``)."""
+    latest = (now or datetime.now(UTC)) + timedelta(days=1)
+    problems: list[str] = []
     for f in files:
-        for i, it in enumerate(f.rating.items):
-            names = [it.model] if isinstance(it, LikertItem) else [it.model_a, it.model_b]
-            unknown = [m for m in names if m not in models]
-            if unknown or it.story_id not in stories:
-                what = f"model {unknown[0]!r}" if unknown else f"story {it.story_id!r}"
-                problems.append(
-                    str(InputError(f"{what} is not in the release {release}", file=f.path,
-                                   location=f"/items/{i}"))
-                )  # fmt: skip
-                break
+        lines: list[str] = []
+        r = f.rating
+        if r.release != release.name:
+            lines.append(str(InputError(
+                f"release {r.release!r} is not the name {release.name!r} of the release "
+                f"{release.path}", file=f.path, location="/release")))  # fmt: skip
+        if parse_time(r.finished_at) > latest:
+            lines.append(str(InputError(f"finished_at {r.finished_at} is in the future",
+                                        file=f.path, location="/finished_at")))  # fmt: skip
+        for letter, model in r.letters.items():
+            if model not in release.models:
+                what = _unknown("model", model, release.models, release.path)
+                lines.append(str(InputError(what, file=f.path, location=f"/letters/{letter}")))
+        for i, it in enumerate(r.items):
+            found = _item_problem(it, release)
+            if found is not None:
+                lines.append(str(InputError(f"item {it.item_id!r}: {found[1]}", file=f.path,
+                                            location=f"/items/{i}/{found[0]}")))  # fmt: skip
+        problems += lines[:MAX_PROBLEMS_PER_FILE]
+        if len(lines) > MAX_PROBLEMS_PER_FILE:
+            problems.append(f"{f.path}: … {len(lines) - MAX_PROBLEMS_PER_FILE} more problem(s)")
     return problems
 
 

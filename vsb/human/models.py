@@ -21,6 +21,7 @@ Models are strict (``"5"`` is not a rating, ``true`` is not a number) and reject
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -52,6 +53,21 @@ _RATER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 RATER_ID_RULE = "1-64 characters: letters, digits, '.', '_' or '-', starting with a letter or digit"
 
 _STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+TIME_RULE = "an ISO 8601 time with its UTC offset, e.g. 2025-01-01T12:00:00Z"
+
+
+def parse_time(value: str) -> datetime:
+    """A rating file's ``started_at``/``finished_at`` as an aware datetime; ``ValueError``
+    (naming ``TIME_RULE``) for anything else: a date alone, no UTC offset, control bytes."""
+    try:
+        t = datetime.fromisoformat(value) if value.isprintable() else None
+    except ValueError:
+        t = None
+    if t is None or t.tzinfo is None or t.utcoffset() is None:
+        raise ValueError(f"{value!r} is not {TIME_RULE}")
+    return t
+
 
 Score = Annotated[int, Field(ge=1, le=5, description="1 (poor) to 5 (excellent).")]
 ItemId = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,32}$", description="Unique in the file.")]
@@ -172,6 +188,20 @@ class _Session(BaseModel):
             raise ValueError(f"rater_id must be {RATER_ID_RULE}")
         return v
 
+    @field_validator("started_at", "finished_at")
+    @classmethod
+    def _time(cls, v: str) -> str:
+        parse_time(v)
+        return v
+
+    @model_validator(mode="after")
+    def _times_in_order(self) -> _Session:
+        if parse_time(self.finished_at) < parse_time(self.started_at):
+            raise ValueError(
+                f"finished_at {self.finished_at} is before started_at {self.started_at}"
+            )
+        return self
+
 
 class RatingFile(_Session):
     """One rater's exported session."""
@@ -195,6 +225,10 @@ class RatingFile(_Session):
         if len(set(ids)) != len(ids):
             dup = next(i for i in ids if ids.count(i) > 1)
             raise ValueError(f"item_id {dup!r} appears more than once")
+        orders = [it.order for it in self.items]
+        if len(set(orders)) != len(orders):
+            dup_order = next(o for o in orders if orders.count(o) > 1)
+            raise ValueError(f"order {dup_order} is given to more than one item")
         for it in self.items:
             pairs = (
                 [(it.letter, it.model)]

@@ -19,7 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-from vsb.human.load import LoadedFile, RatingImportError, release_problems, root_hash_problems
+from vsb.human.load import (
+    LoadedFile,
+    RatingImportError,
+    ReleaseContents,
+    release_problems,
+    root_hash_problems,
+)
 from vsb.human.mixed import Observation, fit_mixed
 from vsb.human.models import DIMENSION_KEYS, ControlItem, LikertItem, PairwiseItem
 from vsb.human.preference import Comparison, preference_stats
@@ -262,10 +268,11 @@ def build_report(
     (``RatingImportError`` if a file rates a model or story the release does not have)."""
     scores = load_scores(release_dir) if release_dir is not None else None
     if scores is not None and release_dir is not None:
-        stories = {s.story_id for s in scores.stories}
-        root = load_manifest(release_dir).root_hash
-        problems = root_hash_problems(files, root, Path(release_dir))
-        problems += release_problems(files, set(scores.models), stories, Path(release_dir))
+        manifest = load_manifest(release_dir)
+        strips = frozenset((s.story_id, s.condition, s.model) for s in scores.stories)
+        contents = ReleaseContents(Path(release_dir), manifest.release, strips)
+        problems = root_hash_problems(files, manifest.root_hash, Path(release_dir))
+        problems += release_problems(files, contents)
         if problems:
             raise RatingImportError(problems)
     sessions = _collect(files)

@@ -40,3 +40,16 @@ def test_stored_without_samples_is_skipped_with_a_reason(
     assert main(args) == 3  # a requested model was skipped: the run is not whole
     err = capsys.readouterr().err
     assert "skipped stored" in err and "Traceback" not in err
+
+
+def test_missing_samples_say_why_on_the_command_line(
+    tmp_path: Path, suite_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue #36: "0 images (… 8 failed)" and no error line; the reason was only in records."""
+    (tmp_path / "samples" / "mine").mkdir(parents=True)
+    args = ["run", "--suite", str(suite_dir), "--condition", "independent", "--model"]
+    args += ["stored:mine", "--samples", str(tmp_path / "samples"), "--out", str(tmp_path / "r")]
+    assert main([*args, "--cache", str(tmp_path / "c")]) == 3
+    err = capsys.readouterr().err
+    assert "stored:mine: 210 failed; first: stored:mine: no stored sample at " in err
+    assert "mine/independent/" in err and "Traceback" not in err

@@ -47,6 +47,11 @@ class GenerationRequest:
     reference_images: tuple[bytes, ...] = ()
     #: Only set for adapters with ``privileged = True`` (simulators).
     privileged: Privileged | None = None
+    #: Where the request sits (every adapter is told; not part of the cache key: scene 1 is
+    #: one request under every condition, made once and served from the cache after).
+    story_id: str | None = None
+    scene: int | None = None
+    condition: str | None = None
 
     def key_material(self) -> dict[str, Any]:
         """The canonical description that is hashed into the cache key."""
@@ -72,6 +77,11 @@ class GenerationRequest:
     def key(self) -> str:
         """sha256 over the canonical JSON of ``key_material``."""
         return sha256_hex(canonical_json(self.key_material()))
+
+    @property
+    def reference(self) -> bytes | None:
+        """The reference image sent along (previous_image: the previous frame), or None."""
+        return self.reference_images[0] if self.reference_images else None
 
     def full_prompt(self) -> str:
         """Context text/JSON followed by the scene text: what a text-only provider sends."""

@@ -13,7 +13,8 @@ A factory is any callable taking keyword options (an injected ``httpx.Client`` f
 providers, a fixtures directory for stored samples…) and returning an adapter.
 ``get_adapter(name)`` builds one; an unknown name raises ``UnknownNameError`` listing the
 known models (did you mean …). Families named ``PREFIX:ARGUMENT`` (``replicate:OWNER/NAME``,
-``diffusers:MODEL``) are built by the ``PATTERNS`` factories from their argument.
+``diffusers:MODEL``, ``python:MODULE:FUNCTION``) are built by the ``PATTERNS`` factories from
+their argument.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ PATTERNS: dict[str, str] = {
     "imagen": "vsb.adapters.providers.imagen:imagen_adapter",
     "stored": "vsb.adapters.providers.stored:stored_adapter",
     "diffusers": "vsb.adapters.diffusers:diffusers_adapter",
+    "python": "vsb.adapters.function:function_adapter",
 }
 
 _REGISTERED: dict[str, AdapterFactory] = {}

@@ -31,7 +31,8 @@ INCOMPLETE = 3
     "--model", "models", required=True,
     help="Model name(s), comma-separated: registered names (`vsb models`) or patterns "
     "openai:MODEL, replicate:OWNER/NAME[:VERSION], stability:MODEL, imagen:MODEL, "
-    "stored:SOURCE, diffusers:MODEL_ID_OR_DIR.",
+    "stored:SOURCE, diffusers:MODEL_ID_OR_DIR, python:MODULE:FUNCTION (a function of the "
+    "request returning a PIL image or PNG bytes; MODULE on PYTHONPATH).",
 )  # fmt: skip
 @click.option(
     "--condition",
@@ -180,6 +181,8 @@ def run(
         f"{result.images} images ({result.calls} generated, {result.hits} from cache, "
         f"{result.failures} failed{refused}) in {result.seconds:.1f} s -> {out_dir}"
     )
+    for model, (n, first) in result.errors.items():
+        click.echo(f"{model}: {n} failed; first: {first}", err=True)
     problems = result.problems()
     for line in problems:
         click.echo(line, err=True)

@@ -141,6 +141,7 @@ def _walk(
         req = GenerationRequest(
             plan.model, adapter.version, scene.text, config.seed, ctx,
             adapter.request_parameters(params, priv), refs, priv,
+            story_id=story.id, scene=k, condition=cname,
         )  # fmt: skip
         key = req.key()
         if key in seen:  # the same request twice in one run (scene 1): made once

@@ -128,6 +128,8 @@ class RunResult:
     stopped: str | None = None
     #: calls of an earlier, killed run found finished (image in the cache) and so marked
     reconciled: int = 0
+    #: model -> (images that failed, the first error): why, said where the count is
+    errors: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     def problems(self) -> list[str]:
         """One line per reason the run is not whole (``vsb run`` exits non-zero on any)."""
@@ -248,6 +250,10 @@ def _run_locked(
         result.failures = sum(r["error"] is not None for r in records)
         result.refused = sum(bool(r.get("refused")) for r in records)
         result.faults = len(faults)
+        for r in records:
+            if r["error"] is not None:
+                n, first = result.errors.get(r["model"], (0, r["error"]))
+                result.errors[r["model"]] = (n + 1, first)
         result.all_failed = [
             m for m in models
             if any(r["model"] == m for r in records)

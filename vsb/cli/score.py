@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich import box
@@ -99,6 +99,44 @@ def _leaderboard(report: ScoresReport, evaluator: str, cond: str) -> Table | Non
     return table
 
 
+def _corrected_board(report: ScoresReport, evaluator: str, cond: str) -> Table | None:
+    """Raw and corrected side by side, ranked by the corrected global score."""
+    rows = [
+        r
+        for r in report.scores
+        if r.evaluator == evaluator and r.condition == cond and r.corrected is not None
+    ]
+    if not rows:
+        return None
+    table = _table(
+        f"{cond} — evaluator {evaluator}, corrected for the judge's error",
+        ("model", "# corrected (95% range)", "global raw", "global corrected [95% CI]",
+         "coherence raw", "coherence corrected [95% CI]"),
+    )  # fmt: skip
+
+    def cell(e: Any) -> str:
+        if e is None:
+            return "—"
+        if e.score is None:
+            return e.reason or "not correctable"
+        return f"{_pct(e.score)} {_ci(e.ci_low, e.ci_high)}"
+
+    rank = {r.model: r.corrected.rank for r in rows if r.corrected is not None}
+    rows.sort(key=lambda r: (rank[r.model] is None, rank[r.model] or 0, r.model))
+    for r in rows:
+        c = r.corrected
+        assert c is not None
+        table.add_row(
+            r.model,
+            "—" if c.rank is None else _rank(c.rank, c.rank_low, c.rank_high),
+            _pct(r.global_score.score if r.global_score else None),
+            cell(c.global_score),
+            _pct(r.coherence.score if r.coherence else None),
+            cell(c.coherence),
+        )
+    return table
+
+
 def _notes(report: ScoresReport, evaluator: str, cond: str) -> list[str]:
     """Rank stability and verdict counts of one leaderboard, one line each."""
     out = []
@@ -148,8 +186,19 @@ def _judge_swap(report: ScoresReport, shown: list[str]) -> Table | None:
     "--condition", default=None, help="Only print this condition's leaderboard (or 'all')."
 )
 @evaluators_option("Only score these evaluators (default: every one in the run).")
+@click.option(
+    "--corrected", is_flag=True,
+    help="Also correct each judged evaluator's pass rates for the judge's own error, as "
+    "measured on the run's oracle frames (shown beside the raw scores; written into "
+    "scores.json and scores/judge_error.*; see docs/validation.md).",
+)  # fmt: skip
 def score(
-    run_dir: Path, seed: int, resamples: int, condition: str | None, evaluators: str | None
+    run_dir: Path,
+    seed: int,
+    resamples: int,
+    condition: str | None,
+    evaluators: str | None,
+    corrected: bool,
 ) -> None:
     """Score a run: per-dimension pass rates with story-bootstrap CIs, comparisons, rank
     stability and judge-swap stability, per evaluator, written to RUN_DIR/scores/."""
@@ -168,7 +217,16 @@ def score(
     shown = _shown_conditions(inp.conditions, condition, PRIMARY_CONDITION)
     settings = Resampling(seed=seed, n_resamples=resamples)
     report = score_input(inp, evaluators=evaluators, settings=settings)
+    errors = None
+    if corrected:
+        from vsb.validation.correct.apply import correct_report
+
+        report, errors = correct_report(inp, report, settings, required=True)
     paths = write_scores(run_dir, report)
+    if errors is not None:
+        from vsb.validation.correct.apply import write_correction
+
+        paths += write_correction(Path(run_dir) / "scores", report, errors)
     for na in report.not_applicable:
         click.echo(f"warning: {advice(na, str(run_dir))}", err=True)
     console = _console()
@@ -177,11 +235,16 @@ def score(
             table = _leaderboard(report, evaluator, cond)
             if table is not None:
                 console.print(table)
+                fixed = _corrected_board(report, evaluator, cond)
+                if fixed is not None:
+                    console.print(fixed)
                 for line in _notes(report, evaluator, cond):
                     console.print(line)
     swap = _judge_swap(report, shown)
     if swap is not None:
         console.print(swap)
+    if errors is not None:
+        console.print(f"corrected: {errors.assumption}", soft_wrap=True)
     click.echo(f"wrote {len(paths)} files to {Path(run_dir) / 'scores'}")
 
 
@@ -200,8 +263,18 @@ def score(
     help="Whose verdicts to compare (default: rules if present, else the only evaluator).",
 )
 @bootstrap_options()
+@click.option(
+    "--corrected", is_flag=True,
+    help="Compare the scores corrected for the judge's own error (a judged --evaluator).",
+)  # fmt: skip
 def compare(
-    run_dir: Path, a: str, b: str, evaluator: str | None, seed: int, resamples: int
+    run_dir: Path,
+    a: str,
+    b: str,
+    evaluator: str | None,
+    seed: int,
+    resamples: int,
+    corrected: bool,
 ) -> None:
     """Paired story-level bootstrap comparison a − b on every metric (a condition left out
     is taken from the other side, else the primary condition). Model names may hold colons,
@@ -212,11 +285,17 @@ def compare(
     from vsb.scores.compute import Resampling
 
     settings = Resampling(seed=seed, n_resamples=resamples)
-    rows = compare_run(run_dir, a, b, evaluator=evaluator, settings=settings)
+    left_out: dict[str, str] = {}
+    if corrected:
+        from vsb.validation.correct.compare import compare_corrected
+
+        rows, left_out = compare_corrected(run_dir, a, b, evaluator=evaluator, settings=settings)
+    else:
+        rows = compare_run(run_dir, a, b, evaluator=evaluator, settings=settings)
     first = rows[0] if rows else None
     title = (
         f"{first.a_model}:{first.a_condition} − {first.b_model}:{first.b_condition} "
-        f"(evaluator {first.evaluator})"
+        f"(evaluator {first.evaluator}{', corrected' if corrected else ''})"
         if first
         else f"{a} − {b}"
     )
@@ -238,3 +317,5 @@ def compare(
             str(r.n_stories),
         )
     _console().print(table)
+    for metric, why in left_out.items():
+        click.echo(f"{_SUMMARY_NAMES.get(metric, metric)}: {why}")

@@ -21,9 +21,9 @@ the long-horizon view (``horizon``: by scene position, difficulty and story leng
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from vsb.fsio import STRICT
 from vsb.scores.horizon import HorizonPoint
@@ -58,6 +58,41 @@ class Estimate(BaseModel):
     )
     ci_high: float | None = Field(description="Upper bound of the percentile bootstrap CI.")
     n_stories: int = Field(ge=0, description="Stories that contribute (have ≥1 requirement).")
+
+
+class CorrectedEstimate(BaseModel):
+    """A pass rate corrected for the judge's own error (``vsb.validation.correct``), or
+    ``score: null`` with the ``reason`` it is not correctable."""
+
+    model_config = STRICT
+    score: float | None = Field(
+        description="Corrected macro-average, clipped to [0, 1]; null: not correctable."
+    )
+    ci_low: float | None = Field(
+        description="Lower bound of the joint bootstrap CI (stories and the validation "
+        "frames they hold), clipped to [0, 1]."
+    )
+    ci_high: float | None = Field(description="Upper bound of that CI, clipped to [0, 1].")
+    reason: str | None = Field(default=None, description="Why there is no number (else null).")
+
+
+class CorrectedScore(BaseModel):
+    """A judged evaluator's row corrected for the judge's sensitivity and specificity as
+    measured on the run's oracle frames (issue 39; the same fields as the raw row)."""
+
+    model_config = STRICT
+    dimensions: dict[str, CorrectedEstimate | None] = Field(
+        description="Per dimension (all ten keys); null where the raw row has none."
+    )
+    adherence: CorrectedEstimate | None
+    coherence: CorrectedEstimate | None
+    conditional_coherence: CorrectedEstimate | None
+    global_score: CorrectedEstimate | None
+    rank: int | None = Field(
+        default=None, description="Rank by corrected global score (null: not correctable)."
+    )
+    rank_low: int | None = Field(default=None, description="Best rank in the bootstrap range.")
+    rank_high: int | None = Field(default=None, description="Worst rank in the bootstrap range.")
 
 
 class ModelScore(BaseModel):
@@ -108,6 +143,21 @@ class ModelScore(BaseModel):
         "or refused image fails every check, label generation_failed; an unreadable one, "
         "label unreadable); null if unknown.",
     )
+    corrected: CorrectedScore | None = Field(
+        default=None,
+        description="Judged evaluators, when scored with --corrected (or a release built with "
+        "--judge): every metric corrected for the judge's measured error. Left out of the "
+        "file when absent.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _leave_out_absent(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """``corrected`` is written only when present: rows of an unjudged evaluator (and
+        every earlier file) keep their bytes."""
+        out = handler(self)
+        if isinstance(out, dict) and out.get("corrected", 0) is None:
+            del out["corrected"]
+        return out
 
 
 class StoryScore(BaseModel):

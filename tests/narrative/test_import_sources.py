@@ -38,10 +38,12 @@ def test_json_list_of_scenes_and_list_of_stories(tmp_path: Path) -> None:
     a = tmp_path / "one.json"
     a.write_text(json.dumps(list(PARK)))
     b = tmp_path / "many.json"
-    b.write_text(json.dumps([{"id": "X 1", "scenes": ["a", "b"]}, {"id": "y", "scenes": ["c"]}]))
+    b.write_text(
+        json.dumps([{"id": "X 1", "scenes": ["a", "b"]}, {"id": "y", "scenes": ["c", "d"]}])
+    )
     got = read_narratives([a, b])
     assert [(n.id, n.scenes) for n in got] == [
-        ("one", PARK), ("x-1", ("a", "b")), ("y", ("c",))
+        ("one", PARK), ("x-1", ("a", "b")), ("y", ("c", "d"))
     ]  # fmt: skip
     assert got[1].source == f"{b}/0"
 
@@ -63,13 +65,13 @@ def test_jsonl_layout(tmp_path: Path) -> None:
         ("a.jsonl", '{"story_id": "a"}\n', 'line 1: expected {"story_id": STRING, "narrative"'),
         (
             "a.jsonl",
-            '{"story_id": "a", "narrative": ["x", 3]}\n',
+            '{"story_id": "a", "narrative": ["x", 3, "z"]}\n',
             "line 1: scene 2 is not a string",
         ),
         ("a.json", '{"id": "a"}', "expected a non-empty list of scenes or of stories"),
-        ("a.json", '[{"id": "a", "scenes": ["x"], "extra": 1}]', '/0: expected a story {"id"'),
+        ("a.json", '[{"id": "a", "scenes": ["x", "y"], "extra": 1}]', '/0: expected a story {"id"'),
         ("a.json", "[1, 2", "invalid JSON"),
-        ("a.txt", "\n\n  \n", "paragraphs: a story needs at least one scene"),
+        ("a.txt", "\n\n  \n", "paragraphs: a story has 2 to 16 scenes, this one 0"),
         ("a.md", "x", "expected a .txt, .json or .jsonl narrative file"),
     ],
 )

@@ -30,6 +30,10 @@ MAX_NARRATIVE_BYTES = 16 * 1024 * 1024
 """Largest narrative file read."""
 MAX_SCENE_CHARS = 4000
 """Longest scene text (a scene is a picture's prompt, not a chapter)."""
+MIN_SCENES, MAX_SCENES = 2, 16
+"""Scenes of an imported story (docs/IMPORT.md): checked before any call is made."""
+#: Control characters a scene text may not hold (tab, newline and carriage return may).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _HEADER = re.compile(r"^[ \t]*scene[ \t]+(\d+)[ \t]*:[ \t]*", re.IGNORECASE | re.MULTILINE)
 _ID = re.compile(r"[^a-z0-9_\-]+")
 
@@ -45,13 +49,26 @@ class Narrative:
     gold: Gold | None = None
 
 
-def story_id(raw: str) -> str:
-    """A story id from a name: lower case, runs of other characters become ``-``."""
+def story_id(raw: str, file: Path | None = None, location: str | None = None) -> str:
+    """A story id from a name: lower case, runs of other characters become ``-``; a name
+    with no letter, digit, ``_`` or ``-`` (``..``, ``.``, ``?``) is refused."""
     out = _ID.sub("-", raw.strip().lower()).strip("-")
-    return out[:100] or "story"
+    if not out:
+        raise InputError(
+            f"story id {raw!r} has no letter or digit (give each story a name)",
+            file=file,
+            location=location,
+        )
+    return out[:100]
 
 
 def _check_scenes(scenes: Sequence[Any], file: Path, where: str) -> tuple[str, ...]:
+    if not MIN_SCENES <= len(scenes) <= MAX_SCENES:
+        raise InputError(
+            f"a story has {MIN_SCENES} to {MAX_SCENES} scenes, this one {len(scenes):,}",
+            file=file,
+            location=where,
+        )
     out = []
     for i, text in enumerate(scenes, start=1):
         if not isinstance(text, str):
@@ -62,6 +79,13 @@ def _check_scenes(scenes: Sequence[Any], file: Path, where: str) -> tuple[str, .
         if len(text) > MAX_SCENE_CHARS:
             raise InputError(
                 f"scene {i} has {len(text):,} characters (at most {MAX_SCENE_CHARS:,})",
+                file=file,
+                location=where,
+            )
+        if bad := _CONTROL.search(text):
+            raise InputError(
+                f"scene {i} holds the control character U+{ord(bad.group()):04X} at "
+                f"character {bad.start() + 1:,} (only tab and newline may appear in a text)",
                 file=file,
                 location=where,
             )
@@ -100,7 +124,7 @@ def _read_text(path: Path) -> Iterator[Narrative]:
         text = read_limited(path, MAX_NARRATIVE_BYTES).decode("utf-8")
     except UnicodeDecodeError as err:
         raise InputError(f"not UTF-8 text (byte {err.start})", file=path) from None
-    yield Narrative(story_id(path.stem), _text_scenes(text, path), str(path))
+    yield Narrative(story_id(path.stem, path), _text_scenes(text, path), str(path))
 
 
 def _read_json(path: Path) -> Iterator[Narrative]:
@@ -108,7 +132,7 @@ def _read_json(path: Path) -> Iterator[Narrative]:
     if not isinstance(doc, list) or not doc:
         raise InputError("expected a non-empty list of scenes or of stories", file=path)
     if all(isinstance(x, str) for x in doc):
-        yield Narrative(story_id(path.stem), _check_scenes(doc, path, "/"), str(path))
+        yield Narrative(story_id(path.stem, path), _check_scenes(doc, path, "/"), str(path))
         return
     if is_vinabench(doc):
         for sample in read_samples(doc, path):
@@ -130,7 +154,7 @@ def _read_json(path: Path) -> Iterator[Narrative]:
         if not isinstance(item["id"], str) or not isinstance(item["scenes"], list):
             raise InputError("expected a string id and a list of scenes", file=path, location=where)
         scenes = _check_scenes(item["scenes"], path, where + "/scenes")
-        yield Narrative(story_id(item["id"]), scenes, f"{path}{where}")
+        yield Narrative(story_id(item["id"], path, where + "/id"), scenes, f"{path}{where}")
 
 
 def _read_jsonl(path: Path) -> Iterator[Narrative]:
@@ -142,7 +166,8 @@ def _read_jsonl(path: Path) -> Iterator[Narrative]:
                 file=path,
                 location=f"line {n}",
             )
-        yield Narrative(story_id(sid), _check_scenes(scenes, path, f"line {n}"), f"{path}:{n}")
+        sid = story_id(sid, path, f"line {n}")
+        yield Narrative(sid, _check_scenes(scenes, path, f"line {n}"), f"{path}:{n}")
 
 
 _READERS = {".txt": _read_text, ".json": _read_json, ".jsonl": _read_jsonl}

@@ -94,12 +94,12 @@ def test_effects_are_oriented_a_minus_b(synth: Path) -> None:
     assert by["ablation", "dimension", "clothing"].diff == 0.0
     # the same numbers as vsb compare (same seed, same resamples), sign included
     comps = compare_run(
-        synth, "m:random_context", "m:independent", settings=Resampling(n_resamples=500)
+        synth, "m@random_context", "m@independent", settings=Resampling(n_resamples=500)
     )
     c = next(x for x in comps if x.metric == "coherence")
     assert (c.diff, c.ci_low, c.ci_high) == (placebo.diff, placebo.ci_low, placebo.ci_high)
     comps = compare_run(
-        synth, f"m:{PRIMARY_CONDITION}", "m:independent", settings=Resampling(n_resamples=500)
+        synth, f"m@{PRIMARY_CONDITION}", "m@independent", settings=Resampling(n_resamples=500)
     )
     c = next(x for x in comps if x.metric == "coherence")
     assert (c.diff, c.ci_low, c.ci_high) == (gain.diff, gain.ci_low, gain.ci_high)

@@ -52,11 +52,11 @@ def test_compare_accepts_provider_names_with_at(
     a, b = f"{MODELS[0]}@structured_memory", f"{MODELS[1]}@structured_memory"
     assert main([*argv, "--a", a, "--b", b]) == 0
     out = capsys.readouterr().out
-    assert f"{MODELS[0]}:structured_memory − {MODELS[1]}:structured_memory" in out
+    assert f"{MODELS[0]}@structured_memory − {MODELS[1]}@structured_memory" in out
     assert main([*argv, "--a", f"{MODELS[0]}@structured_memory", "--b", MODELS[0]]) == 1
     assert "the same" in capsys.readouterr().err
     assert main([*argv, "--a", a, "--b", f"{MODELS[0]}@independent"]) == 0
-    assert f"{MODELS[0]}:structured_memory − {MODELS[0]}:independent" in capsys.readouterr().out
+    assert f"{MODELS[0]}@structured_memory − {MODELS[0]}@independent" in capsys.readouterr().out
     line = _err([*argv, "--a", f"{MODELS[0]}@indepndent", "--b", b], capsys)
     assert "did you mean 'independent'?" in line and "known: independent, structured_memory" in line
 

@@ -89,7 +89,7 @@ def test_compare_unknown_model(run: Path, capsys: pytest.CaptureFixture) -> None
     assert "same" in _err(["compare", str(run), "--a", "drift", "--b", "drift"], capsys)
 
 
-# --- issue #14: score --condition, compare MODEL:CONDITION; issue #9: --evaluator ----------
+# --- issue #14: score --condition, compare MODEL@CONDITION; issue #9: --evaluator ----------
 
 P_TWO = {
     ("oracle", "independent"): 0.0,
@@ -152,20 +152,24 @@ def test_compare_model_names_with_colons(make_run: Callable[..., Path], capsys) 
     }
     run = make_run(simulated_rows(np.random.default_rng(3), p, n_stories=4), name="colons")
     argv = ["compare", str(run), "--resamples", "50"]
-    assert main([*argv, "--a", "openai:gpt-image-1:independent", "--b", "replicate:flux:dev"]) == 0
+    assert main([*argv, "--a", "openai:gpt-image-1@independent", "--b", "replicate:flux:dev"]) == 0
     out = capsys.readouterr().out
-    assert "openai:gpt-image-1:independent − replicate:flux:dev:independent" in out
-    a, b = "openai:gpt-image-1:structured_memory", "openai:gpt-image-1:Independent"
+    assert "openai:gpt-image-1@independent − replicate:flux:dev@independent" in out
+    a, b = "openai:gpt-image-1@structured_memory", "openai:gpt-image-1@Independent"
     assert main([*argv, "--a", a, "--b", b]) == 0
-    assert "openai:gpt-image-1:structured_memory − openai:gpt-image-1:independent" in (
+    assert "openai:gpt-image-1@structured_memory − openai:gpt-image-1@independent" in (
         capsys.readouterr().out
     )
     line = _err(
-        [*argv, "--a", "openai:gpt-image-1:previous_text", "--b", "replicate:flux:dev"], capsys
+        [*argv, "--a", "openai:gpt-image-1@previous_text", "--b", "replicate:flux:dev"], capsys
     )
     assert "unknown condition 'previous_text'" in line
     line = _err([*argv, "--a", "openai:gpt-image-2", "--b", "replicate:flux:dev"], capsys)
     assert "unknown model 'openai:gpt-image-2'" in line
+    # issue #36: one form everywhere; the older colon form says how to write it
+    line = _err([*argv, "--a", "openai:gpt-image-1:independent", "--b", "replicate:flux:dev"],
+                capsys)  # fmt: skip
+    assert "write a cell as MODEL@CONDITION (openai:gpt-image-1@independent)" in line
 
 
 def test_compare_reports_ties(run: Path, capsys: pytest.CaptureFixture) -> None:

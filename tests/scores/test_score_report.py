@@ -76,7 +76,7 @@ def test_comparisons_pairs_and_consistency(run: Path) -> None:
     assert g.ci_low is not None and g.ci_low > 0
     # compare_run uses the same counts as score_run: identical numbers
     direct = compare_run(
-        run, "good:structured_memory", "bad", settings=Resampling(seed=1, n_resamples=500)
+        run, "good@structured_memory", "bad", settings=Resampling(seed=1, n_resamples=500)
     )
     same = next(c for c in direct if c.metric == "coherence")
     assert same == g

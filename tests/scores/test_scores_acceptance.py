@@ -64,7 +64,7 @@ def test_sloppy_has_lowest_adherence(report: ScoresReport) -> None:
 
 def test_memory_helps_drift_mid(sim_run: Path) -> None:
     cmp = compare_run(
-        sim_run, "procedural-drift-mid:structured_memory", "procedural-drift-mid:independent"
+        sim_run, "procedural-drift-mid@structured_memory", "procedural-drift-mid@independent"
     )
     coh = next(c for c in cmp if c.metric == "coherence")
     assert coh.diff > 0 and coh.p_greater is not None and coh.p_greater > 0.95

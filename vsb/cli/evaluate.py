@@ -279,10 +279,15 @@ def evaluate(
     for line in result.warnings:
         click.echo(f"warning: {line}", err=True)
     judged_rows = result.requirements - result.not_applicable
-    rate = result.passed / judged_rows if judged_rows else 0.0
+    # nothing applicable: no rate (0 of 0 is not 0.0 %, issue #36)
+    rate = (
+        f"{result.passed / judged_rows:.1%} of applicable passed"
+        if judged_rows
+        else "n/a: nothing applicable"
+    )
     click.echo(
         f"{', '.join(result.evaluators)}: {result.images} images, {result.requirements} "
-        f"requirement checks ({rate:.1%} of applicable passed, {result.not_applicable} "
+        f"requirement checks ({rate}, {result.not_applicable} "
         f"not applicable), {result.signals} signals -> {result.out_dir}"
     )
     if result.judge is not None:

@@ -254,7 +254,7 @@ def score(
     "--a",
     "a",
     required=True,
-    help="MODEL[@CONDITION] on the left of a − b (MODEL:CONDITION also works).",
+    help="MODEL[@CONDITION] on the left of a − b (e.g. openai:gpt-image-1@independent).",
 )
 @click.option("--b", "b", required=True, help="MODEL[@CONDITION] on the right of a − b.")
 @click.option(
@@ -279,8 +279,8 @@ def compare(
     """Paired story-level bootstrap comparison a − b on every metric (a condition left out
     is taken from the other side, else the primary condition). Model names may hold colons,
     so write a side as MODEL@CONDITION, e.g. --a openai:gpt-image-1@structured_memory
-    (MODEL:CONDITION splits at the last colon). `vsb models` and `vsb conditions` list the
-    names."""
+    (the older MODEL:CONDITION is refused, naming the @ form). `vsb models` and
+    `vsb conditions` list the names."""
     from vsb.scores.compare import compare_run
     from vsb.scores.compute import Resampling
 
@@ -294,7 +294,7 @@ def compare(
         rows = compare_run(run_dir, a, b, evaluator=evaluator, settings=settings)
     first = rows[0] if rows else None
     title = (
-        f"{first.a_model}:{first.a_condition} − {first.b_model}:{first.b_condition} "
+        f"{first.a_model}@{first.a_condition} − {first.b_model}@{first.b_condition} "
         f"(evaluator {first.evaluator}{', corrected' if corrected else ''})"
         if first
         else f"{a} − {b}"

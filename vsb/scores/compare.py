@@ -1,10 +1,8 @@
-"""``vsb compare``: one paired comparison a − b, each side ``MODEL[@CONDITION]`` (or
-``MODEL[:CONDITION]``).
+"""``vsb compare``: one paired comparison a − b, each side ``MODEL[@CONDITION]``.
 
-Model names may hold colons (``openai:gpt-image-1``), so ``MODEL@CONDITION`` is the
-unambiguous form (``openai:gpt-image-1@structured_memory``). The colon form is split at the
-*last* colon, and only when what follows is a condition name (case-insensitive); otherwise
-the whole side is the model.
+Model names may hold colons (``openai:gpt-image-1``), so a cell is ``MODEL@CONDITION``
+(``openai:gpt-image-1@structured_memory``), the one form everywhere (issue #36). The older
+``MODEL:CONDITION`` is refused with a one-line error that names the ``@`` spelling.
 """
 
 from __future__ import annotations
@@ -35,8 +33,8 @@ def _condition(name: str, known: Sequence[str]) -> str | None:
 
 
 def split_side(spec: str, models: Sequence[str], conditions: Sequence[str]) -> tuple[str, str]:
-    """``MODEL[@CONDITION]`` or ``MODEL[:CONDITION]`` -> (model, condition or ''); unknown
-    names raise (with a close match and the valid names).
+    """``MODEL[@CONDITION]`` -> (model, condition or ''); unknown names raise (with a close
+    match and the valid names); the older ``MODEL:CONDITION`` raises naming the ``@`` form.
 
     ``conditions`` are the run's; a canonical condition the run lacks is reported as an
     unknown condition rather than read as part of the model name.
@@ -57,17 +55,16 @@ def split_side(spec: str, models: Sequence[str], conditions: Sequence[str]) -> t
             return head, cond
     head, sep, tail = spec.rpartition(":")
     cond = _condition(tail, known) if sep else None
-    if cond is not None:
-        model = head
-    elif sep and head in models:
+    if cond is not None:  # the older MODEL:CONDITION (ambiguous with openai:MODEL)
+        raise InputError(
+            f"{spec!r}: write a cell as MODEL@CONDITION ({head}@{cond}); the colon belongs "
+            "to model names such as openai:gpt-image-1"
+        )
+    if sep and head in models:
         raise UnknownNameError("condition", tail, conditions)
-    else:
-        model = spec
-    if model not in models:
-        raise UnknownNameError("model", model, models)
-    if cond is not None and cond not in conditions:
-        raise UnknownNameError("condition", cond, conditions)
-    return model, cond or ""
+    if spec not in models:
+        raise UnknownNameError("model", spec, models)
+    return spec, ""
 
 
 def parse_cell(table: StoryTable, spec: str, default_condition: str | None) -> Cell:
@@ -117,7 +114,7 @@ def compare_run(
     evaluator: str | None = None,
     settings: Resampling = Resampling(),
 ) -> list[Comparison]:
-    """Paired comparison of ``a`` − ``b`` (each ``MODEL[:CONDITION]``) on every metric,
+    """Paired comparison of ``a`` − ``b`` (each ``MODEL[@CONDITION]``) on every metric,
     under one evaluator (``choose_evaluator``).
 
     A side without a condition takes the other side's; with neither, the primary condition

@@ -37,7 +37,6 @@ from vsb.narrative.answer import (
     ANSWER_TOKENS,
     SYSTEM_PROMPT,
     AnswerError,
-    accepts,
     parse_answer,
     repair_prompt,
     user_prompt,
@@ -104,8 +103,29 @@ def _call(n: Narrative, prompt: str, llm: VlmTransport, condition: str) -> Judge
         model=EVALUATOR, condition=condition, story_id=n.id, scene=0, image_path="",
         image_sha256="", requirements=(), questions=(), system=SYSTEM_PROMPT, prompt=prompt,
         key=call_key(llm.judge_model, SYSTEM_PROMPT, prompt, "", endpoint_of(llm)),
-        evaluator=EVALUATOR, answer_tokens=ANSWER_TOKENS, accepts=accepts(len(n.scenes)),
+        evaluator=EVALUATOR, answer_tokens=ANSWER_TOKENS, accepts=_usable(n, llm),
     )  # fmt: skip
+
+
+def _build(n: Narrative, text: str, llm: VlmTransport) -> Story:
+    """The story an answer gives (``AnswerError``, ``TransitionError``)."""
+    ext = parse_answer(text, len(n.scenes))
+    return build_story(ext, n.scenes, n.id, source=n.source, llm=llm.judge_model)
+
+
+def _usable(n: Narrative, llm: VlmTransport) -> Callable[[str], bool]:
+    """Whether an answer may be cached (and a cached one served): it parses *and* builds
+    the story. A rejected answer (outside the vocabulary, a contradiction) is kept for the
+    report and the repair round, never stored: a rerun asks again."""
+
+    def check(text: str) -> bool:
+        try:
+            _build(n, text, llm)
+        except (AnswerError, TransitionError):
+            return False
+        return True
+
+    return check
 
 
 def plan_import(narratives: Sequence[Narrative], llm: VlmTransport, options: JudgeOptions
@@ -123,8 +143,7 @@ def _attempt(result: StoryResult, out: CallOutcome, llm: VlmTransport) -> str | 
         result.error = f"the LLM call failed: {out.error}"
         return None
     try:
-        ext = parse_answer(out.reply.text, len(n.scenes))
-        result.story = build_story(ext, n.scenes, n.id, source=n.source, llm=llm.judge_model)
+        result.story = _build(n, out.reply.text, llm)
     except AnswerError as err:
         result.error, result.scene = err.message, err.scene
     except TransitionError as err:
@@ -199,24 +218,52 @@ def _report_doc(report: ImportReport) -> dict[str, Any]:
 
 
 def previous_import(out_dir: Path) -> list[str]:
-    """The story files a previous import wrote into ``out_dir`` (replaced by this one);
-    ``InputError`` for a folder that holds anything else."""
+    """The files a previous import wrote into ``out_dir`` (replaced by this one): those its
+    report names, and the imported stories and ``suite.json`` of an import killed before it
+    wrote its report (``OUT/import/`` exists: the ledger is opened before any call). So the
+    same command reruns after a kill at any point. ``InputError`` for a folder that holds
+    anything else."""
     if not out_dir.exists():
         return []
     if not out_dir.is_dir():
         raise InputError("the output is not a folder", file=out_dir)
     old = out_dir / IMPORT_DIR / REPORT_NAME
-    if not old.is_file():
+    names: list[str] = []
+    if old.is_file():
+        try:
+            before = json.loads(old.read_text())
+            names = [f"{e['id']}.json" for e in before["stories"] if e["status"] == "imported"]
+        except (ValueError, OSError, TypeError, KeyError):
+            raise InputError("cannot read the previous import's report", file=old) from None
+    elif not (out_dir / IMPORT_DIR).is_dir():
         if any(p.name != IMPORT_DIR for p in out_dir.iterdir()):
             raise InputError("the output folder is not empty (nor a previous import)",
                              file=out_dir)  # fmt: skip
         return []
+    else:  # killed before its report: what it wrote is recognisable
+        for p in sorted(out_dir.iterdir()):
+            if p.name != IMPORT_DIR and not _imported_file(p):
+                raise InputError(
+                    f"the output folder holds {p.name!r}, which no import wrote (an import "
+                    "killed before its report leaves only imported stories and suite.json)",
+                    file=out_dir,
+                )
+    found = [p.name for p in sorted(out_dir.iterdir()) if _imported_file(p)]
+    return list(dict.fromkeys([*names, *found, "suite.json"]))
+
+
+def _imported_file(path: Path) -> bool:
+    """Whether ``path`` is a file an import writes: ``suite.json``, or a story with an
+    ``imported`` section."""
+    if path.name == "suite.json":
+        return True
+    if path.suffix != ".json" or not path.is_file() or path.stat().st_size > 16 * 1024 * 1024:
+        return False
     try:
-        before = json.loads(old.read_text())
-        names = [f"{e['id']}.json" for e in before["stories"] if e["status"] == "imported"]
-    except (ValueError, OSError, TypeError, KeyError):
-        raise InputError("cannot read the previous import's report", file=old) from None
-    return [*names, "suite.json"]
+        doc = json.loads(path.read_bytes())
+    except (ValueError, OSError):
+        return False
+    return isinstance(doc, dict) and isinstance(doc.get("imported"), dict)
 
 
 def write_import(

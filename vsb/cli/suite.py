@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import click
 from rich.console import Console
@@ -218,10 +218,20 @@ INCOMPLETE = 3
 @suite.command("import")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
-    "--llm", required=True, metavar="KIND:MODEL",
+    "--llm", default=None, metavar="KIND:MODEL",
     help="The model that extracts each story's state: openai-compatible:MODEL, "
     "anthropic:MODEL, replay:DIR (a previous import's OUT/import) or mock (reads vsb's own "
-    "sentence shapes only).",
+    "sentence shapes only). Needed with --constraints llm.",
+)  # fmt: skip
+@click.option(
+    "--constraints", type=click.Choice(["llm", "gold"]), default="llm", show_default=True,
+    help="llm: an LLM reads each narrative's state; gold: VinaBench's annotations are the "
+    "state (its annotation files only; no LLM call).",
+)  # fmt: skip
+@click.option(
+    "--compare-gold", is_flag=True,
+    help="With --constraints llm on VinaBench's files: also write the agreement of the LLM's "
+    "reading with the gold annotations per field (OUT/import/gold-agreement.json, .csv).",
 )  # fmt: skip
 @click.option("--base-url", default=None, help="The LLM's base URL (HTTP kinds).")
 @click.option(
@@ -247,8 +257,9 @@ INCOMPLETE = 3
     help="LLM calls in flight at once.",
 )  # fmt: skip
 def import_cmd(
-    files: tuple[Path, ...], llm: str, base_url: str | None, out_dir: Path,
-    budget: float | None, dry_run: bool, cache_dir: Path, concurrency: int,
+    files: tuple[Path, ...], llm: str | None, constraints: str, compare_gold: bool,
+    base_url: str | None, out_dir: Path, budget: float | None, dry_run: bool, cache_dir: Path,
+    concurrency: int,
 ) -> None:  # fmt: skip
     """Import narratives (plain text, JSON, JSON lines; docs/IMPORT.md) as state-checked
     stories: an LLM extracts characters, objects, events, place and time; the extraction is
@@ -272,6 +283,13 @@ def import_cmd(
     from vsb.store.calls import BudgetExceeded
 
     narratives = read_narratives(files)
+    if constraints == "gold" or compare_gold:
+        _check_gold(narratives, constraints, llm, compare_gold)
+    if constraints == "gold":
+        _import_gold(narratives, out_dir, dry_run)
+        return
+    if llm is None:
+        raise click.UsageError("--llm KIND:MODEL is needed with --constraints llm (the default)")
     http = default_client()
     click.get_current_context().call_on_close(http.close)
     model = build_llm(llm, base_url=base_url, client=http)
@@ -299,6 +317,10 @@ def import_cmd(
         click.echo(f"error: {err} (nothing written)", err=True)
         sys.exit(INCOMPLETE)
     write_import(out_dir, report, transcript, model.judge_model)
+    if compare_gold:
+        from vsb.narrative.agreement import summary_line, write_agreement
+
+        click.echo(summary_line(write_agreement(out_dir / IMPORT_DIR, report)))
     for r in report.rejected:
         where = f"scene {r.scene}: " if r.scene else ""
         click.echo(f"rejected {r.narrative.id} ({r.narrative.source}): {where}{r.error}", err=True)
@@ -306,6 +328,43 @@ def import_cmd(
     click.echo(
         f"imported {len(report.imported)} of {len(report.results)} stories "
         f"({n_reqs} requirements) to {out_dir}"
+    )
+    if report.rejected:
+        sys.exit(SOME_REJECTED)
+
+
+def _check_gold(narratives: list[Any], constraints: str, llm: str | None, compare: bool) -> None:
+    """--constraints gold and --compare-gold read VinaBench's annotation files only."""
+    if constraints == "gold" and (llm is not None or compare):
+        raise click.UsageError(
+            "--constraints gold calls no LLM: leave out --llm and --compare-gold"
+        )
+    bare = next((n for n in narratives if n.gold is None), None)
+    if bare is not None:
+        flag = "--constraints gold" if constraints == "gold" else "--compare-gold"
+        raise click.UsageError(
+            f"{flag} needs VinaBench's annotation files; {bare.source} has no annotations"
+        )
+
+
+def _import_gold(narratives: list[Any], out_dir: Path, dry_run: bool) -> None:
+    """Every story built from its annotations (no call), written as an import."""
+    from vsb.narrative.gold import GOLD, import_gold
+    from vsb.narrative.importer import previous_import, write_import
+
+    if dry_run:
+        click.echo(f"{len(narratives)} stories from their annotations: no LLM call, cost 0")
+        return
+    previous_import(out_dir)
+    report = import_gold(narratives)
+    write_import(out_dir, report, [], GOLD)
+    for r in report.rejected:
+        where = f"scene {r.scene}: " if r.scene else ""
+        click.echo(f"rejected {r.narrative.id} ({r.narrative.source}): {where}{r.error}", err=True)
+    n_reqs = sum(len(s.requirements) for st in report.imported for s in st.scenes)
+    click.echo(
+        f"imported {len(report.imported)} of {len(report.results)} stories from their gold "
+        f"annotations ({n_reqs} requirements, no LLM call) to {out_dir}"
     )
     if report.rejected:
         sys.exit(SOME_REJECTED)

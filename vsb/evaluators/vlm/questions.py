@@ -16,6 +16,7 @@ are asked without its colour (a recoloured object is still there, in another col
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -141,6 +142,8 @@ def _character_question(req: Requirement, state: SceneState) -> Question:
     who = person(state, name)
     if attr == "present":
         who = person(state, name, weak=False)
+        if not who.startswith("the person with "):  # no cue: the narrative does not describe them
+            return Question(f"Is {who} in the picture?", "YES" if value is True else "NO")
         text = f"Is there a person with {who.removeprefix('the person with ')} in the picture?"
         return Question(text, "YES" if value is True else "NO")
     if attr == "skin":
@@ -203,8 +206,38 @@ def order_probe(state: SceneState, left: str, right: str) -> Question:
     )
 
 
+_PREPOSITION = re.compile(
+    r"^(?:in|at|on|under|inside|outside|near|by|beside|behind|above|below|on top of)\s",
+    re.IGNORECASE,
+)
+_DETERMINER = re.compile(r"^(?:a|an|the|his|her|their|its|my|our|your)\s", re.IGNORECASE)
+
+
+def free_place_question(text: str) -> Question:
+    """A place told in free text, named as written: "Is this in a restaurant?", "Is this
+    under a bridge?", "Is this in the old mill?"."""
+    text = " ".join(text.split())
+    if _PREPOSITION.match(text):
+        return Question(f"Is this {text}?", "YES")
+    if _DETERMINER.match(text):
+        return Question(f"Is this in {text}?", "YES")
+    return Question(f"Is this in {_a(text)}?", "YES")
+
+
+def description_question(req: Requirement) -> Question:
+    """A character told by a description (gold annotations): a ``profile`` fact asks whether
+    someone in the picture fits it (YES), an ``absent`` fact the same (NO)."""
+    text = " ".join(str(req.expected).split()).rstrip(".")
+    return Question(
+        f"Is there someone in the picture who fits this description: {text}?",
+        "NO" if req.attribute == "absent" else "YES",
+    )
+
+
 def _scene_question(req: Requirement, state: SceneState) -> Question:
     attr, value = req.attribute, req.expected
+    if attr == "location" and req.judged_by == "vlm":
+        return free_place_question(str(value))
     if attr == "location":
         where = _PLACE.get(str(value), f"in {_a(str(value))}")
         return Question(f"Is the scene set {where}?", "YES")
@@ -225,6 +258,8 @@ def question_for(req: Requirement, state: SceneState) -> Question:
         return _scene_question(req, state)
     if req.subject in state.objects:
         return _object_question(req, state)
+    if req.judged_by == "vlm" and req.attribute in ("profile", "absent"):
+        return description_question(req)
     if req.subject not in state.characters and req.judged_by == "vlm":
         # an entity outside the render vocabulary (imported stories): is it there?
         return Question(f"Is there {_a(req.subject)} in the picture?", "YES")

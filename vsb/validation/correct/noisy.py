@@ -57,11 +57,14 @@ class NoisyJudge:
         return self._noisy(self.inner.pair_answers(first, second, questions))
 
 
-def true_scores(run_dir: Path, evaluator: str) -> dict[tuple[str, str], dict[str, float]]:
+def true_scores(
+    run_dir: Path, evaluator: str, source_run: Path | None = None
+) -> dict[tuple[str, str], dict[str, float]]:
     """What a perfect reader of the pictures scores under ``evaluator``'s questions, per
     (model, condition): ``global``, ``adherence``, ``coherence``. The rows of a stored copy
-    (``stored:SOURCE``) are read against the oracle of SOURCE's frame, so a copy of a
-    simulator's frames has a known truth though it has no oracle of its own."""
+    (``stored:SOURCE``) are read against the oracle of SOURCE's frame (in ``source_run``,
+    the run that made them, default ``run_dir``), so a copy of a simulator's frames has a
+    known truth though it has no oracle of its own."""
     import copy
 
     from vsb.scores.compute import load_scoring_input
@@ -74,7 +77,7 @@ def true_scores(run_dir: Path, evaluator: str) -> dict[tuple[str, str], dict[str
     rows = inp.evaluator_rows(evaluator)
     rows = rows.view([v != "not_applicable" for v in rows.verdict])
     models = {m.removeprefix("stored:") for m in rows.model} | set(rows.model)
-    oracle = Oracle.read(inp.root, models)
+    oracle = Oracle.read(source_run or inp.root, models)
     renamed = copy.copy(rows)
     renamed.model = [m.removeprefix("stored:") for m in rows.model]
     truth = row_truth(renamed, oracle.faults, oracle.pairs)

@@ -192,8 +192,8 @@ def _counts(se: float, sp: float, n_true: float, n_false: float) -> np.ndarray:
 class _Rows:
     """The two columns ``Labels.of`` reads."""
 
-    dimension = ["identity"]
-    taxonomy = ["identity_drift"]
+    dimension = ("identity",)
+    taxonomy = ("identity_drift",)
 
 
 def test_rogan_gladen_recovers_exact_counts() -> None:

@@ -140,7 +140,8 @@ def _read_json(path: Path) -> Iterator[Narrative]:
             scenes = _check_scenes(sample.scenes, path, where)
             portion = PORTION_NAMES[sample.gold.portion]
             source = f"{path}{sample.where}{sample.part} (VinaBench {portion})"
-            yield Narrative(story_id(sample.raw_id), scenes, source, sample.gold)
+            sid = story_id(sample.raw_id, path, sample.where)
+            yield Narrative(sid, scenes, source, sample.gold)
         return
     for i, item in enumerate(doc):
         where = f"/{i}"

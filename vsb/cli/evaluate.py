@@ -24,6 +24,7 @@ from vsb.cli.options import (
     run_dir_argument,
     workers_option,
 )
+from vsb.store.cache import failed_checks_note
 
 
 def _names(value: str | None) -> list[str] | None:
@@ -296,7 +297,7 @@ def evaluate(
         at = f" at {j.endpoint}" if j.endpoint else ""
         click.echo(
             f"judge {j.judge_model}{at}: {j.calls} calls, {j.cache_hits} cached, "
-            f"cost {_usd(j.cost_usd)}; verdicts: {verdicts}"
+            f"cost {_usd(j.cost_usd)}; verdicts: {verdicts}{failed_checks_note(j.failed_checks)}"
         )
         bad = j.verdicts.get("parse_failure", 0)
         if bad:
@@ -321,7 +322,7 @@ def evaluate(
         click.echo(
             f"extractor: {ex.get('extracted', 0)} images extracted, {ex.get('disk_hits', 0)} "
             f"read from the extraction cache in {cache_dir}, {ex.get('extract_hits', 0)} "
-            "repeats within a story"
+            f"repeats within a story{failed_checks_note(ex.get('failed_check', 0))}"
         )
     for e in result.embed:
         texts = ""

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from vsb.cli.options import executor_from, local_adapters, local_model_options, workers_option
-from vsb.store.cache import DEFAULT_CACHE_DIR
+from vsb.store.cache import DEFAULT_CACHE_DIR, failed_checks_note
 
 #: Exit status of a run that is not whole (a model skipped or all failed, a budget stop).
 INCOMPLETE = 3
@@ -177,9 +177,10 @@ def run(
             err=True,
         )
     refused = f", {result.refused} of them refused" if result.refused else ""
+    checks = failed_checks_note(result.failed_checks)
     click.echo(
         f"{result.images} images ({result.calls} generated, {result.hits} from cache, "
-        f"{result.failures} failed{refused}) in {result.seconds:.1f} s -> {out_dir}"
+        f"{result.failures} failed{refused}{checks}) in {result.seconds:.1f} s -> {out_dir}"
     )
     for model, (n, first) in result.errors.items():
         click.echo(f"{model}: {n} failed; first: {first}", err=True)

@@ -70,6 +70,11 @@ class JudgeSummary:
     verdicts: dict[str, int]
     #: the judge's normalised base URL (None: no server, e.g. mock or replay)
     endpoint: str | None = None
+    #: cached answers that failed their check (not their key's) and were asked again
+    failed_checks: int = 0
+    #: repeats of another call of the pass (the same image and questions): judged once,
+    #: counted neither as calls nor as cached
+    duplicates: int = 0
 
     @property
     def parse_failure_share(self) -> float:
@@ -303,6 +308,7 @@ def _calls_stage(
     evaluators: list[Evaluator], items: list[WorkItem], run: RunView,
     options: EvaluateOptions, acc: Outputs,
 ) -> None:  # fmt: skip
+    from vsb.evaluators.vlm.store import failed_checks_in
     from vsb.evaluators.vlm.transports import endpoint_of
     from vsb.evaluators.vlm_judge import (
         JudgeOptions,
@@ -332,7 +338,9 @@ def _calls_stage(
             if options.judge_progress:
                 options.judge_progress(done, len(calls))
 
+        checks = failed_checks_in(opts.cache_dir if judge.paid else None)
         outcomes = execute_calls(calls, judge, opts, on_done=on_done, recorder=recorder)
+        checks = failed_checks_in(opts.cache_dir if judge.paid else None) - checks
     err = failed_calls_error(outcomes)
     if err is not None:
         raise err
@@ -348,10 +356,12 @@ def _calls_stage(
     acc.judge = JudgeSummary(
         judge_model=judge.judge_model,
         calls=sum(not o.cache_hit for o in outcomes),
-        cache_hits=sum(o.cache_hit for o in outcomes),
+        cache_hits=sum(o.cache_hit and not o.duplicate for o in outcomes),
+        duplicates=sum(o.duplicate for o in outcomes),
         cost_usd=None if any(c is None for c in costs) else sum(c or 0.0 for c in costs),
         verdicts=dict(verdicts),
         endpoint=where,
+        failed_checks=checks,
     )
 
 

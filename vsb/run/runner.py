@@ -128,6 +128,8 @@ class RunResult:
     stopped: str | None = None
     #: calls of an earlier, killed run found finished (image in the cache) and so marked
     reconciled: int = 0
+    #: cache entries that failed their check (values of another key) and were regenerated
+    failed_checks: int = 0
     #: model -> (images that failed, the first error): why, said where the count is
     errors: dict[str, tuple[int, str]] = field(default_factory=dict)
 
@@ -321,6 +323,7 @@ def _generate(
     run_dir = Path(config.out)
     cache = GenerationCache(config.cache_dir)
     cache.open()
+    checks_before = cache.failed_checks()
     ledger = Ledger(run_dir / LEDGER_NAME)
     ledger.start_session(f"seed={config.seed} models={','.join(active)}")
     # Calls a killed run made whose image reached the cache but whose row it never finished.
@@ -381,6 +384,8 @@ def _generate(
         for db in (ledger, cache):
             db.open()
             db.close()
+        result.failed_checks = cache.failed_checks() - checks_before
+        cache.close()
     for m, why in st.blocked.items():
         result.skipped.setdefault(m, why)
     if st.halted:

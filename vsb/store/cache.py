@@ -22,7 +22,12 @@ the owner failed, claims the key itself). A claim whose owner process is dead (S
 never while waiting for another key, so two processes can never wait on each other.
 
 An object whose bytes no longer match its hash is detected on read, deleted and
-regenerated — never served. Each process and thread opens its own SQLite connection (after
+regenerated — never served. An entry is *sealed*: ``seal`` is sha256 over the canonical JSON of
+its key, image hash, metadata and cost (``entry_seal``), so a well-formed entry whose values
+belong to another key (hashes shuffled between rows, metadata edited) fails its check on read:
+it is dropped, logged in ``failed_checks`` (``failed_checks()`` counts them, so a command can
+report how many it recomputed) and regenerated. Entries written before seals (``seal`` NULL)
+are read as before. Each process and thread opens its own SQLite connection (after
 a fork the child opens a fresh one).
 """
 
@@ -40,8 +45,8 @@ from typing import Any
 
 from vsb.adapters.base import GenerationResult
 from vsb.errors import CacheError
-from vsb.fsio import atomic_write_bytes, loads_json, sha256_hex
-from vsb.store.conns import ThreadConnections
+from vsb.fsio import atomic_write_bytes, canonical_json, loads_json, sha256_hex
+from vsb.store.conns import ThreadConnections, what_to_do
 from vsb.store.locks import process_alive, process_token
 
 log = logging.getLogger(__name__)
@@ -51,12 +56,17 @@ INDEX_NAME = "index.sqlite"
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS entries (
         key TEXT PRIMARY KEY, sha256 TEXT NOT NULL, metadata TEXT NOT NULL, cost_usd REAL,
-        origin TEXT)""",
+        origin TEXT, seal TEXT)""",
     """CREATE TABLE IF NOT EXISTS claims (
         key TEXT PRIMARY KEY, pid INTEGER NOT NULL, token TEXT NOT NULL, since REAL NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS failed_checks (
+        key TEXT NOT NULL, sha256 TEXT NOT NULL, at REAL NOT NULL)""",
 )
-#: Indexes written before entries named their origin lack the column (origin NULL).
-_MIGRATE = "ALTER TABLE entries ADD COLUMN origin TEXT"
+#: Indexes written before entries named their origin (or were sealed) lack the column (NULL).
+_MIGRATE = {
+    "origin": "ALTER TABLE entries ADD COLUMN origin TEXT",
+    "seal": "ALTER TABLE entries ADD COLUMN seal TEXT",
+}
 _Row = tuple[str, str, str, float | None]
 #: Polling while another process generates a key: first and longest pause, in seconds.
 _POLL_FIRST, _POLL_MAX = 0.002, 0.1
@@ -75,16 +85,39 @@ def _immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
-    """Add ``entries.origin`` to an index written before it (another process may be adding
-    it at the same moment: a duplicate column is that)."""
+    """Add ``entries.origin`` and ``entries.seal`` to an index written before them (another
+    process may be adding them at the same moment: a duplicate column is that)."""
     cols = {row[1] for row in conn.execute("PRAGMA table_info(entries)")}
-    if "origin" in cols:
-        return
-    try:
-        conn.execute(_MIGRATE)
-    except sqlite3.OperationalError as err:
-        if "duplicate column" not in str(err):
-            raise
+    for name, stmt in _MIGRATE.items():
+        if name in cols:
+            continue
+        try:
+            conn.execute(stmt)
+        except sqlite3.OperationalError as err:
+            if "duplicate column" not in str(err):
+                raise
+
+
+def failed_checks_note(n: int, sep: str = "; ") -> str:
+    """What a summary line adds for ``n`` cache entries that failed their check ("" for 0)."""
+    if not n:
+        return ""
+    if n == 1:
+        return f"{sep}1 cache entry failed its check and was recomputed"
+    return f"{sep}{n} cache entries failed their check and were recomputed"
+
+
+def entry_seal(row: _Row) -> str:
+    """The seal of an entry ``(key, sha256, metadata, cost_usd)``: what binds its values to
+    its key (checked on every read)."""
+    return sha256_hex(canonical_json(list(row)))
+
+
+#: What to do with a damaged cache index (one line; nothing is removed for the user).
+CORRUPT_INDEX = (
+    "it is damaged: move it aside (mv {name} {name}.broken) and rerun, which starts a new "
+    "index (the images it listed are made, and paid for, again), or give another --cache"
+)
 
 
 class GenerationCache:
@@ -126,7 +159,13 @@ class GenerationCache:
                 if "locked" not in str(err) or attempt == 49:
                     raise CacheError(f"cannot open the cache index: {err}", file=self.root) from err
                 time.sleep(0.02 * (attempt + 1))
-            except (OSError, sqlite3.Error) as err:
+            except sqlite3.Error as err:
+                index = self.root / INDEX_NAME
+                advice = what_to_do(err, CORRUPT_INDEX.format(name=INDEX_NAME))
+                raise CacheError(
+                    f"cannot open the cache index: {err}{advice}", file=index
+                ) from None
+            except OSError as err:
                 raise CacheError(f"cannot open the cache index: {err}", file=self.root) from err
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -142,12 +181,40 @@ class GenerationCache:
         return self._token
 
     def _lookup(self, key: str) -> _Row | None:
+        """The entry of ``key``; one that fails its seal is dropped (and logged) instead."""
         row = (
             self._db()
-            .execute("SELECT key, sha256, metadata, cost_usd FROM entries WHERE key = ?", (key,))
+            .execute(
+                "SELECT key, sha256, metadata, cost_usd, seal FROM entries WHERE key = ?", (key,)
+            )
             .fetchone()
         )
-        return None if row is None else (row[0], row[1], row[2], row[3])
+        if row is None:
+            return None
+        entry: _Row = (row[0], row[1], row[2], row[3])
+        if row[4] is not None and row[4] != entry_seal(entry):
+            self._drop(entry, row[4])
+            return None
+        return entry
+
+    def _drop(self, entry: _Row, seal: str) -> None:
+        """Delete an entry that failed its check (unless another process already replaced
+        it) and log it in ``failed_checks``."""
+        log.warning("cache entry %s fails its check (its values are not its key's): "
+                    "regenerating", entry[0])  # fmt: skip
+        with _immediate(self._db()) as db:
+            gone = db.execute(
+                "DELETE FROM entries WHERE key = ? AND sha256 = ? AND seal = ?",
+                (entry[0], entry[1], seal),
+            ).rowcount
+            if gone:
+                db.execute(
+                    "INSERT INTO failed_checks VALUES (?, ?, ?)", (entry[0], entry[1], time.time())
+                )
+
+    def failed_checks(self) -> int:
+        """Entries dropped so far because they failed their check (every process's)."""
+        return int(self._db().execute("SELECT COUNT(*) FROM failed_checks").fetchone()[0])
 
     def _read_object(self, sha256: str) -> bytes | None:
         path = self.object_path(sha256)
@@ -203,9 +270,9 @@ class GenerationCache:
         pid, token = self._owner()
         with _immediate(self._db()) as db:
             db.execute(
-                "INSERT OR REPLACE INTO entries (key, sha256, metadata, cost_usd, origin) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (*row, origin),
+                "INSERT OR REPLACE INTO entries (key, sha256, metadata, cost_usd, origin, seal) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (*row, origin, entry_seal(row)),
             )
             db.execute(
                 "DELETE FROM claims WHERE key = ? AND pid = ? AND token = ?", (row[0], pid, token)

@@ -16,7 +16,11 @@ the suite variants repeat the plain images — so the frames stage keys its work
   answer. New entries are written in one transaction by
   ``close()``; an entry that cannot be read back (not JSON, another shape) is recomputed
   and replaced, and a database that cannot be opened or read is left alone (everything is
-  computed, nothing stored);
+  computed, nothing stored). An entry carries what it was computed from and is checked
+  against its key before use: its data is a seal (sha256 of the key and the stored JSON,
+  64 hex digits) then the JSON ``{"image": sha256, "vocab": digest, "state": …}``; one
+  whose seal or image is not its key's (rows shuffled between keys, a value edited) counts
+  as ``failed_check`` and is recomputed and replaced;
 - ``ExtractionMemo.keep(name, sha256, compute)``: any other value derived from the bytes
   alone (pairwise's histograms), for the memo's life.
 
@@ -55,9 +59,11 @@ PLANES = 64
 #: The extraction cache's file in its directory.
 CACHE_NAME = "extractions.sqlite"
 #: Bumped when the stored form of an entry changes.
-FORMAT = 1
+FORMAT = 2
 #: What ``ExtractionMemo.stats`` counts.
-STATS = ("decoded", "decode_hits", "extracted", "extract_hits", "disk_hits", "corrupt")
+STATS = (
+    "decoded", "decode_hits", "extracted", "extract_hits", "disk_hits", "corrupt", "failed_check"
+)  # fmt: skip
 #: The modules whose code decides an extraction (decoding included; the colours come from
 #: the story vocabulary).
 MODULES = (extractor, decode, detected, objects, people, robust, style, story_vocab)
@@ -89,13 +95,35 @@ def extraction_key(sha256: str, vocab: EntityVocabulary, fingerprint: str) -> st
     return sha256_hex(canonical_json(parts))
 
 
-def _stored(state: DetectedState) -> bytes:
-    """The stored JSON of a ``DetectedState`` (``dataclasses.asdict`` is ten times slower)."""
-    return canonical_json({
+def _stored(key: str, sha256: str, vocab: EntityVocabulary, state: DetectedState) -> bytes:
+    """The stored row of a ``DetectedState`` (``dataclasses.asdict`` is ten times slower):
+    its seal, then the JSON of what it was computed from and the state."""
+    body = canonical_json({"image": sha256, "vocab": _vocab_digest(vocab), "state": {
         "people": [vars(p) for p in state.people],
         "objects": [vars(o) for o in state.objects],
         "location": state.location, "time": state.time, "weather": state.weather,
-    })  # fmt: skip
+    }})  # fmt: skip
+    return _seal(key, body) + body
+
+
+def _seal(key: str, body: bytes) -> bytes:
+    return sha256_hex(key.encode() + b"\x00" + body).encode()
+
+
+class FailedCheck(ValueError):
+    """A well-formed entry that is not its key's."""
+
+
+def _unsealed(key: str, sha256: str, data: bytes) -> Any:
+    """The stored state JSON of a row, checked against its key (``FailedCheck``) and
+    parsed (``ValueError``/``TypeError`` when it has another shape)."""
+    if not isinstance(data, bytes):
+        raise TypeError("not bytes")
+    seal, body = data[:64], data[64:]
+    obj = json.loads(body)
+    if seal != _seal(key, body) or not isinstance(obj, dict) or obj.get("image") != sha256:
+        raise FailedCheck(key)
+    return obj["state"]
 
 
 def _state(obj: Any) -> DetectedState:
@@ -166,14 +194,14 @@ class ExtractionMemo:
         key = ""
         if self.cache_dir is not None:
             key = extraction_key(sha256, vocab, extractor_fingerprint())
-        got = self._load(key) if key else None
+        got = self._load(key, sha256) if key else None
         if got is not None:
             self.stats["disk_hits"] += 1
         else:
             got = extractor.extract(image, vocab, counts)
             self.stats["extracted"] += 1
             if key:
-                self._new[key] = _stored(got)
+                self._new[key] = _stored(key, sha256, vocab, got)
         self._states[(sha256, vocab)] = got
         return got
 
@@ -222,7 +250,7 @@ class ExtractionMemo:
             self._db = db
         return self._db
 
-    def _load(self, key: str) -> DetectedState | None:
+    def _load(self, key: str, sha256: str) -> DetectedState | None:
         db = self._connect()
         if db is None:
             return None
@@ -234,7 +262,10 @@ class ExtractionMemo:
         if row is None:
             return None
         try:
-            return _state(json.loads(row[0]))
+            return _state(_unsealed(key, sha256, row[0]))
+        except FailedCheck:
+            self.stats["failed_check"] += 1  # another key's values: recomputed and replaced
+            return None
         except (ValueError, TypeError, KeyError):
             self.stats["corrupt"] += 1  # recomputed and replaced
             return None

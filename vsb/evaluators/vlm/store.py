@@ -6,7 +6,11 @@ The key (``call_key``) is sha256 over the canonical JSON of the judge model, its
 normalised base URL of an HTTP judge: the same model name served elsewhere is another judge),
 the system prompt, the user prompt (the questions) and the image's sha256, so a rerun pays
 nothing. Only answers that parse are stored (``vlm_judge`` decides; an unparsable reply is
-asked again on the next run).
+asked again on the next run). A stored answer is sealed (``answer_seal``: sha256 over its key,
+judge model, raw text and token counts), so an answer edited or moved to another key (YES and
+NO swapped) fails its check on lookup: it is dropped, logged in ``failed_checks`` (counted by
+``failed_checks()``) and asked again. Answers stored before seals (``seal`` NULL) are read as
+before.
 
 ``JudgePricing`` reads the ``judges`` section of ``config/pricing.json``: USD per million
 input and output tokens and the tokens an image costs, per judge model. A judge that is
@@ -16,6 +20,7 @@ not listed has an unknown price, reported as unknown, never as zero.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,16 +28,30 @@ from pathlib import Path
 from vsb.errors import CacheError
 from vsb.evaluators.vlm.transports import JudgeReply
 from vsb.fsio import canonical_json, sha256_hex
-from vsb.store.conns import ThreadConnections
+from vsb.store.conns import ThreadConnections, what_to_do
 from vsb.store.ledger import read_pricing
 
 DEFAULT_PRICING = Path(__file__).resolve().parents[3] / "config" / "pricing.json"
 CACHE_NAME = "judge.sqlite"
 _SCHEMA = """CREATE TABLE IF NOT EXISTS answers (
     key TEXT PRIMARY KEY, judge_model TEXT NOT NULL, text TEXT NOT NULL,
-    input_tokens INTEGER, output_tokens INTEGER, attempt TEXT)"""
+    input_tokens INTEGER, output_tokens INTEGER, attempt TEXT, seal TEXT)"""
+_FAILED = "CREATE TABLE IF NOT EXISTS failed_checks (key TEXT NOT NULL, at REAL NOT NULL)"
+#: What to do with a damaged answer cache (one line; nothing is removed for the user).
+_CORRUPT = (
+    f"it is damaged: move it aside (mv {CACHE_NAME} {CACHE_NAME}.broken) and rerun, which "
+    "starts a new one (the answers it held are asked, and paid for, again)"
+)
 #: Caches written before answers carried the attempt that paid for them lack ``attempt``.
 _MIGRATE_ATTEMPT = "ALTER TABLE answers ADD COLUMN attempt TEXT"
+_MIGRATE_SEAL = "ALTER TABLE answers ADD COLUMN seal TEXT"
+
+
+def answer_seal(
+    key: str, judge_model: str, text: str, input_tokens: int | None, output_tokens: int | None
+) -> str:
+    """What binds a stored answer to its call key (checked on every lookup)."""
+    return sha256_hex(canonical_json([key, judge_model, text, input_tokens, output_tokens]))
 
 
 def call_key(
@@ -58,10 +77,17 @@ class JudgeCache:
             with self._db() as db:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute(_SCHEMA)
-                if "attempt" not in {r[1] for r in db.execute("PRAGMA table_info(answers)")}:
+                cols = {r[1] for r in db.execute("PRAGMA table_info(answers)")}
+                if "attempt" not in cols:
                     db.execute(_MIGRATE_ATTEMPT)
+                if "seal" not in cols:
+                    db.execute(_MIGRATE_SEAL)
+                db.execute(_FAILED)
         except (OSError, sqlite3.Error) as err:
-            raise CacheError(f"cannot open the judge cache: {err}", file=self.path) from None
+            advice = what_to_do(err, _CORRUPT) if isinstance(err, sqlite3.Error) else ""
+            raise CacheError(
+                f"cannot open the judge cache: {err}{advice}", file=self.path
+            ) from None
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=60.0)
@@ -78,13 +104,29 @@ class JudgeCache:
         self._conns.close()
 
     def lookup(self, key: str) -> JudgeReply | None:
-        """The cached reply, or None."""
+        """The cached reply, or None (also for one that fails its check: it is dropped)."""
         row = (
             self._db()
-            .execute("SELECT text, input_tokens, output_tokens FROM answers WHERE key = ?", (key,))
+            .execute(
+                "SELECT text, input_tokens, output_tokens, judge_model, seal FROM answers "
+                "WHERE key = ?",
+                (key,),
+            )
             .fetchone()
         )
-        return None if row is None else JudgeReply(str(row[0]), row[1], row[2])
+        if row is None:
+            return None
+        if row[4] is not None and row[4] != answer_seal(key, row[3], row[0], row[1], row[2]):
+            with self._db() as db:
+                if db.execute("DELETE FROM answers WHERE key = ? AND seal = ?",
+                              (key, row[4])).rowcount:  # fmt: skip
+                    db.execute("INSERT INTO failed_checks VALUES (?, ?)", (key, time.time()))
+            return None
+        return JudgeReply(str(row[0]), row[1], row[2])
+
+    def failed_checks(self) -> int:
+        """Answers dropped so far because they failed their check."""
+        return int(self._db().execute("SELECT COUNT(*) FROM failed_checks").fetchone()[0])
 
     def put(
         self, key: str, judge_model: str, reply: JudgeReply, attempt: str | None = None
@@ -92,10 +134,15 @@ class JudgeCache:
         """Store a reply (committed before returning), with the ledger attempt that paid
         for it (``vsb.store.paid``: a rerun reconciles that attempt's unfinished row)."""
         with self._db() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?)",
-                (key, judge_model, reply.text, reply.input_tokens, reply.output_tokens, attempt),
+            seal = answer_seal(
+                key, judge_model, reply.text, reply.input_tokens, reply.output_tokens
             )
+            db.execute(
+                "INSERT OR REPLACE INTO answers (key, judge_model, text, input_tokens, "
+                "output_tokens, attempt, seal) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (key, judge_model, reply.text, reply.input_tokens, reply.output_tokens, attempt,
+                 seal),
+            )  # fmt: skip
 
     def attempts(self, keys: list[str]) -> dict[str, str]:
         """``{key: attempt id}`` of the stored replies of ``keys`` that name their attempt."""
@@ -121,6 +168,18 @@ class JudgeCache:
         reply = compute()
         self.put(key, judge_model, reply)
         return reply, False
+
+
+def failed_checks_in(cache_dir: str | Path | None) -> int:
+    """How many answers the judge cache in ``cache_dir`` has dropped for failing their check
+    (0 without a cache)."""
+    if cache_dir is None:
+        return 0
+    cache = JudgeCache(cache_dir)
+    try:
+        return cache.failed_checks()
+    finally:
+        cache.close()
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,146 @@
+"""Well-formed but wrong cache entries never change a score (issue 35, item 7).
+
+Each cache is made by a clean pass, then its entries are swapped between keys the way a
+user's tool (or a bad merge of two caches) would leave them — every value still well-formed
+— and the pass is run again: the entries fail their check, are recomputed, the command's
+summary line counts them, and the results are those of the clean pass. Three caches:
+
+- the generation cache (``vsb run``): image hashes rotated between index rows;
+- the extraction cache (``vsb evaluate --extraction-cache``): rows' data rotated;
+- the judge cache (``vsb evaluate --evaluator vlm`` at a server on 127.0.0.1): YES and NO
+  swapped in every stored answer.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from judge_http import JudgeHttpServer, say
+
+from vsb.cli.main import main
+from vsb.evaluators.render.memo import CACHE_NAME as EXTRACTIONS
+from vsb.evaluators.vlm.store import CACHE_NAME as JUDGE
+from vsb.generator.generate import write_suite
+from vsb.store.cache import INDEX_NAME
+from vsb.story.models import Story
+from vsb.tables import iter_rows
+
+MODELS = "procedural-drift-mid,procedural-drift-low"
+NOTE = re.compile(
+    r"(\d+) cache entr(?:y|ies) failed (?:its|their) check and (?:was|were) recomputed"
+)
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory: pytest.TempPathFactory, default_suite: list[Story]) -> Path:
+    out = tmp_path_factory.mktemp("checks") / "suite"
+    write_suite([s for s in default_suite if s.difficulty != "hard"][:3], out)
+    return out
+
+
+def _run(suite: Path, out: Path, cache: Path) -> list[str]:
+    return ["run", "--suite", str(suite), "--model", MODELS, "--condition", "independent",
+            "--out", str(out), "--cache", str(cache), "--workers", "1"]  # fmt: skip
+
+
+def _images(run: Path) -> dict[str, bytes]:
+    return {p.relative_to(run).as_posix(): p.read_bytes() for p in sorted(run.rglob("*.png"))}
+
+
+def _rows(run: Path, name: str = "requirements.parquet") -> list[dict[str, Any]]:
+    return [r for _, r in iter_rows(run / "evaluations" / name)]
+
+
+def _noted(out: str) -> int:
+    found = NOTE.findall(out)
+    return sum(int(n) for n in found)
+
+
+def _rotate(db_path: Path, table: str, column: str) -> int:
+    """Give each row the ``column`` value of the next row (by key); how many rows changed."""
+    with sqlite3.connect(db_path) as db:
+        rows = db.execute(f"SELECT key, {column} FROM {table} ORDER BY key").fetchall()
+        assert len(rows) > 2
+        moved = [(rows[(i + 1) % len(rows)][1], rows[i][0]) for i in range(len(rows))]
+        db.executemany(f"UPDATE {table} SET {column} = ? WHERE key = ?", moved)
+    return sum(new != rows[i][1] for i, (new, _) in enumerate(moved))
+
+
+def test_generation_cache_hashes_shuffled_between_keys_are_regenerated(
+    suite: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = tmp_path / "cache"
+    assert main(_run(suite, tmp_path / "clean", cache)) == 0
+    clean = _images(tmp_path / "clean")
+    assert main(_run(suite, tmp_path / "again", cache)) == 0
+    assert _noted(capsys.readouterr().out) == 0  # an intact cache fails nothing
+    changed = _rotate(cache / INDEX_NAME, "entries", "sha256")
+    assert changed > 0
+    assert main(_run(suite, tmp_path / "shuffled", cache)) == 0
+    out = capsys.readouterr().out
+    assert _images(tmp_path / "shuffled") == clean  # the clean run's images, not the swapped
+    assert _noted(out) == changed, out
+    assert main(_run(suite, tmp_path / "after", cache)) == 0  # recomputed entries are sound
+    assert _noted(capsys.readouterr().out) == 0
+    assert _images(tmp_path / "after") == clean
+
+
+@pytest.fixture(scope="module")
+def run(suite: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("checks-run")
+    assert main(_run(suite, root / "run", root / "g")) == 0
+    return root / "run"
+
+
+def test_extraction_rows_shuffled_between_keys_are_recomputed(
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = tmp_path / "cache"
+    work = tmp_path / "run"
+    shutil.copytree(run, work)
+    argv = ["evaluate", str(work), "--evaluator", "rules", "--cache", str(cache),
+            "--extraction-cache", "--workers", "1"]  # fmt: skip
+    assert main(argv) == 0
+    clean = _rows(work)
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "read from the extraction cache" in out and _noted(out) == 0
+    changed = _rotate(cache / EXTRACTIONS, "extractions", "data")
+    assert changed > 0
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert _rows(work) == clean
+    assert _noted(out) == changed, out
+    assert main(argv) == 0  # replaced by sound entries
+    assert _noted(capsys.readouterr().out) == 0
+    assert _rows(work) == clean
+
+
+def test_judge_answers_with_yes_and_no_swapped_are_asked_again(
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = tmp_path / "cache"
+    work = tmp_path / "run"
+    shutil.copytree(run, work)
+    with JudgeHttpServer(say("YES")) as server:
+        argv = ["evaluate", str(work), "--evaluator", "vlm", "--judge", "openai-compatible:sim",
+                "--base-url", server.url, "--cache", str(cache)]  # fmt: skip
+        assert main(argv) == 0
+        clean = _rows(work)
+        asked = server.requests
+        assert main(argv) == 0
+        assert server.requests == asked and _noted(capsys.readouterr().out) == 0
+        with sqlite3.connect(cache / JUDGE) as db:
+            n = db.execute("UPDATE answers SET text = replace(text, 'YES', 'NO')").rowcount
+        assert n == asked
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        rows = _rows(work)
+        assert rows == clean and "passed" in {r["verdict"] for r in rows}
+        assert server.requests == 2 * asked  # every swapped answer asked again
+        assert _noted(out) == asked, out

@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from judge_http import JudgeHttpServer
 
 from vsb.cli.main import main
 from vsb.generator.generate import write_suite
@@ -61,10 +62,11 @@ def test_one_request_per_scene_and_a_rerun_sends_none(
         assert main(argv) == 0
         assert server.requests == d  # exactly one request per scene (each image judged once)
         out = capsys.readouterr().out
-        assert f"{d} calls, {n - d} cached" in out
+        # a fresh cache: the repeats are duplicates, not "cached" (issue #34)
+        assert n > d and f"{d} calls, 0 cached, {n - d} duplicates (judged once)" in out
         assert main(argv) == 0
         assert server.requests == d  # the rerun sent nothing
-        assert f"0 calls, {n} cached" in capsys.readouterr().out
+        assert f"0 calls, {d} cached, {n - d} duplicates" in capsys.readouterr().out
     rows = _rows(sim_small)
     by_ev: dict[object, int] = {}
     for r in rows:
@@ -87,6 +89,20 @@ def test_one_request_per_scene_and_a_rerun_sends_none(
     assert (calls, hits) == (d, n + n - d)
     transcript = (sim_small / "evaluations" / "judge_calls.jsonl").read_text().splitlines()
     assert len(transcript) == n
+
+
+def test_a_garbage_judge_on_a_fresh_cache_reports_duplicates_not_cached(
+    sim_small: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    n, d = _images(sim_small), _distinct(sim_small)
+    with JudgeHttpServer(lambda qs: "I cannot tell.") as server:
+        argv = ["evaluate", str(sim_small), "--evaluator", "vlm", "--judge",
+                "openai-compatible:garbage", "--base-url", server.url, "--cache",
+                str(tmp_path / "c")]  # fmt: skip
+        assert main(argv) == 4  # nothing parses
+    cap = capsys.readouterr()
+    assert f"{d} calls, 0 cached, {n - d} duplicates (judged once)" in cap.out
+    assert "were not cached" in cap.err
 
 
 def test_the_server_sees_numbered_identity_questions(sim_small: Path, tmp_path: Path) -> None:

@@ -297,7 +297,8 @@ def evaluate(
         at = f" at {j.endpoint}" if j.endpoint else ""
         click.echo(
             f"judge {j.judge_model}{at}: {j.calls} calls, {j.cache_hits} cached, "
-            f"cost {_usd(j.cost_usd)}; verdicts: {verdicts}{failed_checks_note(j.failed_checks)}"
+            + (f"{j.duplicates} duplicates (judged once), " if j.duplicates else "")
+            + f"cost {_usd(j.cost_usd)}; verdicts: {verdicts}{failed_checks_note(j.failed_checks)}"
         )
         bad = j.verdicts.get("parse_failure", 0)
         if bad:

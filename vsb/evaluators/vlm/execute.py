@@ -52,7 +52,8 @@ class JudgeOptions:
 
 @dataclass
 class CallOutcome:
-    """What became of one call (``reply`` None: it failed or was not made)."""
+    """What became of one call (``reply`` None: it failed or was not made). A repeat of
+    another call of the same pass (``duplicate``) reuses its answer as a free cache hit."""
 
     call: JudgeCall
     reply: JudgeReply | None = None
@@ -61,6 +62,7 @@ class CallOutcome:
     cost_usd: float | None = None
     attempts: int = 0
     error: str | None = None
+    duplicate: bool = False
 
 
 def media_type(data: bytes) -> str:
@@ -319,7 +321,7 @@ def execute_calls(
             outcomes.append(base)
             continue
         # a repeat: the answer is reused, as a cache hit that costs nothing
-        out = CallOutcome(c, base.reply, base.reply is not None, error=base.error)
+        out = CallOutcome(c, base.reply, base.reply is not None, error=base.error, duplicate=True)
         out.cost_usd = 0.0 if base.reply is not None else None
         outcomes.append(out)
         if on_done is not None:

@@ -213,13 +213,11 @@ def _spoil(samples: list[dict[str, Any]], how: str) -> tuple[int, str]:
     if how == "length":
         s["time"] = s["time"][:3]
         return 4, "time has 3 entries for 4 scenes"
-    s["global_profile"].update({"A": "a cook", "B": "a waiter", "C": "a guest"})
-    s["scene_characters"][2]["present"] = ["Mara", "Teo", "A", "B"]
-    s["scene_characters"][2]["num_present"] = 4
-    return 3, "4 profiled characters appear by here (Mara, Teo, A, B); a vsb story holds at most 3"
+    s["global_profile"]["Mara"] += ", light skin, and dark-skinned"
+    return 1, "Mara's profile gives two values: skin 'tone-2' ('light skin') and 'tone-5'"
 
 
-@pytest.mark.parametrize("how", ["twice", "count", "hair", "length", "crowd"])
+@pytest.mark.parametrize("how", ["twice", "count", "hair", "length", "skin"])
 def test_a_self_contradicting_annotation_rejects_that_story_only(tmp_path: Path, how: str) -> None:
     samples = _samples("vwp_test.json")
     scene, words = _spoil(samples, how)
@@ -281,3 +279,21 @@ def test_compare_gold_measures_the_llm_reading_per_field(tmp_path: Path) -> None
 
     rows = pd.read_csv(tmp_path / "o" / "import" / "gold-agreement.csv")
     assert len(rows) == 8 + 4 + 4 + 7 and rows["agree"].sum() == 7 + 4 + 3 + 4
+
+
+def test_a_fourth_character_is_judged_from_its_profile_only(tmp_path: Path) -> None:
+    samples = _samples("vwp_test.json")[:1]
+    s = samples[0]
+    s["global_profile"].update({"Ada": "a cook in a white hat", "Bel": "a waiter"})
+    s["scene_characters"][2]["present"] = ["Mara", "Teo", "Ada", "Bel"]
+    s["scene_characters"][2]["num_present"] = 4
+    path = _write(tmp_path / "in", "vwp_test.json", samples)
+    got = _vsb("suite", "import", path, "--constraints", "gold", "--out", tmp_path / "o")
+    assert got.exit_code == 0, got.output
+    (story,) = load_suite(tmp_path / "o")
+    assert [c.name for c in story.world.characters] == ["Mara", "Teo", "Ada"]
+    assert _req(story, "s3.Ada.present").expected is True  # tracked: the first three
+    assert _req(story, "s3.Bel.present") is None  # the fourth: by description only
+    assert _req(story, "s3.Bel.profile").expected == "a waiter"
+    assert _req(story, "s2.Bel.absent").judged_by == "vlm"
+    assert _vsb("suite", "validate", tmp_path / "o").exit_code == 0

@@ -117,6 +117,8 @@ def check_annotations(gold: Gold, n: int) -> Annotations:
         raise GoldError("global_profile is empty or not an object {name: description}")
     profile: dict[str, str] = {}
     for name, text in gold.profile.items():
+        if isinstance(text, dict):  # a profile given field by field: its texts in order
+            text = ", ".join(str(v) for v in text.values() if isinstance(v, str | int) and v)
         if not name.strip() or not isinstance(text, str):
             raise GoldError(f"global_profile[{name!r}] is not a named description")
         profile[name.strip()] = " ".join(text.split())
@@ -148,20 +150,13 @@ def check_annotations(gold: Gold, n: int) -> Annotations:
 
 
 def _cast(ann: Annotations) -> list[str]:
-    """The world's characters: the profiled characters who appear, in order of appearance
-    (the first profiled one when none does: the world needs one)."""
+    """The world's characters: the first ``MAX_CHARACTERS`` profiled characters to appear,
+    in order of appearance (the first profiled one when none does: the world needs one).
+    Any further one is judged by the VLM from its profile only."""
     cast: list[str] = []
-    for k, names in enumerate(ann.present, start=1):
-        for name in names:
-            if name not in cast:
-                cast.append(name)
-                if len(cast) > MAX_CHARACTERS:
-                    raise GoldError(
-                        f"{len(cast)} profiled characters appear by here ({', '.join(cast)}); "
-                        f"a vsb story holds at most {MAX_CHARACTERS}",
-                        scene=k,
-                    )
-    return cast or [next(iter(ann.profile))]
+    for names in ann.present:
+        cast += [n for n in names if n not in cast]
+    return cast[:MAX_CHARACTERS] or [next(iter(ann.profile))]
 
 
 def _first_scene(ann: Annotations, name: str) -> int:
@@ -262,7 +257,8 @@ def _events(ann: Annotations, cast: list[str], places: _Places, start: tuple[str
     where, when = start
     out: list[list[Event]] = [[]]
     for k in range(2, len(ann.present) + 1):
-        before, now = ann.present[k - 2], ann.present[k - 1]
+        before = [n for n in ann.present[k - 2] if n in cast]
+        now = [n for n in ann.present[k - 1] if n in cast]
         ev: list[Event] = [Exit(character=n) for n in cast if n in before and n not in now]
         place = ann.places[k - 1]
         if place is not None and places.of(place, k) != where:
@@ -344,7 +340,7 @@ def build_gold_story(n: Narrative) -> Story:
     ann = check_annotations(n.gold, len(n.scenes))
     cast = _cast(ann)
     looks = _looks(ann, cast)
-    chars, live = _characters(cast, looks, ann.present[0])
+    chars, live = _characters(cast, looks, [n for n in ann.present[0] if n in cast])
     places = _Places(ann.places)
     start_place = places.of(ann.places[0], 1)
     t0 = (ann.times[0] or "").lower()

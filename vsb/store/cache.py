@@ -113,7 +113,6 @@ def entry_seal(row: _Row) -> str:
     return sha256_hex(canonical_json(list(row)))
 
 
-
 class GenerationCache:
     """A content-addressed PNG store with a SQLite index (see the module docstring)."""
 

@@ -75,19 +75,28 @@ def _req(subject: str, attribute: str, expected: Any) -> Requirement:
     )  # fmt: skip
 
 
-AMA = "the person with light skin, black hair, short hair or a red top"
-BO = "the person with very dark skin, auburn hair, a ponytail or a blue top"
+AMA = (
+    "the person with light skin or black hair (failing that, with a red top; failing that, with "
+    "short hair)"
+)
+BO = (
+    "the person with very dark skin or auburn hair (failing that, with a blue top; failing that, "
+    "with a ponytail)"
+)
 WORDING = [
     ("Ama", "present", True,
      "Is there a person with light skin, black hair or a red top in the picture?", "YES"),
     ("Ama", "present", False,
      "Is there a person with light skin, black hair or a red top in the picture?", "NO"),
     ("Bo", "skin", "tone-6",
-     "Does the person with auburn hair, a ponytail or a blue top have very dark skin?", "YES"),
+     "Does the person with auburn hair (failing that, with a blue top; failing that, with a "
+     "ponytail) have very dark skin?", "YES"),
     ("Ama", "hair", ["black", "short"],
-     "Does the person with light skin or a red top have short black hair?", "YES"),
+     "Does the person with light skin (failing that, with a red top) have short black hair?",
+     "YES"),
     ("Ama", "top", "red",
-     "Is the person with light skin, black hair or short hair wearing a red top?", "YES"),
+     "Is the person with light skin or black hair (failing that, with short hair) wearing a red "
+     "top?", "YES"),
     ("Ama", "trousers", "navy", f"Is {AMA} wearing navy trousers?", "YES"),
     ("Ama", "accessory", "bag", f"Is {AMA} carrying a bag?", "YES"),
     ("Ama", "accessory", "none", f"Is {AMA} wearing a hat, a scarf or glasses, or carrying a bag?",

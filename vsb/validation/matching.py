@@ -160,15 +160,32 @@ def detections(rows: RequirementRows) -> list[Detection]:
     return list(units.values())
 
 
+#: Root causes of a person's knock-on failures: a check on another subject (the order of
+#: the scene, the holder of an object) failing as one names no subject of its own.
+PERSON_CAUSES = frozenset({"character_missing", "identity_drift", "clothing_change"})
+
+
 def strict_units(units: list[Detection]) -> list[Detection]:
     """The units strict matching counts: scene-level knock-on units are folded into the
-    image's units with the same label on a character or object, when there are any."""
+    image's units with the same label on a character or object, when there are any; so is
+    an object's holder check failing with a person's root cause (``PERSON_CAUSES``: its
+    holder could not be told apart), into that label's unit on another subject."""
     named = {(u.frame, u.label) for u in units if u.subject != SCENE_SUBJECT}
-    return [
-        u
-        for u in units
-        if not (u.subject == SCENE_SUBJECT and not u.direct and (u.frame, u.label) in named)
-    ]
+    by_other: dict[tuple[Frame, str], set[str]] = defaultdict(set)
+    for u in units:
+        if u.label in PERSON_CAUSES:
+            by_other[(u.frame, u.label)].add(u.subject)
+
+    def folded(u: Detection) -> bool:
+        if u.direct:
+            return False
+        if u.subject == SCENE_SUBJECT:
+            return (u.frame, u.label) in named
+        if u.attributes != {"holder"} or u.label not in PERSON_CAUSES:
+            return False  # a character's own knock-on unit is never folded
+        return bool(by_other[(u.frame, u.label)] - {u.subject})
+
+    return [u for u in units if not folded(u)]
 
 
 def _ratio(k: int, n: int) -> float | None:

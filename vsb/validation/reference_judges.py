@@ -28,7 +28,7 @@ from pathlib import Path
 
 from vsb.evaluators.extractor import extract
 from vsb.evaluators.render.detected import DetectedPerson, DetectedState, EntityVocabulary
-from vsb.evaluators.vlm.questions import ORDER_LEAD
+from vsb.evaluators.vlm.questions import FALLBACK, ORDER_LEAD
 from vsb.story import vocab
 from vsb.validation.drawn import DrawnFrames
 
@@ -151,6 +151,26 @@ class _Locator:
         return [i for i in found if shown[i] == best]
 
 
+@dataclass(frozen=True)
+class _Tiered:
+    """``light skin or black hair (failing that, with a red top; failing that, with blue
+    trousers)``: the first tier someone in the picture shows decides who is meant."""
+
+    tiers: tuple[_Locator, ...]
+
+    @classmethod
+    def parse(cls, text: str) -> _Tiered:
+        m = re.fullmatch(rf"(.+?) \(({FALLBACK}.+)\)", text)
+        if m is None:
+            return cls((_Locator.parse(text),))
+        rest = [t.removeprefix(FALLBACK) for t in m.group(2).split("; ")]
+        return cls(tuple(_Locator.parse(t) for t in (m.group(1), *rest)))
+
+    def find(self, d: DetectedState) -> list[int]:
+        """The people the first tier that anyone shows picks (none: no one shows any)."""
+        return next((found for t in self.tiers if (found := t.find(d))), [])
+
+
 class LiteralJudge:
     """Answers questions from what the picture shows, read through their own wording."""
 
@@ -203,7 +223,7 @@ class LiteralJudge:
     def answer(self, d: DetectedState, q: str) -> Answer:
         """The literal answer to question ``q`` about ``d``."""
         if m := re.fullmatch(r"Is there a person with (.+) in the picture\?", q):
-            return _yes(bool(_Locator.parse(m.group(1)).find(d)))
+            return _yes(bool(_Tiered.parse(m.group(1)).find(d)))
         if q.startswith(ORDER_LEAD):
             names = q[len(ORDER_LEAD) : -1].strip().split("; then ")
             return self._order(d, [n.removeprefix("the person with ") for n in names])
@@ -215,11 +235,11 @@ class LiteralJudge:
         return self._about_scene(d, q)
 
     def _one(self, d: DetectedState, locator: str) -> DetectedPerson | None:
-        found = _Locator.parse(locator).find(d)
+        found = _Tiered.parse(locator).find(d)
         return d.people[found[0]] if len(found) == 1 else None
 
     def _order(self, d: DetectedState, locators: list[str]) -> Answer:
-        found = [_Locator.parse(t).find(d) for t in locators]
+        found = [_Tiered.parse(t).find(d) for t in locators]
         if any(len(f) > 1 for f in found):
             return "UNSURE"
         if any(not f for f in found):

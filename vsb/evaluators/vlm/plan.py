@@ -23,6 +23,7 @@ from vsb.evaluators.vlm.questions import (
     order_probe,
     pair_questions,
     question_for,
+    unrecognised_label,
 )
 from vsb.evaluators.vlm.store import JudgePricing, call_key
 from vsb.story.models import Requirement, Scene
@@ -58,6 +59,9 @@ class JudgeCall:
     #: person not found by their cues while everyone is there is unrecognised (their look
     #: drifted), not missing. 0: not asked.
     people_probe: int = 0
+    #: (name, label) per person asked about present: the root cause when they are not found
+    #: by their cues while everyone is there (``questions.unrecognised_label``).
+    lost_labels: tuple[tuple[str, str], ...] = ()
     #: Cross-frame calls: the earlier frame's image (``image_path`` is the later one's, and
     #: comes second in the request), and the evaluator their rows belong to.
     prev_image_path: str | None = None
@@ -160,6 +164,11 @@ def plan_calls(
             qs += tuple(colour_probe_question(k, st.objects[k].color) for k in colours)
             qs += tuple(order_probe(st, a, b) for a, b in pairs)
             people = people_count(scene) if batch == 0 else 0
+            lost = tuple(
+                (r.subject, unrecognised_label(st, r.subject))
+                for r in part
+                if r.attribute == "present" and r.expected is True and r.subject in st.characters
+            )
             qs += (people_question(people),) if people else ()
             single = batch == 1
             system = SYSTEM_PROMPT_SINGLE if single else SYSTEM_PROMPT
@@ -182,6 +191,7 @@ def plan_calls(
                     colours,
                     pairs,
                     people,
+                    lost,
                 )
             )
     return calls

@@ -1,12 +1,18 @@
 """Requirements as plain-words YES/NO questions for the VLM judge.
 
 A judge cannot know the story's names, so a question locates each character by *cues* that
-tell them apart in the scene: their skin tone, their hair colour and their top colour, each
-used only when no other character of the scene shares it, joined by "or" ("the person with
-light skin, black hair or a red top"). One cue is enough to find them, so a character
-whose hair the model drew differently is still found by their skin or top: presence is
-asked with every cue, and a character counts as missing only when none of them is seen
-(faults never give one character another's skin tone, hair colour or top). A question never
+tell them apart in the scene, each used only when no other character of the scene shares
+it, in three tiers: identity (skin tone, hair colour: no fault gives them to anyone else),
+the top (a fault gives it to someone else only when its owner's top changed too) and the
+weak cues (trousers, hair style: a fault may give them to anyone). A locator names the
+first tier and each later one "failing that" ("the person with light skin or black hair
+(failing that, with a red top; failing that, with blue trousers)"): a reader turns to a
+later tier only when no one shows a cue of an earlier one, so a character whose look
+drifted is still found, and a bystander who drifted into a weak cue never competes with
+the person's own skin. Presence is asked with the identity cues and the top joined by "or"
+(never a weak cue, so a missing person is never stood in for); a character drawn with all
+of them drifted is not found by it, and the credit rules (``rows``) file that, when
+everyone is there, as the drift of those cues (``unrecognised_label``). A question never
 reveals the answer of the fact it asks: a fact's own cue is left out of its locator (the
 skin is asked of "the person with black hair or a red top"). An object's state and count
 are asked without its colour (a recoloured object is still there, in another colour; see
@@ -86,33 +92,32 @@ def hair_words(value: Any) -> str:
     return f"{hair_style} {color} hair".strip()
 
 
-def _cues(
+def _unique(state: SceneState, name: str, attribute: str) -> str:
+    """``name``'s value of ``attribute`` when no other character of the scene shares it
+    (an empty value is one the narrative does not give, see ``judge_view``: never a cue)."""
+    value = str(getattr(state.characters[name], attribute))
+    others = (o for n, o in state.characters.items() if n != name)
+    return value if value and all(getattr(o, attribute) != value for o in others) else ""
+
+
+def _tiers(
     state: SceneState, name: str, without: tuple[str, ...] = (), *, weak: bool = True
-) -> list[str]:
-    """The cues of ``name`` no other character of the scene shares (see the module
-    docstring): skin, hair colour, hair style, top, trousers; ``without`` leaves some out.
-    Skin, hair colour and top are *strong*: no fault gives them to someone else. Hair style
-    and trousers are *weak* (a fault may), so presence leaves them out (``weak=False``) and
-    the other questions add them to find the person meant when a strong cue drifted."""
-    c = state.characters[name]
-    others = [o for n, o in state.characters.items() if n != name]
-    out = []
-    # an empty value is one the narrative does not give (judge_view): never a cue
-    if "skin" not in without and c.skin and all(o.skin != c.skin for o in others):
-        out.append(skin_words(c.skin))
-    if "hair" not in without and c.hair_color and all(o.hair_color != c.hair_color for o in others):
-        out.append(f"{c.hair_color} hair")
-    style = c.hair_style
-    if weak and "hair" not in without and style and all(o.hair_style != style for o in others):
-        out.append(_a(style) if style in ("bun", "ponytail") else f"{style} hair")
-    if "top" not in without and c.top and all(o.top != c.top for o in others):
-        out.append(_a(f"{c.top} top"))
-    if (
-        weak and "trousers" not in without and c.trousers
-        and all(o.trousers != c.trousers for o in others)
-    ):  # fmt: skip
-        out.append(f"{c.trousers} trousers")
-    return out
+) -> list[list[str]]:
+    """The cues of ``name`` no other character of the scene shares, in three tiers (see the
+    module docstring): identity (skin, hair colour: no fault gives them to anyone else), the
+    top (a fault may give it to another person only when its owner's top changed too), and
+    the weak cues (trousers, hair style: a fault may give them to anyone); ``without``
+    leaves some out, ``weak=False`` the weak tier. Empty tiers are dropped."""
+    skin, hair = _unique(state, name, "skin"), _unique(state, name, "hair_color")
+    top, trousers = _unique(state, name, "top"), _unique(state, name, "trousers")
+    style = _unique(state, name, "hair_style")
+    identity = [skin_words(skin)] if skin and "skin" not in without else []
+    identity += [f"{hair} hair"] if hair and "hair" not in without else []
+    clothes = [_a(f"{top} top")] if top and "top" not in without else []
+    loose = [f"{trousers} trousers"] if weak and trousers and "trousers" not in without else []
+    if weak and style and "hair" not in without:
+        loose.append(_a(style) if style in ("bun", "ponytail") else f"{style} hair")
+    return [t for t in (identity, clothes, loose) if t]
 
 
 def cue_list(cues: list[str]) -> str:
@@ -120,21 +125,46 @@ def cue_list(cues: list[str]) -> str:
     return cues[0] if len(cues) == 1 else ", ".join(cues[:-1]) + " or " + cues[-1]
 
 
+#: How a locator's later tier is introduced: read only when no one shows an earlier one.
+FALLBACK = "failing that, with "
+
+
 def person(
     state: SceneState, name: str, *, without: tuple[str, ...] = (), weak: bool = True
 ) -> str:
-    """``the person with light skin, black hair, a bun or a red top``: the cues that tell
-    ``name`` apart, less the ``without`` ones (skin, hair, top, trousers); with none left,
+    """``the person with light skin or black hair (failing that, with a red top; failing
+    that, with blue trousers or a bun)``: the cues that tell ``name`` apart, tier by tier
+    (``_tiers``), less the ``without`` ones (skin, hair, top, trousers); a later tier is
+    read only when no one in the picture shows a cue of an earlier one. With no cue left,
     the full identity."""
     c = state.characters.get(name)
     if c is None:
         raise InputError(f"the VLM judge cannot locate {name!r}: not a character of the story")
-    cues = _cues(state, name, without, weak=weak)
-    if not cues and not (c.skin and c.hair_color):
+    tiers = _tiers(state, name, without, weak=weak)
+    if not tiers and not (c.skin and c.hair_color):
         return f"the person called {name}"  # an imported story that does not describe them
-    if not cues:
+    if not tiers:
         return f"the person with {skin_words(c.skin)} and {c.hair_color} hair"
-    return "the person with " + cue_list(cues)
+    rest = "; ".join(FALLBACK + cue_list(t) for t in tiers[1:])
+    return "the person with " + cue_list(tiers[0]) + (f" ({rest})" if rest else "")
+
+
+def presence_cues(state: SceneState, name: str) -> str:
+    """What the presence question looks for: any of ``name``'s identity cues and top (one
+    tier: no one else shows them while ``name`` is missing, as another's top takes
+    ``name``'s only when ``name``'s own top changed), else their full identity; never a
+    weak cue (a drifted bystander could show it)."""
+    cues = [c for t in _tiers(state, name, weak=False) for c in t]
+    return cue_list(cues) if cues else person(state, name).removeprefix("the person with ")
+
+
+def unrecognised_label(state: SceneState, name: str) -> str:
+    """The root cause of ``name`` not being found by their presence cues while everyone is
+    there: every one of those cues drifted. ``identity_drift`` when they name a skin tone or
+    a hair colour (or none is unique: the full identity is asked), ``clothing_change`` when
+    the top is the only one."""
+    cues = [c for t in _tiers(state, name, weak=False) for c in t]
+    return "clothing_change" if cues and all(c.endswith(" top") for c in cues) else "identity_drift"
 
 
 def _character_question(req: Requirement, state: SceneState) -> Question:
@@ -144,7 +174,7 @@ def _character_question(req: Requirement, state: SceneState) -> Question:
         who = person(state, name, weak=False)
         if not who.startswith("the person with "):  # no cue: the narrative does not describe them
             return Question(f"Is {who} in the picture?", "YES" if value is True else "NO")
-        text = f"Is there a person with {who.removeprefix('the person with ')} in the picture?"
+        text = f"Is there a person with {presence_cues(state, name)} in the picture?"
         return Question(text, "YES" if value is True else "NO")
     if attr == "skin":
         return Question(

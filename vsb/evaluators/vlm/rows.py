@@ -23,17 +23,28 @@ class _Probed:
     seen_any: dict[str, bool]  # object kind -> seen in some colour
     seen_colour: dict[str, bool]  # held object kind -> seen in the story's colour
     left_of: dict[tuple[str, str], bool]  # (a, b) -> a stands left of b
+    lost_label: dict[str, str]  # root cause of an unrecognised person (every cue drifted)
+    located: set[str]  # unrecognised people a question about them was answered of
 
 
-def _knock_on(req: Requirement, p: _Probed) -> str:
+def _knock_on(req: Requirement, p: _Probed, verdict: str) -> str:
     """The failure label of a question that did not pass: its root cause when the judge said
-    its subject is not there (as the rule checker labels knock-on failures)."""
+    its subject is not there (as the rule checker labels knock-on failures). A person not
+    found by their presence cues while everyone is there is *unrecognised*: their presence
+    fails as the drift of those cues (``lost_label``), and so does a question about them
+    the judge could not answer (UNSURE: it could not tell who is meant); a question it did
+    answer was answered about the person their other cues found, and keeps its label."""
     if req.subject in p.missing and req.attribute != "present":
         return "character_missing"
     if req.subject in p.unrecognised:
-        return "identity_drift"
+        if req.attribute == "present" or verdict == "unsure":
+            return p.lost_label.get(req.subject, "identity_drift")
+        return req.taxonomy
+    holder = str(req.expected) if req.attribute == "holder" else ""
+    if holder in p.unrecognised and verdict == "unsure":  # cannot tell whom the holder is
+        return p.lost_label.get(holder, "identity_drift")
     expected = [str(n) for n in req.expected] if isinstance(req.expected, list) else []
-    lost = p.missing | p.unrecognised
+    lost = p.missing | (p.unrecognised - p.located)
     if req.attribute == "order" and any(n in lost for n in expected):
         seen = [n for n in expected if n not in lost]
         in_order = all(
@@ -42,7 +53,9 @@ def _knock_on(req: Requirement, p: _Probed) -> str:
         # someone not found is the root cause only when those seen stand in order
         if not in_order:
             return req.taxonomy
-        return "character_missing" if any(n in p.missing for n in expected) else "identity_drift"
+        if any(n in p.missing for n in expected):
+            return "character_missing"
+        return next(p.lost_label.get(n, "identity_drift") for n in expected if n in lost)
     if req.subject in p.seen_any and not (req.attribute == "present" and req.expected is False):
         if not p.seen_any[req.subject]:
             return "object_disappeared"
@@ -72,16 +85,26 @@ def outcome_results(out: CallOutcome, judge_model: str) -> list[RequirementResul
     }  # fmt: skip
     n3 = n2 + len(call.order_probes)
     everyone = call.people_probe > 0 and answers[n3] == "YES"
+    located = {  # unrecognised, yet a question about them was answered
+        r.subject
+        for r, v in zip(call.requirements, verdicts, strict=False)
+        if everyone and r.subject in missing and r.attribute != "present"
+        and v in ("passed", "failed")
+    }  # fmt: skip
     probed = _Probed(
         set() if everyone else missing,
         missing if everyone else set(),
         seen_any,
         {k: a == "YES" for k, a in zip(call.colour_probes, answers[n1:n2], strict=True)},
         {pair: a == "YES" for pair, a in zip(call.order_probes, answers[n2:n3], strict=True)},
+        dict(call.lost_labels),
+        located,
     )
     results = []
     for req, answer, v in zip(call.requirements, answers, verdicts, strict=False):
-        label = req.taxonomy if v == "passed" else _knock_on(req, probed)
+        if v == "passed" and req.subject in probed.missing and req.attribute != "present":
+            v = "failed"  # every fact of a missing person fails with them (truth.py)
+        label = req.taxonomy if v == "passed" else _knock_on(req, probed, v)
         results.append(
             RequirementResult.of(
                 req,

@@ -71,6 +71,16 @@ class _RichProgress:
 @click.option("--served-judges", is_flag=True,
               help="Serve the reference judges over HTTP on 127.0.0.1 (default: answered in "
               "process through the same handler; same verdicts).")  # fmt: skip
+@click.option("--suite", "suite_dir", default=None, type=_DIR,
+              help="Your suite (vsb suite import, vsb suite generate --per-cell N) instead of "
+              "the default one; the suite variants are off with it.")  # fmt: skip
+@click.option("--model", "models", default=None, metavar="NAME[,NAME…]",
+              help="Your models, run beside the five simulators (which stay: oracle "
+              "validation and the floor): stored:SOURCE, python:MODULE:FUNCTION, any name "
+              "of vsb models.")  # fmt: skip
+@click.option("--samples", "samples_dir", default=None, type=_DIR,
+              help="For stored:SOURCE models: the samples directory "
+              "(<dir>/<SOURCE>/<condition>/<story>/scene_<kk>.png).")  # fmt: skip
 def build(
     name: str,
     out_dir: Path,
@@ -86,10 +96,16 @@ def build(
     paraphrase: bool,
     implicit: bool,
     served_judges: bool,
+    suite_dir: Path | None,
+    models: str | None,
+    samples_dir: Path | None,
 ) -> None:
     """The main job: generate the default suite, run the five simulators under every
     condition, evaluate, score, validate the judges, freeze OUT/NAME/release and build
     OUT/NAME/site. A rerun reuses the generation cache and skips up-to-date stages.
+
+    With --suite and --model it publishes your suite and your models: they are on the
+    leaderboard, the model pages and the story pages beside the simulators.
 
     Two suite variants run too, unless turned off: the paraphrased suite under independent
     (prompt sensitivity) and the implicit-effect stories under independent and
@@ -108,6 +124,7 @@ def build(
         TimeElapsedColumn,
     )  # fmt: skip
 
+    from vsb.adapters.registry import resolve_models
     from vsb.conditions import resolve_conditions
     from vsb.release.build import BuildConfig, build_release
 
@@ -124,7 +141,12 @@ def build(
         implicit=implicit,
         served_judges=served_judges,
         conditions=tuple(resolve_conditions(conditions)) if conditions else None,
+        suite=suite_dir, extra_models=tuple(resolve_models(models)) if models else (),
+        samples=samples_dir,
     )  # fmt: skip
+    if suite_dir is not None and (paraphrase or implicit):
+        click.echo("with --suite the suite variants are off (they reword the default suite)",
+                   err=True)  # fmt: skip
     t0 = time.perf_counter()
     with Progress(*columns, console=console, auto_refresh=False) as bar:
         result = build_release(config, _RichProgress(bar, console))

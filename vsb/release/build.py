@@ -201,21 +201,27 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
 
     # The build process imports no more than it must (no numpy, no simulator, no schema):
     # every stage process is forked from it, and the memory bound counts each one's pages.
-    def suite(p: Progress) -> tuple[list[str], list[str]]:
-        st.write_default_suite(root / "suite", config.seed)
+    def suite(p: Progress) -> tuple[list[str], list[str], list[str]]:
+        if config.suite is not None:  # yours (imported, --per-cell N): copied as it is
+            st.copy_suite(config.suite, root / "suite")
+        else:  # a story left from another suite is not run
+            shutil.rmtree(root / "suite", ignore_errors=True)
+            st.write_default_suite(root / "suite", config.seed)
+        anchors = list(config.models or st.default_models())
         return (
-            list(config.models or st.default_models()),
+            [*anchors, *(m for m in config.extra_models if m not in anchors)],
             list(config.conditions or st.default_conditions()),
+            anchors,
         )
 
-    chosen: list[tuple[list[str], list[str]]] = []
+    chosen: list[tuple[list[str], list[str], list[str]]] = []
 
     def make_suite() -> bool:
         chosen.append(run_isolated(suite, prog))
         return True
 
     _timed(prog, result, "suite", make_suite, 1)
-    models, conditions = chosen[0]
+    models, conditions, anchors = chosen[0]
     if not models or not conditions:
         raise ReleaseError("nothing to build: no model or no condition")
 
@@ -295,16 +301,19 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
     )  # fmt: skip
     vinputs: str | None = None
     todo: dict[str, str] = {}  # variant -> fingerprint, for those to run
+    # The variants reword the default suite: off with your own suite; run on the simulators
+    # (your models have no images of the reworded stories).
     for variant in variant_fns:
         vconds = vr.variant_conditions(variant, conditions)
         records = root / f"run-{variant}" / "records.jsonl"
-        if not getattr(config, variant) or not vconds:  # off: never freeze a stale comparison
+        on = getattr(config, variant) and config.suite is None
+        if not on or not vconds:  # off: never freeze a stale comparison
             vr.remove_variant(rel_dir, variant)
             ledger.forget(variant)
             continue
         if vinputs is None:
             vinputs = _files_hash(rel_dir, [*st.EVALUATION_INPUTS, "suite/suite.json"])
-        vfp = sha256_hex(canonical_json([vinputs, variant_code, models, vconds]))
+        vfp = sha256_hex(canonical_json([vinputs, variant_code, anchors, vconds]))
         if ledger.fresh(variant, vfp, rel_dir) and records.is_file():
             _timed(prog, result, variant, lambda: False, None)
         else:
@@ -320,7 +329,7 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
             list(todo),
             root,
             plain,
-            models,
+            anchors,
             conditions,
             config,
             prog,
@@ -332,7 +341,7 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
         vfn = variant_fns[variant]
 
         def vstep(variant: str = variant, fp: str = vfp, fn: _VariantFn = vfn) -> bool:
-            files = run_isolated(lambda p: fn(root, plain, models, conditions, config, p), prog)
+            files = run_isolated(lambda p: fn(root, plain, anchors, conditions, config, p), prog)
             ledger.record(variant, fp, rel_dir, files)
             return True
 
@@ -389,7 +398,10 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
             shutil.rmtree(scratch / "reference", ignore_errors=True)
             return files
 
-        cached("score", list(st.EVALUATION_INPUTS), ("scores", "tables"), lambda: step("score"))
+        # with a judge, score also corrects its pass rates against the oracle (issue 39)
+        corrects = ["oracle/faults.jsonl"] if config.judge else []
+        code = ("scores", "tables", *(("validation",) if config.judge else ()))
+        cached("score", [*st.EVALUATION_INPUTS, *corrects], code, lambda: step("score"))
         cached("validate", *checked, validate)
     loaded.clear()  # without fork they were read here; no later stage reads them
 

@@ -44,6 +44,15 @@ class BuildConfig:
     #: Serve the reference judges over HTTP on 127.0.0.1 (default: answered in process;
     #: the same verdicts, so not part of any stage's fingerprint).
     served_judges: bool = False
+    #: Your suite instead of the default one (``vsb suite import``, ``--per-cell N``): it is
+    #: copied into the build; the suite variants (paraphrase, implicit) are the default
+    #: suite's, so they are off with it.
+    suite: Path | None = None
+    #: Your models, run beside the simulators (the simulators stay: they give the oracle
+    #: validation and the floor); stored:SOURCE ones read ``samples``.
+    extra_models: tuple[str, ...] = ()
+    #: The samples directory of ``stored:SOURCE`` models (``--samples DIR``).
+    samples: Path | None = None
 
     @property
     def root(self) -> Path:

@@ -54,6 +54,16 @@ def write_default_suite(out: Path, seed: int) -> bool:
     return True
 
 
+def copy_suite(source: Path, out: Path) -> bool:
+    """Copy the suite at ``source`` (checked as ``vsb run`` reads it) into ``out``."""
+    from vsb.run.runner import _copy_suite
+    from vsb.story.io import load_suite
+
+    load_suite(source)  # the first problem, one line, before anything is written
+    _copy_suite(source, out)
+    return True
+
+
 def run_models(
     suite: Path,
     run_dir: Path,
@@ -64,6 +74,7 @@ def run_models(
     progress: Progress,
 ) -> RunResult:
     """``vsb run`` over every model and condition, through the generation cache."""
+    from vsb.adapters.registry import get_adapter
     from vsb.run.runner import RunConfig, run
 
     cfg = RunConfig(
@@ -75,7 +86,8 @@ def run_models(
         workers=config.workers,
         cache_dir=cache,
     )
-    return run(cfg, lambda done, total: progress.advance("run", done, total))
+    given = {m: get_adapter(m, root=config.samples) for m in models if m.startswith("stored:")}
+    return run(cfg, lambda done, total: progress.advance("run", done, total), adapters=given)
 
 
 def evaluate(
@@ -131,17 +143,21 @@ def score(
     tables: EvaluationTables | None = None,
 ) -> list[str]:
     """Scores, CIs, comparisons and rank stability (writes scores/); ``tables``: the
-    release's evaluation tables already loaded (else read here)."""
-    from vsb.scores.compute import score_run
-    from vsb.scores.write import write_scores
+    release's evaluation tables already loaded (else read here). A judged evaluator's rows
+    are corrected for the judge's error too (``vsb.validation.correct``; scores/judge_error.*
+    and scores/corrected_scores.csv): a release without a judge is unchanged."""
+    from vsb.scores.compute import Resampling, load_scoring_input, score_input
+    from vsb.scores.write import SCORES_DIR, write_scores
+    from vsb.validation.correct.apply import correct_report, write_correction
 
-    report = score_run(
-        release_dir,
-        release=release,
-        progress=lambda msg: progress.note("score", msg),
-        tables=tables,
-    )
-    return _rel(release_dir, write_scores(release_dir, report))
+    note = lambda msg: progress.note("score", msg)  # noqa: E731
+    inp = load_scoring_input(release_dir, release, tables)
+    report = score_input(inp, progress=note)
+    report, errors = correct_report(inp, report, Resampling(), progress=note)
+    paths = write_scores(release_dir, report)
+    if errors is not None:
+        paths += write_correction(release_dir / SCORES_DIR, report, errors)
+    return _rel(release_dir, paths)
 
 
 def validate(

@@ -12,12 +12,16 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from narrative_helpers import llm_server
 
 from vsb.cli.main import cli, main
-from vsb.narrative.gold import build_gold_story
+from vsb.narrative.gold import GoldError, build_gold_story
 from vsb.narrative.sources import read_narratives
 from vsb.narrative.vinabench import split_sizes
+from vsb.state import replay
+from vsb.story.invariants import story_problems
 from vsb.story.io import load_suite
 from vsb.story.models import Story
 
@@ -297,3 +301,63 @@ def test_a_fourth_character_is_judged_from_its_profile_only(tmp_path: Path) -> N
     assert _req(story, "s3.Bel.profile").expected == "a waiter"
     assert _req(story, "s2.Bel.absent").judged_by == "vlm"
     assert _vsb("suite", "validate", tmp_path / "o").exit_code == 0
+
+
+_NAMES = ("Mara", "Teo", "Ada", "Bel", "Cy")
+_LOOKS = (
+    "a woman with long black hair in a red sweater",
+    "a man with short blond hair and glasses, in a blue shirt",
+    "a girl with brown hair in a beige coat and a scarf",
+    "an old man with grey hair, light skin and a green jacket",
+    "a boy in a red shirt with red trousers",
+    "a small orange fox",
+    "",
+)
+_TIMES = ("morning", "noon", "afternoon", "evening", "night", "early morning", "unknown", "")
+_PLACES = ("kitchen", "the park", "restaurant", "under a bridge", "unknown", "ship deck", "beach")
+
+
+@st.composite
+def _sample(draw: st.DrawFn) -> dict[str, Any]:
+    n = draw(st.integers(2, 8))
+    names = draw(st.lists(st.sampled_from(_NAMES), min_size=1, max_size=5, unique=True))
+    profile = {x: draw(st.sampled_from(_LOOKS)) for x in names}
+    present = [draw(st.lists(st.sampled_from(names), unique=True)) for _ in range(n)]
+    return {
+        "scene_full_id": "tt9", "story_id": draw(st.integers(0, 99)),
+        "narrative": [f"{' and '.join(p) or 'Nobody'} at the {draw(st.sampled_from(_PLACES))}."
+                      for p in present],
+        "global_profile": profile,
+        "scene_characters": [{"present": [*p, *draw(st.lists(st.just("Stranger"), max_size=1))]}
+                             for p in present],
+        "time": [draw(st.sampled_from(_TIMES)) for _ in range(n)],
+        "location": [draw(st.sampled_from(_PLACES)) for _ in range(n)],
+    }  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sample=_sample())
+def test_any_annotation_makes_a_valid_story_or_a_rejection_naming_a_scene(
+    sample: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    path = _write(tmp_path_factory.mktemp("h"), "vwp_test.json", [sample])
+    (narrative,) = read_narratives([path])
+    try:
+        story = build_gold_story(narrative)
+    except GoldError as err:
+        assert err.scene is None or 1 <= err.scene <= len(sample["narrative"])
+        assert "contradiction" in err.message or "places" in err.message
+        return
+    again = Story.model_validate_json(story.model_dump_json())
+    states = replay(again.world, [s.events for s in again.scenes], again.id)
+    assert list(story_problems(again, states, "x")) == []
+    cast = [c.name for c in story.world.characters]
+    for k, scene in enumerate(story.scenes):
+        gold = [x for x in sample["scene_characters"][k]["present"] if x in cast]
+        assert {x for x, c in scene.state.characters.items() if c.present} == set(gold)
+        ids = [r.id for r in scene.requirements]
+        assert len(ids) == len(set(ids))
+        for r in scene.requirements:
+            assert story.imported is not None and story.imported.sources[r.id] == r.source
+            if r.attribute == "absent":
+                assert r.subject not in sample["scene_characters"][k]["present"]

@@ -91,8 +91,11 @@ def _charts(data: SiteData, cond: str) -> dict[str, Any]:
         "scatter": svg.scatter(
             points, f"Adherence vs coherence, {cond}", "prompt adherence", "memory coherence"
         ),
-        "heatmap": svg.heatmap(
-            models, [DIMENSION_LABELS[d] for d in dims], heat, f"Dimension × model, {cond}"
+        "heatmap": svg.heatmap(  # dimensions down, models across: narrow enough for a phone
+            [DIMENSION_LABELS[d] for d in dims],
+            models,
+            [list(col) for col in zip(*heat, strict=True)] if heat else [[] for _ in dims],
+            f"Dimension × model, {cond}",
         ),
         "horizon": board.horizon_chart(
             pts, models, f"Memory coherence by scene position, {cond} (95% CI)"

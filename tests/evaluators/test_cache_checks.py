@@ -16,17 +16,20 @@ from __future__ import annotations
 import re
 import shutil
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from judge_http import JudgeHttpServer, say
 
+from vsb.adapters.base import GenerationResult
 from vsb.cli.main import main
 from vsb.evaluators.render.memo import CACHE_NAME as EXTRACTIONS
 from vsb.evaluators.vlm.store import CACHE_NAME as JUDGE
 from vsb.generator.generate import write_suite
-from vsb.store.cache import INDEX_NAME
+from vsb.release.build import BuildConfig, BuildResult
+from vsb.store.cache import INDEX_NAME, GenerationCache, failed_checks_under
 from vsb.story.models import Story
 from vsb.tables import iter_rows
 
@@ -85,6 +88,7 @@ def test_generation_cache_hashes_shuffled_between_keys_are_regenerated(
     out = capsys.readouterr().out
     assert _images(tmp_path / "shuffled") == clean  # the clean run's images, not the swapped
     assert _noted(out) == changed, out
+    assert failed_checks_under(cache) == changed
     assert main(_run(suite, tmp_path / "after", cache)) == 0  # recomputed entries are sound
     assert _noted(capsys.readouterr().out) == 0
     assert _images(tmp_path / "after") == clean
@@ -116,6 +120,7 @@ def test_extraction_rows_shuffled_between_keys_are_recomputed(
     out = capsys.readouterr().out
     assert _rows(work) == clean
     assert _noted(out) == changed, out
+    assert failed_checks_under(cache) == changed
     assert main(argv) == 0  # replaced by sound entries
     assert _noted(capsys.readouterr().out) == 0
     assert _rows(work) == clean
@@ -144,3 +149,35 @@ def test_judge_answers_with_yes_and_no_swapped_are_asked_again(
         assert rows == clean and "passed" in {r["verdict"] for r in rows}
         assert server.requests == 2 * asked  # every swapped answer asked again
         assert _noted(out) == asked, out
+        assert failed_checks_under(cache) == asked
+
+
+def test_release_build_counts_what_failed_in_its_caches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`vsb release build`'s summary line counts the entries its caches dropped during the
+    build (a build whose generation index had its hashes shuffled, stages faked)."""
+    import vsb.release.build as build_mod
+
+    def build(config: BuildConfig, progress: Any = None) -> BuildResult:
+        root = Path(config.out) / config.name
+        cache = GenerationCache(root / "cache")
+        pngs = {f"k{i}": bytes([137, 80, 78, 71, i]) for i in range(4)}
+
+        def make(png: bytes) -> Callable[[], GenerationResult]:
+            return lambda: GenerationResult(png, {}, None)
+
+        for k, png in pngs.items():
+            cache.get(k, make(png))
+        cache.close()
+        assert _rotate(root / "cache" / INDEX_NAME, "entries", "sha256") == 4
+        for k, png in pngs.items():
+            got, hit = cache.get(k, make(png))
+            assert got.png == png and not hit
+        cache.close()
+        return BuildResult(root, root / "release", root / "site", images=4, generated=4)
+
+    monkeypatch.setattr(build_mod, "build_release", build)
+    assert main(["release", "build", "v9", "--out", str(tmp_path)]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("4 images"))
+    assert "4 cache entries failed their check and were recomputed" in line, line

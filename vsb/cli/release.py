@@ -147,15 +147,20 @@ def build(
     if suite_dir is not None and (paraphrase or implicit):
         click.echo("with --suite the suite variants are off (they reword the default suite)",
                    err=True)  # fmt: skip
+    from vsb.store.cache import failed_checks_note, failed_checks_under
+
+    checks = -failed_checks_under(out_dir / name / "cache")
     t0 = time.perf_counter()
     with Progress(*columns, console=console, auto_refresh=False) as bar:
         result = build_release(config, _RichProgress(bar, console))
     total = time.perf_counter() - t0  # wall time: some stages overlap
+    checks += failed_checks_under(out_dir / name / "cache")
     for model, reason in result.unavailable.items():
         click.echo(f"skipped {model}: {reason}", err=True)
     click.echo(
         f"{result.images} images ({result.generated} generated, {result.cached} from cache)"
         + (f", {result.variant_images} in suite variants" if result.variant_images else "")
+        + failed_checks_note(checks, sep=", ")
         + "; "
         f"stages skipped: {', '.join(result.skipped) or 'none'}; {total:.1f} s"
     )

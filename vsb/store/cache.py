@@ -39,7 +39,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +105,20 @@ def failed_checks_note(n: int, sep: str = "; ") -> str:
     if n == 1:
         return f"{sep}1 cache entry failed its check and was recomputed"
     return f"{sep}{n} cache entries failed their check and were recomputed"
+
+
+def failed_checks_under(cache_dir: str | Path) -> int:
+    """Entries dropped for failing their check so far by every cache in ``cache_dir`` (each
+    SQLite file there with a ``failed_checks`` table: the generation index, the judge's
+    answers, the extractions); 0 for one that cannot be read."""
+    total = 0
+    for path in sorted(Path(cache_dir).glob("*.sqlite")):
+        try:
+            with closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as db:
+                total += int(db.execute("SELECT COUNT(*) FROM failed_checks").fetchone()[0])
+        except sqlite3.Error:
+            continue
+    return total
 
 
 def entry_seal(row: _Row) -> str:

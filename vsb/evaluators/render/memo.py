@@ -20,7 +20,8 @@ the suite variants repeat the plain images — so the frames stage keys its work
   against its key before use: its data is a seal (sha256 of the key and the stored JSON,
   64 hex digits) then the JSON ``{"image": sha256, "vocab": digest, "state": …}``; one
   whose seal or image is not its key's (rows shuffled between keys, a value edited) counts
-  as ``failed_check`` and is recomputed and replaced;
+  as ``failed_check`` (and is logged in the database's ``failed_checks`` table, so a command
+  running several evaluations can count them) and is recomputed and replaced;
 - ``ExtractionMemo.keep(name, sha256, compute)``: any other value derived from the bytes
   alone (pairwise's histograms), for the memo's life.
 
@@ -33,6 +34,7 @@ import dataclasses
 import hashlib
 import json
 import sqlite3
+import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable
 from functools import lru_cache
@@ -153,6 +155,7 @@ class ExtractionMemo:
         self._kept: dict[tuple[str, str], Any] = {}
         self._db: sqlite3.Connection | None = None
         self._new: dict[str, bytes] = {}
+        self._failed: list[str] = []
 
     def __enter__(self) -> ExtractionMemo:
         return self
@@ -222,10 +225,15 @@ class ExtractionMemo:
                         "INSERT OR REPLACE INTO extractions (key, data) VALUES (?, ?)",
                         list(self._new.items()),
                     )
+                    db.executemany(
+                        "INSERT INTO failed_checks (key, at) VALUES (?, ?)",
+                        [(k, time.time()) for k in self._failed],
+                    )
         except sqlite3.Error:
             self.stats["corrupt"] += 1  # not stored: computed again next time
         finally:
             self._new.clear()
+            self._failed.clear()
             if db is not None:
                 db.close()
             self._db = None
@@ -242,6 +250,9 @@ class ExtractionMemo:
                     db.execute(
                         "CREATE TABLE IF NOT EXISTS extractions "
                         "(key TEXT PRIMARY KEY, data BLOB NOT NULL)"
+                    )
+                    db.execute(
+                        "CREATE TABLE IF NOT EXISTS failed_checks (key TEXT NOT NULL, at REAL)"
                     )
             except (OSError, sqlite3.Error):
                 self.stats["corrupt"] += 1
@@ -265,6 +276,7 @@ class ExtractionMemo:
             return _state(_unsealed(key, sha256, row[0]))
         except FailedCheck:
             self.stats["failed_check"] += 1  # another key's values: recomputed and replaced
+            self._failed.append(key)
             return None
         except (ValueError, TypeError, KeyError):
             self.stats["corrupt"] += 1  # recomputed and replaced

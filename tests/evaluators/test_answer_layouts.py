@@ -56,6 +56,11 @@ def canonical(answers: list[Answer | None]) -> str:
         ("1: YES, the top is red\n2: NO - nobody holds it", 2, ["YES", "NO"]),
         ("2: NO\n1: YES", 2, ["YES", "NO"]),  # by number, not by place
         ("1. Is it night? No\n2. Is there a cat? YES", 2, ["NO", "YES"]),  # question echoed
+        ("1. The cup: yes\n2. The hat - NO", 2, ["YES", "NO"]),  # a label, then the word
+        ("| # | Answer |\n|---|---|\n| 1 | YES |\n| 2 | no |", 2, ["YES", "NO"]),  # a table
+        ("<think>1: yes? or 2: no</think>\n1: NO\n2: YES", 2, ["NO", "YES"]),  # thoughts
+        ("<answer>1: yes, 2: no</answer>", 2, ["YES", "NO"]),
+        ("1 \u2192 YES\n2\uff1aNO", 2, ["YES", "NO"]),
     ],
 )  # fmt: skip
 def test_each_layout_is_read_by_number(reply: str, n: int, expected: list[str]) -> None:
@@ -74,6 +79,10 @@ def test_each_layout_is_read_by_number(reply: str, n: int, expected: list[str]) 
         ('["YES"]', 2, [None, None]),  # an array of words that is not one per question
         ("0: YES\n1: NO", 2, [None, None]),  # numbered from 0: the numbers mean nothing
         ('{"1": "yes", "2": "perhaps"}', 2, ["YES", None]),
+        # echoed questions, then unnumbered words: which word is whose is not said
+        ("1. Is it night?\n2. Is there a cat?\nYES\nNO", 2, [None, None]),
+        ("1.\n2.\nyes\nno", 2, [None, None]),  # never a word across a line break
+        ("1. Is it night? yes 2. Is there a cat? no", 2, [None, None]),  # never past a number
     ],
 )  # fmt: skip
 def test_missing_or_contradictory_numbers_are_failures(
@@ -85,7 +94,9 @@ def test_missing_or_contradictory_numbers_are_failures(
 # --- Hypothesis: generated layouts give the canonical verdicts --------------------------------
 
 MARKERS = ("{i}: ", "{i}) ", "{i}. ", "**{i}**: ", "Q{i}: ", "q{i} - ", "- {i}: ", "({i}) ",
-           "[{i}] ", "Question {i}: ", "{i} = ", "{i}:", "#{i}: ", "{i} ")  # fmt: skip
+           "[{i}] ", "Question {i}: ", "{i} = ", "{i}:", "#{i}: ", "| {i} | ", "{i} ")  # fmt: skip
+#: Words put last on a numbered line: after a short label or the echoed question.
+LABELS = ("The top: ", "Is it night? ", "Does the person hold the cup? | ", "the hat - ")
 JOINERS = ("\n", "\n\n", ", ", "; ", " ", " | ", ",\n", "\r\n", "\n- ")
 EXPLAIN = st.text(alphabet=string.ascii_letters + " ,", max_size=30)
 PREAMBLE = st.text(alphabet=string.ascii_letters + " !:.", max_size=40)
@@ -108,6 +119,9 @@ def text_layout(draw: st.DrawFn, answers: list[Answer | None]) -> str:
             continue
         word = draw(any_case(a))
         word = f"**{word}**" if bold else word
+        if "\n" in joiner and marker != "{i} " and draw(st.booleans()):
+            items.append(marker.format(i=i) + draw(st.sampled_from(LABELS)) + word)
+            continue
         tail = draw(st.none() | EXPLAIN)
         sep = draw(st.sampled_from((" - ", ", ", " (", " because ", ". ")))
         items.append(marker.format(i=i) + word + (f"{sep}{tail}" if tail else ""))
@@ -187,7 +201,8 @@ def mutated(draw: st.DrawFn, text: str) -> str:
 def test_mutations_never_give_a_question_another_s_word(
     answers: list[Answer | None], data: st.DataObject
 ) -> None:
-    text = data.draw(mutated(canonical(answers)), label="mutated")
+    asked = canonical(answers)
+    text = data.draw(mutated(data.draw(st.sampled_from((asked, one_line(asked))))), label="mutated")
     got = parse_batch(text, len(answers))
     for i, (a, g) in enumerate(zip(answers, got, strict=True), start=1):
         assert g in (a, None), f"question {i}: {g} instead of {a} from {text!r}"

@@ -81,21 +81,28 @@ def parse_answer(text: str) -> Answer | None:
 
 
 #: An answer word at the start of a text, after an optional short label ("Answer:").
+#: Never across a line break: ``1.`` alone on a line does not take the next line's word.
 _LEAD_WORD = re.compile(
-    r"\s*(?:(?:the\s+)?(?:final\s+)?(?:answer|verdict)(?:\s+is)?\s*[:\-]?\s*)?(yes|no|unsure)\b"
+    r"[ \t]*(?:(?:the[ \t]+)?(?:final[ \t]+)?(?:answer|verdict)(?:[ \t]+is)?[ \t]*[:\-]?[ \t]*)?"
+    r"(yes|no|unsure)\b"
 )
 #: A question number: ``1:``, ``1)``, ``1.``, ``(1)``, ``[1]``, ``Q1:``, ``Question 1 -``,
-#: ``1 =``, ``1 YES`` (markdown already stripped); the separator is group 2.
+#: ``1 =``, ``| 1 |``, ``1 YES`` (markdown already stripped); the separator is group 2.
 _MARKER = re.compile(
-    r"(?<!\w)(?:q(?:uestion)?\s*(?:no\b\.?|number|#)?\s*)?(\d{1,4})(?!\d)"
-    r"(\s*[:.)\]}>=|\-\u2013\u2014]+\s*|\s+)"
+    r"(?<!\w)(?:q(?:uestion)?[ \t]*(?:no\b\.?|number|#)?[ \t]*)?(\d{1,4})(?!\d)"
+    r"([ \t]*[:.)\]}>=|/\-\u2013\u2014\u2192\uff1a]+[ \t]*|[ \t]+)"
 )
+#: A line that puts the word last, after a short label or an echoed question
+#: (``the cup: yes``, ``is it night? no``, ``is it night? | no |``).
+_LAST_WORD = re.compile(r"[^\n\d]{0,300}?[:?|\-\u2013\u2014\u2192][ \t|]*(yes|no|unsure)[ \t.!|,;]*$")
+_THINKING = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.S)
 #: What may precede a number at the start of its line: space, bullets, brackets.
 _LINE_HEAD = re.compile(r"[\s\-+\u2022>{\[(|]*")
 _MARKDOWN = str.maketrans("", "", "*_`\"'#")
 _ID_KEYS = ("id", "question", "q", "number", "n", "index", "question_id", "qid", "num")
 _ANSWER_KEYS = ("answer", "verdict", "response", "a", "result", "value")
 
+_WORDS: dict[str, Answer] = {"yes": "YES", "no": "NO", "unsure": "UNSURE"}
 Pairs = list[tuple[int, "Answer | None"]]
 
 
@@ -103,9 +110,7 @@ def _lead(text: str, pos: int = 0) -> Answer | None:
     """The answer word that opens ``text[pos:]`` (lowercase), any explanation after it
     ignored."""
     m = _LEAD_WORD.match(text, pos)
-    if not m:
-        return None
-    return "YES" if m.group(1) == "yes" else "NO" if m.group(1) == "no" else "UNSURE"
+    return _WORDS[m.group(1)] if m else None
 
 
 def _number(key: object) -> int | None:
@@ -182,23 +187,24 @@ def _json_reply(text: str, n: int) -> Pairs | None:
 
 def _text_pairs(text: str) -> Pairs:
     """(number, answer) pairs from free text (lowercase, markdown stripped). A number counts
-    as an answer's label where an answer word follows it (anywhere: ``1: yes, 2: no``), or
-    where it opens a line with a separator (``4: maybe`` is an answer that does not parse;
-    ``1. Is it night? No`` echoes the question, then answers it)."""
-    marks: list[tuple[re.Match[str], bool]] = []
+    as an answer's label where an answer word follows it on its line (anywhere: ``1: yes,
+    2: no``), or where it opens a line with a separator: then the word may end that line
+    after a short label or the echoed question (``1. Is it night? No``), or the answer does
+    not parse (``4: maybe``). No word is taken across a line break or from past another
+    number."""
+    marks: list[re.Match[str]] = []
     for m in _MARKER.finditer(text):
-        worded = _lead(text, m.end()) is not None
         head = text[text.rfind("\n", 0, m.start()) + 1 : m.start()]
         opens_line = bool(m.group(2).strip()) and _LINE_HEAD.fullmatch(head) is not None
-        if worded or opens_line:
-            marks.append((m, worded))
+        if opens_line or _lead(text, m.end()) is not None:
+            marks.append(m)
     pairs: Pairs = []
-    for i, (m, worded) in enumerate(marks):
-        end = marks[i + 1][0].start() if i + 1 < len(marks) else len(text)
-        segment = text[m.end() : end]
-        answer = _lead(segment)
-        if answer is None and not worded and "?" in segment:
-            answer = _lead(segment[segment.index("?") + 1 :])
+    for i, m in enumerate(marks):
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
+        answer = _lead(text, m.end())
+        if answer is None:
+            last = _LAST_WORD.match(text[m.end() : end].split("\n", 1)[0].rstrip())
+            answer = _WORDS[last.group(1)] if last else None
         pairs.append((int(m.group(1)), answer))
     return pairs
 
@@ -211,7 +217,7 @@ def parse_batch(text: str, n: int) -> list[Answer | None]:
     "no"}]``), any case, with or without an explanation after the word. None where a
     number is missing, given twice with different words, or its answer does not parse; a
     reply numbered from 0 answers nothing. Never raises."""
-    lowered = text.lower()
+    lowered = _THINKING.sub("", text.lower())  # a reasoning model's thoughts answer nothing
     pairs = _json_reply(lowered, n) if re.search(r"[{\[]", lowered) else None
     if pairs is None:
         pairs = _text_pairs(lowered.translate(_MARKDOWN))

@@ -11,6 +11,14 @@ echoes the request line and every header, credential included (a hostile server,
 canary tests). Every request is logged to ``--log`` as JSON lines when
 it has arrived whole (``recv``; one cut off while the client sent it is ``partial``,
 unanswered) and when its answer has been written (``done``, with the status).
+
+It also bills the two other paid paths of vsb (issue 35): ``POST /v1/chat/completions`` is
+answered as the VLM judge's server (every numbered question ``YES``) or, for the narrative
+importer's system prompt, as a careful LLM (vsb's own reading of the narrative,
+``vsb.narrative.reader``), with token usage. ``--fail-first 1`` answers ``500`` to the first
+request of each distinct body (a server that fails each first attempt); ``--hang-first S``
+holds the first request of each distinct body ``S`` seconds before answering (a hanging
+server: the client's ``--timeout`` gives up first).
 """
 
 from __future__ import annotations
@@ -45,12 +53,38 @@ def body_sha(png: bytes) -> str:
         return im.convert("RGB").tobytes()[:32].hex()
 
 
+def chat_answer(body: dict[str, Any]) -> dict[str, Any]:
+    """A chat-completions answer: the importer's extraction (vsb's reading of the narrative)
+    or the judge's (``YES`` to every numbered question)."""
+    from vsb.narrative.answer import SYSTEM_PROMPT, scenes_of_prompt
+    from vsb.narrative.reader import read_story
+
+    messages = body["messages"]
+    system = next((m["content"] for m in messages if m["role"] == "system"), "")
+    content = messages[-1]["content"]
+    prompt = (
+        content
+        if isinstance(content, str)
+        else "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    )
+    if system == SYSTEM_PROMPT:
+        text = json.dumps(read_story(scenes_of_prompt(prompt)))
+    else:
+        numbered = [line for line in prompt.splitlines() if line[:1].isdigit() and ". " in line]
+        text = "\n".join(f"{i}: YES" for i in range(1, len(numbered) + 1)) if numbered else "YES"
+    return {
+        "choices": [{"message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": 400, "completion_tokens": 6},
+    }
+
+
 class State:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.rng = np.random.default_rng(args.seed)
         self.lock = threading.Lock()
         self.n = 0
+        self.seen: set[str] = set()
         self.log = Path(args.log).open("a", encoding="utf-8")  # noqa: SIM115 - for the server's life
 
     def write(self, event: dict[str, Any]) -> None:
@@ -81,13 +115,20 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
                 busy = bool(state.rng.random() < a.p429)
             echo = a.echo_every > 0 and n % a.echo_every == a.echo_every - 1
             sha = hashlib.sha256(body).hexdigest()
+            with state.lock:
+                first = sha not in state.seen
+                state.seen.add(sha)
             state.write({
                 "ev": "recv", "n": n, "sha": sha, "t": time.time(), "path": self.path,
                 "auth": self.headers.get("authorization", ""),
             })  # fmt: skip
-            time.sleep(a.latency)
+            time.sleep(a.latency + (a.hang_first if first else 0.0))
             headers: dict[str, str] = {"content-type": "application/json"}
-            if self.path != "/v1/images/generations":
+            if a.fail_first and first:
+                status, out = 500, b'{"error": {"message": "internal error, try again"}}'
+            elif self.path == "/v1/chat/completions":
+                status, out = 200, json.dumps(chat_answer(json.loads(body))).encode()
+            elif self.path != "/v1/images/generations":
                 status, out = 404, b'{"error": {"message": "no such endpoint"}}'
             elif echo:
                 dump = {
@@ -102,8 +143,8 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
             else:
                 image = base64.b64encode(png_for(body)).decode()
                 status = 200
-                out = json.dumps({"created": int(time.time()), "data": [{"b64_json": image}]})
-                out = out.encode()
+                doc = {"created": int(time.time()), "data": [{"b64_json": image}]}
+                out = json.dumps(doc).encode()
             try:
                 self.send_response(status)
                 for k, v in headers.items():
@@ -127,6 +168,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--p429", type=float, default=0.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--echo-every", type=int, default=0)
+    ap.add_argument("--fail-first", type=int, default=0)
+    ap.add_argument("--hang-first", type=float, default=0.0)
     args = ap.parse_args(argv)
     state = State(args)
     ThreadingHTTPServer.request_queue_size = 128  # many clients connect at once

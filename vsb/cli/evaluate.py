@@ -21,7 +21,9 @@ from vsb.cli.options import (
     evaluators_option,
     executor_options,
     judge_options,
+    report_waits,
     run_dir_argument,
+    timeout_option,
     workers_option,
 )
 from vsb.store.cache import failed_checks_note
@@ -131,6 +133,7 @@ class _Lines:
     "Where the rules/pairwise tasks and the clip/dino models run: local processes, or "
     "a Ray cluster (pip install 'vsb[ray]'; the models on GPU workers with --device cuda)."
 )
+@timeout_option
 def evaluate(
     run_dir: Path,
     evaluators: str | None,
@@ -152,6 +155,7 @@ def evaluate(
     workers: int,
     executor: str,
     ray_address: str | None,
+    timeout_s: float | None,
 ) -> None:
     """Judge RUN_DIR's images: the extractor + rule checker and pairwise signals on renders,
     and the VLM judge on any image (one call per scene, cached, priced, in the ledger);
@@ -180,7 +184,7 @@ def evaluate(
         )
     transport = None
     if judge:
-        http = default_client()
+        http = default_client(timeout_s)
         click.get_current_context().call_on_close(http.close)  # no socket left open
         transport = build_transport(judge, base_url=base_url, client=http)
     if base_url and not judge:
@@ -254,22 +258,23 @@ def evaluate(
             bar.update(embedded, completed=done, total=total, visible=True, refresh=True)
 
         try:
-            result = evaluate_run(
-                run_dir,
-                progress=progress,
-                workers=workers,
-                evaluators=_names(evaluators),
-                models=model_list,
-                conditions=cond_list,
-                judge=transport,
-                judge_options=options,
-                judge_progress=judge_progress,
-                embed_options=embed_options,
-                embed_progress=embed_progress,
-                executor=executor,
-                ray_address=ray_address,
-                extraction_cache=cache_dir if extraction_cache else None,
-            )
+            with report_waits(timeout_s, transport is not None and transport.paid):
+                result = evaluate_run(
+                    run_dir,
+                    progress=progress,
+                    workers=workers,
+                    evaluators=_names(evaluators),
+                    models=model_list,
+                    conditions=cond_list,
+                    judge=transport,
+                    judge_options=options,
+                    judge_progress=judge_progress,
+                    embed_options=embed_options,
+                    embed_progress=embed_progress,
+                    executor=executor,
+                    ray_address=ray_address,
+                    extraction_cache=cache_dir if extraction_cache else None,
+                )
         except BudgetExceeded as err:
             stopped: BudgetExceeded | None = err
         else:

@@ -93,6 +93,29 @@ def judge_options(f: F) -> F:
     return f
 
 
+#: ``--timeout SECONDS`` of every command that calls a paid service.
+timeout_option = click.option(
+    "--timeout", "timeout_s", type=click.FloatRange(min=0.1), default=None, metavar="SECONDS",
+    help="Longest wait for a paid service's connection or answer before the attempt counts as "
+    "failed (it is retried; a timed-out attempt is in the ledger, at its price: it may have "
+    "been billed). Default: 180 for image providers, 120 for judges and LLMs.",
+)  # fmt: skip
+
+
+def report_waits(timeout_s: float | None, enabled: bool = True) -> Any:
+    """A context in which a call waited for long is named on stderr, every 15 s (sooner
+    under a short ``--timeout``): "waiting for openai:x (story s, scene 2, …): 45 s". Its
+    thread runs only when ``enabled`` (a paid service is called: no thread while a command
+    that calls none forks its pool)."""
+    from contextlib import nullcontext
+
+    from vsb.store.paid import watch, watch_every
+
+    if not enabled:
+        return nullcontext()
+    return watch(lambda line: click.echo(line, err=True), every=watch_every(timeout_s))
+
+
 def workers_option(help: str) -> Callable[[F], F]:
     """Decorator: ``--workers N`` (N ≥ 1, default 2); ``help`` says what the workers do."""
     return click.option(

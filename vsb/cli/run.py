@@ -15,7 +15,14 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from vsb.cli.options import executor_from, local_adapters, local_model_options, workers_option
+from vsb.cli.options import (
+    executor_from,
+    local_adapters,
+    local_model_options,
+    report_waits,
+    timeout_option,
+    workers_option,
+)
 from vsb.store.cache import DEFAULT_CACHE_DIR, failed_checks_note
 
 #: Exit status of a run that is not whole (a model skipped or all failed, a budget stop).
@@ -93,6 +100,7 @@ INCOMPLETE = 3
     "--samples-source", default=None,
     help="With --model stored: the source (the same as --model stored:SOURCE).",
 )  # fmt: skip
+@timeout_option
 @local_model_options
 @click.pass_context
 def run(
@@ -113,6 +121,7 @@ def run(
     retry_delay: float,
     samples_dir: Path | None,
     samples_source: str | None,
+    timeout_s: float | None,
     **model_options: Any,
 ) -> None:
     """Generate every (story, scene, model, condition) image into OUT (resumable via the cache).
@@ -150,7 +159,9 @@ def run(
         if m.startswith("stored:"):
             given[m] = get_adapter(m, root=samples_dir)
         elif m.startswith("openai:") and base_url:
-            given[m] = get_adapter(m, base_url=base_url)
+            given[m] = get_adapter(m, base_url=base_url, client=_client(ctx, timeout_s))
+        elif timeout_s is not None and m.split(":")[0] in _HTTP_PROVIDERS:
+            given[m] = get_adapter(m, client=_client(ctx, timeout_s))
     given.update(local_adapters(config.models, **model_options))
     if dry_run:
         _print_plan(config, given)
@@ -170,7 +181,9 @@ def run(
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total, refresh=True)
 
-        result = run_suite(config, progress, adapters=given)
+        paid = any(m.split(":")[0] in _HTTP_PROVIDERS for m in config.models)
+        with report_waits(timeout_s, paid):
+            result = run_suite(config, progress, adapters=given)
     for model, conds in result.not_supported.items():
         click.echo(
             f"not run: {model} under {', '.join(conds)} (the model takes no image input)",
@@ -190,6 +203,22 @@ def run(
     if problems:
         click.echo(f"incomplete run: exit status {INCOMPLETE}", err=True)
         ctx.exit(INCOMPLETE)
+
+
+#: The model prefixes of HTTP providers (their client takes ``--timeout``).
+_HTTP_PROVIDERS = ("openai", "replicate", "stability", "imagen")
+
+
+def _client(ctx: click.Context, timeout_s: float | None) -> Any:
+    """An HTTP provider's client under ``--timeout`` (closed with the command), or None
+    (the adapter makes its own)."""
+    if timeout_s is None:
+        return None
+    from vsb.adapters.providers._http import default_client
+
+    http = default_client(timeout_s)
+    ctx.call_on_close(http.close)
+    return http
 
 
 def _print_plan(config: Any, given: dict[str, Any]) -> None:

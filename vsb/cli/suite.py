@@ -10,6 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from vsb.cli.options import report_waits, timeout_option
 from vsb.story.models import (
     CATEGORIES,
     DIFFICULTIES,
@@ -256,10 +257,11 @@ INCOMPLETE = 3
     "--concurrency", default=4, show_default=True, type=click.IntRange(min=1),
     help="LLM calls in flight at once.",
 )  # fmt: skip
+@timeout_option
 def import_cmd(
     files: tuple[Path, ...], llm: str | None, constraints: str, compare_gold: bool,
     base_url: str | None, out_dir: Path, budget: float | None, dry_run: bool, cache_dir: Path,
-    concurrency: int,
+    concurrency: int, timeout_s: float | None,
 ) -> None:  # fmt: skip
     """Import narratives (plain text, JSON, JSON lines; docs/IMPORT.md) as state-checked
     stories: an LLM extracts characters, objects, events, place and time; the extraction is
@@ -290,7 +292,7 @@ def import_cmd(
         return
     if llm is None:
         raise click.UsageError("--llm KIND:MODEL is needed with --constraints llm (the default)")
-    http = default_client()
+    http = default_client(timeout_s)
     click.get_current_context().call_on_close(http.close)
     model = build_llm(llm, base_url=base_url, client=http)
     options = JudgeOptions(
@@ -309,10 +311,11 @@ def import_cmd(
     check_llm(model)
     previous_import(out_dir)  # refuse a folder that holds something else before any call
     try:
-        report, transcript = import_narratives(
-            narratives, model, options, ledger_path=out_dir / IMPORT_DIR / LEDGER_NAME,
-            progress=lambda msg: click.echo(msg, err=True),
-        )  # fmt: skip
+        with report_waits(timeout_s):
+            report, transcript = import_narratives(
+                narratives, model, options, ledger_path=out_dir / IMPORT_DIR / LEDGER_NAME,
+                progress=lambda msg: click.echo(msg, err=True),
+            )  # fmt: skip
     except BudgetExceeded as err:
         click.echo(f"error: {err} (nothing written)", err=True)
         sys.exit(INCOMPLETE)

@@ -232,7 +232,6 @@ def _run_locked(
 ) -> None:
     suite_dir, run_dir = Path(config.suite_dir), Path(config.out)
     with DirectoryLock(run_dir):
-        (run_dir / "manifest.json").unlink(missing_ok=True)
         _copy_suite(suite_dir, run_dir / "suite")
         records, faults = _generate(config, stories, active, result, progress)
         # A model skipped half-way (credential vanished, quota spent) is dropped entirely.
@@ -326,6 +325,9 @@ def _generate(
     checks_before = cache.failed_checks()
     ledger = Ledger(run_dir / LEDGER_NAME)
     ledger.start_session(f"seed={config.seed} models={','.join(active)}")
+    # The cache and the ledger open (a damaged one fails above, removing nothing): from
+    # here the run directory is being rewritten, and incomplete until its manifest is.
+    (run_dir / "manifest.json").unlink(missing_ok=True)
     # Calls a killed run made whose image reached the cache but whose row it never finished.
     result.reconciled = ledger.reconcile(cache.origins(k for _r, k, _a in ledger.unfinished()))
     refused = {k: e.removeprefix(REFUSED_PREFIX) for k, e in ledger.errors(REFUSED_PREFIX)}

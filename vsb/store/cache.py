@@ -46,7 +46,7 @@ from typing import Any
 from vsb.adapters.base import GenerationResult
 from vsb.errors import CacheError
 from vsb.fsio import atomic_write_bytes, canonical_json, loads_json, sha256_hex
-from vsb.store.conns import ThreadConnections
+from vsb.store.conns import ThreadConnections, what_to_do
 from vsb.store.locks import process_alive, process_token
 
 log = logging.getLogger(__name__)
@@ -127,6 +127,13 @@ def entry_seal(row: _Row) -> str:
     return sha256_hex(canonical_json(list(row)))
 
 
+#: What to do with a damaged cache index (one line; nothing is removed for the user).
+CORRUPT_INDEX = (
+    "it is damaged: move it aside (mv {name} {name}.broken) and rerun, which starts a new "
+    "index (the images it listed are made, and paid for, again), or give another --cache"
+)
+
+
 class GenerationCache:
     """A content-addressed PNG store with a SQLite index (see the module docstring)."""
 
@@ -166,7 +173,13 @@ class GenerationCache:
                 if "locked" not in str(err) or attempt == 49:
                     raise CacheError(f"cannot open the cache index: {err}", file=self.root) from err
                 time.sleep(0.02 * (attempt + 1))
-            except (OSError, sqlite3.Error) as err:
+            except sqlite3.Error as err:
+                index = self.root / INDEX_NAME
+                advice = what_to_do(err, CORRUPT_INDEX.format(name=INDEX_NAME))
+                raise CacheError(
+                    f"cannot open the cache index: {err}{advice}", file=index
+                ) from None
+            except OSError as err:
                 raise CacheError(f"cannot open the cache index: {err}", file=self.root) from err
         raise AssertionError("unreachable")  # pragma: no cover
 

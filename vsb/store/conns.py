@@ -45,3 +45,15 @@ class ThreadConnections:
         for conn in mine:
             conn.close()
         self._local.conn = None
+
+
+def corrupt(err: sqlite3.Error) -> bool:
+    """Whether ``err`` says the database file is damaged (not a database, malformed), rather
+    than busy or unreachable."""
+    text = str(err).lower()
+    return "not a database" in text or "malformed" in text or "disk image" in text
+
+
+def what_to_do(err: sqlite3.Error, advice: str) -> str:
+    """``advice`` when ``err`` says the file is damaged, else nothing (for one error line)."""
+    return f"; {advice}" if corrupt(err) else ""

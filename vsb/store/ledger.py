@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 from vsb.errors import ConfigError, InputError, RunError
 from vsb.fsio import load_json
-from vsb.store.conns import ThreadConnections
+from vsb.store.conns import ThreadConnections, what_to_do
 
 T = TypeVar("T")
 
@@ -57,6 +57,12 @@ _MIGRATE_ATTEMPT = "ALTER TABLE requests ADD COLUMN attempt TEXT"
 _COLUMNS = (
     "session, key, model, condition, story_id, scene, latency_s, success, cache_hit, "
     "cost_usd, error, status, attempt"
+)
+#: What to do with a damaged ledger (one line; nothing is removed for the user).
+CORRUPT_LEDGER = (
+    "it is damaged: move it aside (mv {name} {name}.broken) and rerun, which starts a new "
+    "ledger (the calls it recorded are then missing from `vsb ledger`; the cache still "
+    "holds their results, so nothing is paid again)"
 )
 #: A row's status: begun, not finished (an interrupted call once its process is gone);
 #: finished; or found finished by a later run (the process died after the cache stored the
@@ -168,19 +174,27 @@ class Ledger:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._conns = ThreadConnections(self._connect)
-        db = self._conn()
-        with db:
-            db.execute("PRAGMA journal_mode=WAL")
-            for stmt in _SCHEMA:
-                db.execute(stmt)
-            cols = {row[1] for row in db.execute("PRAGMA table_info(requests)")}
-            if "status" not in cols:
-                db.execute(_MIGRATE)
-            if "input_tokens" not in cols:
-                for stmt in _MIGRATE_TOKENS:
+        try:
+            db = self._conn()
+            with db:
+                db.execute("PRAGMA journal_mode=WAL")
+                for stmt in _SCHEMA:
                     db.execute(stmt)
-            if "attempt" not in cols:
-                db.execute(_MIGRATE_ATTEMPT)
+                cols = {row[1] for row in db.execute("PRAGMA table_info(requests)")}
+                if "status" not in cols:
+                    db.execute(_MIGRATE)
+                if "input_tokens" not in cols:
+                    for stmt in _MIGRATE_TOKENS:
+                        db.execute(stmt)
+                if "attempt" not in cols:
+                    db.execute(_MIGRATE_ATTEMPT)
+        except sqlite3.Error as err:
+            self._conns.close()
+            raise RunError(
+                f"cannot open the ledger: {err}"
+                + what_to_do(err, CORRUPT_LEDGER.format(name=self.path.name)),
+                file=self.path,
+            ) from None
         self.session: int | None = None
 
     def _conn(self) -> sqlite3.Connection:

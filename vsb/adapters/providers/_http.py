@@ -71,9 +71,16 @@ MAX_REDIRECTS = 3
 _EXCERPT = 200
 
 
-def default_client() -> httpx.Client:
-    """A real client: generous read timeout, never following a redirect by itself."""
-    return httpx.Client(timeout=DEFAULT_TIMEOUT, follow_redirects=False)
+def default_client(timeout_s: float | None = None) -> httpx.Client:
+    """A real client: generous read timeout (``timeout_s``: ``vsb run --timeout``, the
+    longest wait for a connection or a byte of the answer), never following a redirect by
+    itself."""
+    timeout = (
+        DEFAULT_TIMEOUT
+        if timeout_s is None
+        else httpx.Timeout(timeout_s, connect=min(15.0, timeout_s))
+    )
+    return httpx.Client(timeout=timeout, follow_redirects=False)
 
 
 def excerpt(text: str, limit: int = _EXCERPT) -> str:

@@ -28,7 +28,7 @@ from pathlib import Path
 from vsb.errors import CacheError
 from vsb.evaluators.vlm.transports import JudgeReply
 from vsb.fsio import canonical_json, sha256_hex
-from vsb.store.conns import ThreadConnections
+from vsb.store.conns import ThreadConnections, what_to_do
 from vsb.store.ledger import read_pricing
 
 DEFAULT_PRICING = Path(__file__).resolve().parents[3] / "config" / "pricing.json"
@@ -37,6 +37,11 @@ _SCHEMA = """CREATE TABLE IF NOT EXISTS answers (
     key TEXT PRIMARY KEY, judge_model TEXT NOT NULL, text TEXT NOT NULL,
     input_tokens INTEGER, output_tokens INTEGER, attempt TEXT, seal TEXT)"""
 _FAILED = "CREATE TABLE IF NOT EXISTS failed_checks (key TEXT NOT NULL, at REAL NOT NULL)"
+#: What to do with a damaged answer cache (one line; nothing is removed for the user).
+_CORRUPT = (
+    f"it is damaged: move it aside (mv {CACHE_NAME} {CACHE_NAME}.broken) and rerun, which "
+    "starts a new one (the answers it held are asked, and paid for, again)"
+)
 #: Caches written before answers carried the attempt that paid for them lack ``attempt``.
 _MIGRATE_ATTEMPT = "ALTER TABLE answers ADD COLUMN attempt TEXT"
 _MIGRATE_SEAL = "ALTER TABLE answers ADD COLUMN seal TEXT"
@@ -79,7 +84,10 @@ class JudgeCache:
                     db.execute(_MIGRATE_SEAL)
                 db.execute(_FAILED)
         except (OSError, sqlite3.Error) as err:
-            raise CacheError(f"cannot open the judge cache: {err}", file=self.path) from None
+            advice = what_to_do(err, _CORRUPT) if isinstance(err, sqlite3.Error) else ""
+            raise CacheError(
+                f"cannot open the judge cache: {err}{advice}", file=self.path
+            ) from None
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=60.0)

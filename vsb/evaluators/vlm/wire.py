@@ -53,11 +53,13 @@ def normalise_endpoint(url: str) -> str:
     return f"{scheme}://{netloc}{path}{query}"
 
 
-def default_client() -> httpx.Client:
-    """A real client: generous read timeout, no redirects (a key never follows one)."""
+def default_client(timeout_s: float | None = None) -> httpx.Client:
+    """A real client: generous read timeout (``timeout_s``: ``--timeout``, the longest wait
+    for a connection or a byte of the answer), no redirects (a key never follows one)."""
     import httpx
 
-    timeout = httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)
+    read = READ_TIMEOUT_S if timeout_s is None else timeout_s
+    timeout = httpx.Timeout(read, connect=min(CONNECT_TIMEOUT_S, read))
     return httpx.Client(timeout=timeout, follow_redirects=False)
 
 

@@ -234,6 +234,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("vsb.human",),
     ("vsb.site",),
     ("vsb.release",),
+    ("vsb.api",),  # vsb from Python (notebooks): the functions the commands call
     ("vsb.cli", "vsb.__main__"),
 )
 

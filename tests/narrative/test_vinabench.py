@@ -168,6 +168,10 @@ def test_presence_absence_time_place_and_profile_from_the_annotations() -> None:
     # what the annotations do not give is withheld
     assert _req(story, "s1.scene.weather") is None and _req(story, "s1.Mara.pose") is None
     assert _req(story, "s2.scene.order") is None
+    # a character the profile gives no skin, hair colour or top: present through the profile
+    pip = _story("book17_003_0")
+    assert _req(pip, "s1.Pip.present") is None
+    assert _req(pip, "s1.Pip.profile").expected == "a small orange fox wearing a yellow scarf"
 
 
 def test_the_gold_source_rule() -> None:
@@ -288,7 +292,7 @@ def test_compare_gold_measures_the_llm_reading_per_field(tmp_path: Path) -> None
 def test_a_fourth_character_is_judged_from_its_profile_only(tmp_path: Path) -> None:
     samples = _samples("vwp_test.json")[:1]
     s = samples[0]
-    s["global_profile"].update({"Ada": "a cook in a white hat", "Bel": "a waiter"})
+    s["global_profile"].update({"Ada": "a cook with grey hair in a white hat", "Bel": "a waiter"})
     s["scene_characters"][2]["present"] = ["Mara", "Teo", "Ada", "Bel"]
     s["scene_characters"][2]["num_present"] = 4
     path = _write(tmp_path / "in", "vwp_test.json", samples)

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -74,6 +75,8 @@ def test_gold_suite_runs_evaluates_and_scores(served: Path, tmp_path: Path, word
     assert set(rows.loc[absent, "verdict"]) == {want_absent}
     assert set(rows.loc[~absent, "verdict"]) == {"failed" if word == "NO" else "passed"}
     text = "\n".join(asked)
+    # a judge cannot know the story's names: presence is never asked by name
+    assert not re.search(r"Is the person called [^?]* in the picture\?", text)
     for question in (
         "Is this in a restaurant?",
         "Is this under a bridge?",

@@ -299,8 +299,11 @@ def _scene_sub(r: Requirement, ann: Annotations, k: int) -> tuple[bool, Any]:
     return True, None  # weather, order: the annotations do not give them
 
 
-def _character_sub(r: Requirement, live: dict[tuple[str, str], Any]) -> tuple[bool, Any]:
+def _character_sub(r: Requirement, live: dict[tuple[str, str], Any], uncued: set[str]
+                   ) -> tuple[bool, Any]:  # fmt: skip
     name, attr = r.subject, r.attribute
+    if name in uncued:  # a profile with no skin, hair colour or top: nothing to find them
+        return True, None  # by, so presence and look are asked through the profile fact
     if attr == "present":
         return r.expected is False, None  # absence: the ``absent`` fact, by description
     if attr == "hair":
@@ -342,6 +345,8 @@ def build_gold_story(n: Narrative) -> Story:
     looks = _looks(ann, cast)
     chars, live = _characters(cast, looks, [n for n in ann.present[0] if n in cast])
     places = _Places(ann.places)
+    cues = ("skin", "hair_color", "top")
+    uncued = {n for n in cast if not any(a in looks[n].facts for a in cues)}
     start_place = places.of(ann.places[0], 1)
     t0 = (ann.times[0] or "").lower()
     start_time = t0 if t0 in vocab.TIMES else vocab.TIMES[0]
@@ -356,7 +361,10 @@ def build_gold_story(n: Narrative) -> Story:
     subs: list[Substitution] = []
     for k, reqs in enumerate(derived.requirements, start=1):
         for r in reqs:
-            hit, value = _scene_sub(r, ann, k) if r.subject == "scene" else _character_sub(r, live)
+            if r.subject == "scene":
+                hit, value = _scene_sub(r, ann, k)
+            else:
+                hit, value = _character_sub(r, live, uncued)
             if hit:
                 subs.append(Substitution(scene=k, subject=r.subject, attribute=r.attribute,
                                          value=value))  # fmt: skip

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -50,3 +52,64 @@ def per_cell_site(tmp_path_factory: pytest.TempPathFactory, per_cell_release: Pa
     out = tmp_path_factory.mktemp("percell-site") / "site"
     build_site(per_cell_release, out)
     return out
+
+
+#: The simulators of the small real release: the oracle (at (1, 1) on every plot) and the
+#: mid-drift simulator, whose frames the reference judges answer on the judge page.
+BUILT_MODELS = ("procedural-oracle", "procedural-drift-mid")
+#: Every kind of condition the default release shows (the placebo and predicted memory too).
+BUILT_CONDITIONS = ("independent", "structured_memory", "random_context", "predicted_memory")
+
+
+@pytest.fixture(scope="session")
+def built_release_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site of a small release built by the main job's own code path (`vsb release
+    build`: the default suite, the paraphrase and implicit-effect variants, judge validation
+    with the reference judges) on two simulators and four conditions: every page kind, and
+    every section, that the default site has, in seconds rather than a minute."""
+    from vsb.release.build import build_release
+    from vsb.release.config import BuildConfig
+
+    out = tmp_path_factory.mktemp("built")
+    built = build_release(
+        BuildConfig(name="v0.0.38", out=out, models=BUILT_MODELS, conditions=BUILT_CONDITIONS)
+    )
+    assert built.site_dir is not None
+    return Path(built.site_dir)
+
+
+@pytest.fixture(scope="module")
+def built_base_url(built_release_site: Path) -> Iterator[str]:
+    """``built_release_site`` served on 127.0.0.1 by `vsb site serve`'s server."""
+    from vsb.site.serve import make_server
+
+    server = make_server(built_release_site, 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def page_kinds(site: Path) -> dict[str, str]:
+    """One page of every kind a built site has (kind: its path with the model, story,
+    condition or evaluator replaced by *); of the story pages, one with the most scenes."""
+    kinds: dict[str, str] = {}
+    scenes = 0
+    for page in sorted(site.rglob("*.html")):
+        rel = page.relative_to(site).as_posix()
+        parts = rel.split("/")
+        if len(parts) == 1 or rel == "stories/index.html":
+            kinds[rel] = rel
+            continue
+        kind = "stories/*/*" if parts[0] == "stories" else f"{parts[0]}/*"
+        if kind == "stories/*/*":
+            n = page.read_text("utf-8").count('<td class="frame">')
+            if n > scenes:
+                scenes, kinds[kind] = n, rel
+            continue
+        kinds.setdefault(kind, rel)
+    return kinds

@@ -25,7 +25,7 @@ from vsb.human.blinding import Blinding, release_blinding
 from vsb.human.models import CONTROL_BAD, CONTROL_GOOD
 from vsb.human.write import load_report
 from vsb.site.build import build_site
-from vsb.site.serve import make_server
+from vsb.site.serve import make_rating_server, make_server
 
 MODELS = (CONTROL_GOOD, CONTROL_BAD, HOSTILE_MODEL)
 #: What must never reach the rater: model names (and pieces of them), the control answer.
@@ -110,14 +110,36 @@ def served(release_and_site: tuple[Path, Path]) -> Iterator[str]:
         thread.join()
 
 
-@pytest.mark.parametrize("how", ["file", "server"])
+@pytest.fixture(scope="module")
+def rating_served(release_and_site: tuple[Path, Path]) -> Iterator[str]:
+    """`vsb human serve`'s server: the rating page alone, at /."""
+    server = make_rating_server(release_and_site[1], 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@pytest.mark.parametrize("how", ["file", "server", "rating"])
 def test_whole_session_is_blind_and_imports(
-    release_and_site: tuple[Path, Path], served: str, tmp_path: Path, how: str
+    release_and_site: tuple[Path, Path],
+    served: str,
+    rating_served: str,
+    tmp_path: Path,
+    how: str,
 ) -> None:
     sync_api = pytest.importorskip("playwright.sync_api")
     release, site = release_and_site
     blinding = release_blinding(release)
-    url = (site / "evaluate.html").resolve().as_uri() if how == "file" else f"{served}/evaluate"
+    url = {
+        "file": (site / "evaluate.html").resolve().as_uri(),
+        "server": f"{served}/evaluate",
+        "rating": f"{rating_served}/",
+    }[how]
     source = (site / "evaluate.html").read_text()
     key = "vsb-evaluate:" + json.loads((release / "MANIFEST.json").read_text())["root_hash"]
     _assert_blind("the page source", source)
@@ -158,7 +180,7 @@ def test_whole_session_is_blind_and_imports(
             for n in range(total):
                 _assert_blind(f"the DOM at item {n}", page.content())
                 srcs = page.eval_on_selector_all(
-                    "img", "els => els.map(e => e.getAttribute('src'))"
+                    "#ev-body img", "els => els.map(e => e.getAttribute('src'))"
                 )
                 assert srcs and all(_OPAQUE_IMAGE.fullmatch(s) for s in srcs), srcs
                 if n == 5:  # reload mid-session: nothing is lost

@@ -178,3 +178,24 @@ def simulate(release: Path, n_raters: int, seed: int, out: Path, careless: float
     paths = write_simulated(out, files, release)
     n_bad = sum(1 for f in files if f.truth is not None and f.truth.careless)
     click.echo(f"wrote {len(paths)} SYNTHETIC rating file(s) ({n_bad} careless) to {out}")
+
+
+@human.command("serve")
+@click.argument("site_dir", type=_DIR)
+@click.option("--port", default=8000, show_default=True, help="Port on 127.0.0.1.")
+def serve(site_dir: Path, port: int) -> None:
+    """Serve SITE_DIR's blinded rating page alone on http://127.0.0.1:PORT/ until
+    interrupted: the page, its script and styles and its opaque pictures; every other path
+    (leaderboard, story pages, images under model names, downloads) answers 404. Give raters
+    this address, never `vsb site serve`'s."""
+    from vsb.site.serve import make_rating_server
+
+    server = make_rating_server(site_dir, port)
+    host, bound = server.server_address[:2]
+    click.echo(f"rating page of {site_dir} at http://{host!s}:{bound}/ (Ctrl-C to stop)")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()

@@ -5,8 +5,10 @@ from one key with HMAC-SHA256:
 
 - a *target id* per (story, condition, model) strip (``t`` + 20 hex digits): what a likert
   item rates and what a comparison shows on each side, and what the export holds;
-- an opaque *image name* per rated picture (``rate/<32 hex>.png``), a copy of the
-  release's image (the address no longer names the model);
+- an opaque *image name* per rated picture (``rate/<32 hex>.png``), holding the release's
+  image with a keyed nonce written into it (a PNG text chunk, a JPEG comment): the same
+  pixels, never the same bytes as the file under the model's name, so no checksum or
+  file-size-and-hash lookup links the two (``rater_bytes``);
 - a *group* number per model (its rank under the keyed hash, not the leaderboard's order),
   which the page maps to letters shuffled per session, so one model keeps one letter within
   a session;
@@ -22,13 +24,15 @@ file's path and bytes)``. So the mapping lives in the release, outside the site,
 What this does not hide: whoever holds the release (or rebuilds it: the procedural oracle
 is reproducible) can recompute the key, and the site's story pages show the same pictures
 under model names, so a rater who browses them can match pictures by eye. For a study,
-give raters the evaluate page alone.
+give raters the evaluate page alone: ``vsb human serve SITE`` serves nothing else.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import struct
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,6 +104,11 @@ class Blinding:
         suffix = Path(rel).suffix.lower() if Path(rel).suffix.lower() in (".png", ".jpg") else ""
         return f"rate/{_mac(self.key, 'image', rel)[:32]}{suffix}"
 
+    def rater_bytes(self, rel: str, data: bytes) -> bytes:
+        """The bytes a rater gets for the release picture ``rel``: ``data`` with a nonce
+        keyed by ``rel`` written into it (same pixels, other bytes)."""
+        return with_nonce(data, _mac(self.key, "nonce", rel)[:32])
+
     def decks(self, pool: Iterable[PoolStory], n_pairwise: int, n_control: int) -> list[
         list[list[str]]
     ]:  # fmt: skip
@@ -151,3 +160,21 @@ def release_blinding(release_dir: str | Path) -> Blinding:
     cond = rated_condition(data)
     key = blinding_key(release_dir, data.manifest.root_hash)
     return make_blinding(key, cond, story_pool(data, cond))
+
+
+_PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def with_nonce(data: bytes, nonce: str) -> bytes:
+    """``data`` with ``nonce`` written into it where every decoder skips it: a ``tEXt``
+    chunk after a PNG's header chunk, a comment segment after a JPEG's start marker, else
+    appended (what follows the end of an image is ignored)."""
+    text = b"vsb-rate\x00" + nonce.encode("ascii")
+    if data.startswith(_PNG) and data[12:16] == b"IHDR":
+        end = 8 + 12 + struct.unpack(">I", data[8:12])[0]  # after IHDR (length, type, data, CRC)
+        chunk = struct.pack(">I", len(text)) + b"tEXt" + text
+        chunk += struct.pack(">I", zlib.crc32(b"tEXt" + text) & 0xFFFFFFFF)
+        return data[:end] + chunk + data[end:]
+    if data.startswith(b"\xff\xd8"):
+        return data[:2] + b"\xff\xfe" + struct.pack(">H", len(text) + 2) + text + data[2:]
+    return data + text

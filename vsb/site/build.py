@@ -207,10 +207,11 @@ def _evaluate_session(data: SiteData, out: Path, sources: _Sources) -> dict[str,
             pool.append(replace(s, images=strips))
     blinding = make_blinding(key, cond, pool)
     (out / "rate").mkdir(parents=True, exist_ok=True)
-    for s in pool:
+    for s in pool:  # never a link: a rater's picture is never the bytes under a model's name
         for paths in s.images.values():
             for rel in paths:
-                link_or_copy(root / rel, out / blinding.image_name(rel))
+                raw = blinding.rater_bytes(rel, (root / rel).read_bytes())
+                (out / blinding.image_name(rel)).write_bytes(raw)
     return evaluate_payload(data, blinding, pool)
 
 

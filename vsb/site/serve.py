@@ -1,13 +1,19 @@
-"""``vsb site serve``: a local static file server on 127.0.0.1 (http.server).
+"""``vsb site serve`` and ``vsb human serve``: local static file servers on 127.0.0.1
+(http.server).
 
 Beyond ``SimpleHTTPRequestHandler``: a path without an extension is served from the page of
 that name (``/evaluate`` is ``evaluate.html``, as static hosts do), and a path holding a NUL
 byte (``/index.html%00``) is answered 400 instead of dropping the connection.
+
+``make_rating_server`` serves the rating page alone: ``/`` and ``/evaluate.html``, the three
+files it loads from ``static/`` and its opaque pictures under ``rate/``; every other path
+(the leaderboard, the story pages with model names, ``images/``, ``data/``) answers 404.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 import urllib.parse
 from functools import partial
@@ -63,4 +69,47 @@ def make_server(site_dir: str | Path, port: int = 8000) -> SiteServer:
     if not (root / "index.html").is_file():
         raise InputError("not a built site (no index.html); run `vsb site build`", file=root)
     handler = partial(_QuietHandler, directory=str(root.resolve()))
+    return SiteServer(("127.0.0.1", port), handler)
+
+
+#: What the rating page loads besides itself (the page links to nothing else).
+RATING_STATIC = ("static/style.css", "static/evaluate.css", "static/evaluate.js")
+_RATE_IMAGE = re.compile(r"rate/[0-9a-f]{32}\.(?:png|jpg)")
+
+
+class _RatingHandler(_QuietHandler):
+    """The rating page and its own files; 404 for everything else."""
+
+    def translate_path(self, path: str) -> str:
+        url = urllib.parse.unquote(urllib.parse.urlsplit(path).path, errors="surrogatepass")
+        rel = url.lstrip("/")
+        if rel in ("", "evaluate", "evaluate.html"):
+            rel = "evaluate.html"
+        elif rel not in RATING_STATIC and not _RATE_IMAGE.fullmatch(rel):
+            return ""
+        return os.path.join(self.directory, *rel.split("/"))
+
+    def send_head(self) -> Any:
+        path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path, errors="surrogatepass")
+        if "\x00" in path:
+            self.send_error(HTTPStatus.BAD_REQUEST, "NUL byte in the path")
+            return None
+        fs = self.translate_path(self.path)
+        if not fs or not os.path.isfile(fs):
+            self.send_error(HTTPStatus.NOT_FOUND, "Not on the rating server")
+            return None
+        return super().send_head()
+
+
+def make_rating_server(site_dir: str | Path, port: int = 8000) -> SiteServer:
+    """A server of ``site_dir``'s rating page alone, bound to 127.0.0.1:``port``."""
+    root = Path(site_dir)
+    if not (root / "evaluate.html").is_file():
+        raise InputError("not a built site with a rating page (no evaluate.html)", file=root)
+    if "evaluate-data" not in (root / "evaluate.html").read_text("utf-8", errors="replace"):
+        raise InputError(
+            "this site's rating page offers no session (the release has no sealed oracle/)",
+            file=root / "evaluate.html",
+        )
+    handler = partial(_RatingHandler, directory=str(root.resolve()))
     return SiteServer(("127.0.0.1", port), handler)

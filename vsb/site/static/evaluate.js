@@ -120,12 +120,26 @@
     if (text !== undefined) e.textContent = text;
     return e;
   }
-  function image(src, alt) {
+  function image(src, alt) {  // a picture in a button that enlarges it (click, Enter, Space)
     var img = el("img");
     img.setAttribute("src", src);
     img.setAttribute("alt", alt);
     img.setAttribute("loading", "eager");
-    return img;
+    var b = el("button", "ev-zoom");
+    b.type = "button";
+    b.setAttribute("aria-label", "Enlarge " + alt);
+    b.setAttribute("aria-haspopup", "dialog");
+    b.appendChild(img);
+    b.addEventListener("click", function () { zoom(src, alt); });
+    return b;
+  }
+  function zoom(src, alt) {
+    var d = $("ev-zoom");
+    $("ev-zoom-img").setAttribute("src", src);
+    $("ev-zoom-img").setAttribute("alt", alt);
+    $("ev-zoom-caption").textContent = alt;
+    d.showModal();
+    $("ev-zoom-close").focus();
   }
   function sceneTexts(story) {
     var ol = el("ol", "ev-texts");
@@ -340,6 +354,9 @@
   function onKey(e) {
     if (!state || e.altKey || e.ctrlKey || e.metaKey) return;
     if (e.target && (e.target.tagName === "INPUT" || e.target.tagName === "TEXTAREA")) return;
+    if ($("ev-zoom").open) return;  // the enlarged picture has the keys (Esc closes it)
+    var zoomer = e.target && e.target.classList && e.target.classList.contains("ev-zoom");
+    if (zoomer && (e.key === "Enter" || e.key === " ")) return;  // the button enlarges
     if (state.index >= state.items.length) return;
     var it = state.items[state.index];
     var k = e.key;
@@ -384,6 +401,10 @@
     render();
   });
   document.addEventListener("keydown", onKey);
+  $("ev-zoom-close").addEventListener("click", function () { $("ev-zoom").close(); });
+  $("ev-zoom").addEventListener("click", function (e) {  // a click beside the picture closes
+    if (e.target === $("ev-zoom")) $("ev-zoom").close();
+  });
   document.addEventListener("visibilitychange", function () {
     if (document.visibilityState === "hidden") { flushTime(); shownAt = null; }
     else if (state && state.index < state.items.length) shownAt = Date.now();

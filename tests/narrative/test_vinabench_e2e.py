@@ -93,3 +93,13 @@ def test_gold_suite_runs_evaluates_and_scores(served: Path, tmp_path: Path, word
     share = (~absent).mean() if word == "YES" else absent.mean()
     assert 0 < vlm[0]["global_score"]["score"] < 1
     assert abs(rows["verdict"].eq("passed").mean() - share) < 1e-9
+
+
+def test_a_garbage_judge_passes_nothing(served: Path, tmp_path: Path) -> None:
+    with JudgeHttpServer(lambda questions: "I like this picture a lot.") as judge:
+        code = main(["evaluate", str(served), "--evaluator", "vlm", "--judge",
+                     "openai-compatible:fake", "--base-url", judge.url, "--cache",
+                     str(tmp_path / "cache")])  # fmt: skip
+    assert code == 4  # more than --max-parse-failures of the answers cannot be read
+    rows = pd.read_parquet(served / "evaluations" / "requirements.parquet")
+    assert set(rows.loc[rows["evaluator"] == "vlm", "verdict"]) == {"parse_failure"}

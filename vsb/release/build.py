@@ -398,7 +398,10 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
             shutil.rmtree(scratch / "reference", ignore_errors=True)
             return files
 
-        cached("score", list(st.EVALUATION_INPUTS), ("scores", "tables"), lambda: step("score"))
+        # with a judge, score also corrects its pass rates against the oracle (issue 39)
+        corrects = ["oracle/faults.jsonl"] if config.judge else []
+        code = ("scores", "tables", *(("validation",) if config.judge else ()))
+        cached("score", [*st.EVALUATION_INPUTS, *corrects], code, lambda: step("score"))
         cached("validate", *checked, validate)
     loaded.clear()  # without fork they were read here; no later stage reads them
 

@@ -143,17 +143,21 @@ def score(
     tables: EvaluationTables | None = None,
 ) -> list[str]:
     """Scores, CIs, comparisons and rank stability (writes scores/); ``tables``: the
-    release's evaluation tables already loaded (else read here)."""
-    from vsb.scores.compute import score_run
-    from vsb.scores.write import write_scores
+    release's evaluation tables already loaded (else read here). A judged evaluator's rows
+    are corrected for the judge's error too (``vsb.validation.correct``; scores/judge_error.*
+    and scores/corrected_scores.csv): a release without a judge is unchanged."""
+    from vsb.scores.compute import Resampling, load_scoring_input, score_input
+    from vsb.scores.write import SCORES_DIR, write_scores
+    from vsb.validation.correct.apply import correct_report, write_correction
 
-    report = score_run(
-        release_dir,
-        release=release,
-        progress=lambda msg: progress.note("score", msg),
-        tables=tables,
-    )
-    return _rel(release_dir, write_scores(release_dir, report))
+    note = lambda msg: progress.note("score", msg)  # noqa: E731
+    inp = load_scoring_input(release_dir, release, tables)
+    report = score_input(inp, progress=note)
+    report, errors = correct_report(inp, report, Resampling(), progress=note)
+    paths = write_scores(release_dir, report)
+    if errors is not None:
+        paths += write_correction(release_dir / SCORES_DIR, report, errors)
+    return _rel(release_dir, paths)
 
 
 def validate(

@@ -13,6 +13,7 @@ from vsb.site.downloads import DataTable
 from vsb.site.page_tables import (
     EST_FIELDS,
     comparison_table,
+    corrected_view,
     est_cells,
     horizon_table,
     interval,
@@ -130,4 +131,14 @@ def model_page(data: SiteData, model: str) -> dict[str, Any]:
         "failure_labels": labels,
         "story_scores": primary_stories,
         "tables": tables,
+        "corrected": _corrected(data, model, tables),
     }
+
+
+def _corrected(data: SiteData, model: str, tables: dict[str, DataTable]) -> dict[str, Any] | None:
+    """This model's rows of every judged evaluator, raw and corrected (issue 39)."""
+    got = corrected_view(data.all_scores or data.scores, data.root, model)
+    if got is None:
+        return None
+    tables["corrected"] = got[1]
+    return got[0]

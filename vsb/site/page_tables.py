@@ -199,3 +199,67 @@ def judge_tables(data: SiteData) -> dict[str, Any]:
             ),
         }
     }
+
+
+#: The metrics the raw-and-corrected tables show, with their display names.
+CORRECTED_METRICS = (
+    ("global_score", "global"),
+    ("adherence", "prompt adherence"),
+    ("coherence", "memory coherence"),
+    ("conditional_coherence", "conditional coherence"),
+)
+
+
+def corrected_view(
+    scores: Any, root: Any, model: str | None = None
+) -> tuple[dict[str, Any], DataTable] | None:
+    """Raw and corrected scores side by side for every row with a ``corrected`` object (of
+    ``model`` only, when given), the judge's measured error and the assumption; None when
+    no row was corrected (a release built without ``--judge``)."""
+    from pathlib import Path
+
+    from vsb.fsio import load_model
+    from vsb.validation.correct.apply import ASSUMPTION, ERROR_FILE, CorrectionReport
+
+    rows = [r for r in scores.scores if r.corrected is not None and model in (None, r.model)]
+    if not rows:
+        return None
+    path = Path(root) / "scores" / f"{ERROR_FILE}.json"
+    errors = (
+        load_model(path, CorrectionReport, "not a judge-error report") if path.is_file() else None
+    )
+    shown = [
+        {
+            "evaluator": r.evaluator,
+            "model": r.model,
+            "condition": r.condition,
+            "rank": r.corrected.rank,
+            "rank_low": r.corrected.rank_low,
+            "rank_high": r.corrected.rank_high,
+            "cells": [
+                (label, getattr(r, key), getattr(r.corrected, key))
+                for key, label in CORRECTED_METRICS
+            ],
+        }
+        for r in sorted(
+            rows, key=lambda r: (r.evaluator, r.condition, r.corrected.rank or 10**6, r.model)
+        )
+    ]
+    cols = ["evaluator", "condition", "model", "corrected_rank", "corrected_rank_low",
+            "corrected_rank_high"]  # fmt: skip
+    for key, _ in CORRECTED_METRICS:
+        name = key.removesuffix("_score")
+        cols += [f"{name}_raw{x}" for x in ("", "_ci_low", "_ci_high")]
+        cols += [f"{name}_corrected{x}" for x in ("", "_ci_low", "_ci_high")]
+        cols.append(f"{name}_reason")
+    lines = []
+    for s in shown:
+        line: list[Any] = [s["evaluator"], s["condition"], s["model"], s["rank"], s["rank_low"],
+                           s["rank_high"]]  # fmt: skip
+        for _, raw, fixed in s["cells"]:
+            line += [*est_cells(raw)]
+            line += [None] * 4 if fixed is None else [fixed.score, fixed.ci_low, fixed.ci_high,
+                                                      fixed.reason]  # fmt: skip
+        lines.append(tuple(line))
+    view = {"rows": shown, "assumption": ASSUMPTION, "errors": errors}
+    return view, DataTable(tuple(cols), lines, "Raw and corrected scores")

@@ -19,6 +19,7 @@ from vsb.site.model_page import model_page
 from vsb.site.page_tables import (
     EST_FIELDS,
     comparison_table,
+    corrected_view,
     est_cells,
     horizon_table,
     interval,
@@ -245,7 +246,17 @@ def leaderboard(data: SiteData) -> dict[str, Any]:
         else None,
         "groups": groups,
         "tables": tables,
+        **_corrected(data.scores, data.root, tables),
     }
+
+
+def _corrected(scores: Any, root: Any, tables: dict[str, DataTable]) -> dict[str, Any]:
+    """Raw and corrected side by side (a judged evaluator's page; issue 39)."""
+    got = corrected_view(scores, root)
+    if got is None:
+        return {"corrected": None}
+    tables["corrected"] = got[1]
+    return {"corrected": got[0]}
 
 
 def _comparisons(

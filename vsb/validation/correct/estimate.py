@@ -128,6 +128,9 @@ class Corrector:
     def _why(self, used: np.ndarray) -> str | None:
         """Why metrics over the labels ``used`` cannot be corrected (None: they can)."""
         p = self.point
+        if np.isnan(p.pooled_sp) and np.isnan(p.pooled_se):
+            return ("not correctable: no frame of this run has an oracle, so the judge's "
+                    "error cannot be measured")  # fmt: skip
         if np.isnan(p.pooled_sp):
             return ("not correctable: the oracle frames hold no false fact of this judge's, so "
                     "its specificity is unknown")  # fmt: skip

@@ -266,8 +266,10 @@ def import_cmd(
     """Import narratives (plain text, JSON, JSON lines; docs/IMPORT.md) as state-checked
     stories: an LLM extracts characters, objects, events, place and time; the extraction is
     replayed through the state machine (a contradiction is sent back once) and the
-    requirements are derived from the replayed state. Exit status 2 when some stories were
-    rejected (the others are written), 3 when --budget stopped the calls."""
+    requirements are derived from the replayed state. VinaBench's annotation files are read
+    as released; with --constraints gold their annotations give the state (no LLM call).
+    Exit status 2 when some stories were rejected (the others are written), 3 when --budget
+    stopped the calls."""
     from vsb.evaluators.vlm.execute import JudgeOptions
     from vsb.evaluators.vlm.store import JudgePricing
     from vsb.evaluators.vlm.transports import default_client

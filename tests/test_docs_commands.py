@@ -149,3 +149,14 @@ def test_the_quick_start_prints_what_the_readme_shows_in_a_used_checkout(tmp_pat
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     _assert_printed(" ".join((proc.stdout + proc.stderr).split()))
+
+
+def test_the_readme_stays_short() -> None:
+    """Issue 38, item 7: at most 150 lines; tables of timings live in docs/performance.md."""
+    text = (ROOT / "README.md").read_text("utf-8")
+    assert len(text.splitlines()) <= 150
+    assert "docs/performance.md#the-main-job-against-its-baseline" in text
+    assert "## The main job against its baseline" in (ROOT / "docs" / "performance.md").read_text(
+        "utf-8"
+    )
+    assert "| per image |" not in text  # the performance tables are not in the README

@@ -365,3 +365,21 @@ def test_any_annotation_makes_a_valid_story_or_a_rejection_naming_a_scene(
             assert story.imported is not None and story.imported.sources[r.id] == r.source
             if r.attribute == "absent":
                 assert r.subject not in sample["scene_characters"][k]["present"]
+
+
+def test_samples_one_per_line_read_as_the_json_list(tmp_path: Path) -> None:
+    """Was: 'expected {"story_id": STRING, …}' for a VWP sample (its story_id an integer)."""
+    lines = tmp_path / "vinabench.jsonl"
+    rows = [x for f in FILES for x in json.loads(f.read_text())]
+    lines.write_text("".join(json.dumps(x) + "\n" for x in rows))
+    from_lines = {n.id: n for n in read_narratives([lines])}
+    from_json = {n.id: n for n in read_narratives(FILES)}
+    assert set(from_lines) == set(IDS)
+    for sid, n in from_json.items():
+        assert (from_lines[sid].scenes, from_lines[sid].gold) == (n.scenes, n.gold)
+        assert build_gold_story(from_lines[sid]).scenes == build_gold_story(n).scenes
+    assert from_lines["book02_011"].source == f"{lines}:line 2 (VinaBench StorySalon)"
+    vsb_line = tmp_path / "stories.jsonl"
+    vsb_line.write_text(json.dumps({"story_id": "s-1", "narrative": ["One.", "Two."]}) + "\n")
+    (plain,) = read_narratives([vsb_line])
+    assert plain.id == "s-1" and plain.gold is None

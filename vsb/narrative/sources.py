@@ -7,8 +7,8 @@
   each ``{"id": ID, "scenes": [TEXT, …]}``, or one of VinaBench's annotation files as
   released (``vsb.narrative.vinabench``: the portion and the id from each sample's id keys,
   its annotations kept for ``--constraints gold``).
-- ``*.jsonl``: one story per line, ``{"story_id": ID, "narrative": [TEXT, …]}``; other keys
-  are ignored.
+- ``*.jsonl``: one story per line, ``{"story_id": ID, "narrative": [TEXT, …]}`` (other keys
+  ignored), or one of VinaBench's samples per line (recognised by its id keys).
 
 Every problem is an ``InputError`` naming the file and the line, JSON pointer or scene.
 Scene texts are kept verbatim (only the whitespace around a paragraph is stripped).
@@ -24,7 +24,14 @@ from typing import Any
 
 from vsb.errors import InputError
 from vsb.fsio import iter_jsonl, loads_json, read_limited
-from vsb.narrative.vinabench import PORTION_NAMES, Gold, is_vinabench, read_samples
+from vsb.narrative.vinabench import (
+    PORTION_NAMES,
+    Gold,
+    Sample,
+    is_sample_line,
+    is_vinabench,
+    read_samples,
+)
 
 MAX_NARRATIVE_BYTES = 16 * 1024 * 1024
 """Largest narrative file read."""
@@ -135,13 +142,7 @@ def _read_json(path: Path) -> Iterator[Narrative]:
         yield Narrative(story_id(path.stem, path), _check_scenes(doc, path, "/"), str(path))
         return
     if is_vinabench(doc):
-        for sample in read_samples(doc, path):
-            where = f"{sample.where}/narrative{sample.part}"
-            scenes = _check_scenes(sample.scenes, path, where)
-            portion = PORTION_NAMES[sample.gold.portion]
-            source = f"{path}{sample.where}{sample.part} (VinaBench {portion})"
-            sid = story_id(sample.raw_id, path, sample.where)
-            yield Narrative(sid, scenes, source, sample.gold)
+        yield from _vinabench(read_samples(doc, path), path)
         return
     for i, item in enumerate(doc):
         where = f"/{i}"
@@ -158,8 +159,22 @@ def _read_json(path: Path) -> Iterator[Narrative]:
         yield Narrative(story_id(item["id"], path, where + "/id"), scenes, f"{path}{where}")
 
 
+def _vinabench(samples: Iterator[Sample], path: Path) -> Iterator[Narrative]:
+    for sample in samples:
+        where = f"{sample.where}/narrative{sample.part}"
+        scenes = _check_scenes(sample.scenes, path, where)
+        portion = PORTION_NAMES[sample.gold.portion]
+        sep = "" if sample.where.startswith("/") else ":"
+        source = f"{path}{sep}{sample.where}{sample.part} (VinaBench {portion})"
+        sid = story_id(sample.raw_id, path, sample.where)
+        yield Narrative(sid, scenes, source, sample.gold)
+
+
 def _read_jsonl(path: Path) -> Iterator[Narrative]:
     for n, row in iter_jsonl(path, max_bytes=MAX_NARRATIVE_BYTES):
+        if is_sample_line(row):  # one of VinaBench's samples per line
+            yield from _vinabench(read_samples([row], path, [f"line {n}"]), path)
+            continue
         sid, scenes = row.get("story_id"), row.get("narrative")
         if not isinstance(sid, str) or not isinstance(scenes, list):
             raise InputError(

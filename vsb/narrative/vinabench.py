@@ -116,11 +116,22 @@ def _cut(value: Any, lo: int, hi: int) -> Any:
     return value[lo:hi] if isinstance(value, list) else value
 
 
-def read_samples(doc: list[dict[str, Any]], path: Path) -> Iterator[Sample]:
+def is_sample_line(row: dict[str, Any]) -> bool:
+    """Whether a JSON-lines row is a VinaBench sample (its id keys) rather than vsb's
+    ``{"story_id": STRING, "narrative": […]}``."""
+    if "narrative" not in row or portion_of(row) is None:
+        return False
+    return not (isinstance(row.get("story_id"), str) and "scene_full_id" not in row)
+
+
+def read_samples(
+    doc: list[dict[str, Any]], path: Path, wheres: list[str] | None = None
+) -> Iterator[Sample]:
     """Every story of a VinaBench file (long samples split), or ``InputError`` naming the
-    sample and what was expected."""
+    sample (``wheres``: each item's place, default its JSON pointer) and what was
+    expected."""
     for i, item in enumerate(doc):
-        where = f"/{i}"
+        where = wheres[i] if wheres is not None else f"/{i}"
         found = portion_of(item)
         if found is None:
             raise InputError(

@@ -28,8 +28,7 @@ from vsb.evaluators.vlm_judge import JudgeOptions
 from vsb.scores.compute import Resampling, ScoringInput, load_scoring_input, score_input
 from vsb.scores.table import build_story_table
 from vsb.validation.correct.apply import Oracle, correct_report, corrector_for
-from vsb.validation.correct.errors import Labels
-from vsb.validation.correct.estimate import BOUND, CellCounts, Corrector
+from vsb.validation.correct.estimate import BOUND
 from vsb.validation.correct.noisy import NoisyJudge, true_scores
 from vsb.validation.reference_judges import LiteralJudge
 from vsb.validation.sim_judge import JudgeEndpoint
@@ -182,42 +181,3 @@ def test_score_and_compare_corrected_from_the_command_line(
     assert main(["score", str(work), "--evaluator", "rules", "--corrected"]) != 0
     err = capsys.readouterr().err
     assert "no evaluator scored here has a judge model" in err and "Traceback" not in err
-
-
-def _counts(se: float, sp: float, n_true: float, n_false: float) -> np.ndarray:
-    """``(1 story, 1 label, 4)`` validation counts with exactly these rates."""
-    return np.array([[[n_true, se * n_true, n_false, sp * n_false]]])
-
-
-class _Rows:
-    """The two columns ``Labels.of`` reads."""
-
-    dimension = ("identity",)
-    taxonomy = ("identity_drift",)
-
-
-def test_rogan_gladen_recovers_exact_counts() -> None:
-    """Stories whose judged counts are exactly what Se 0.8, Sp 0.9 make of known truths
-    are corrected to those truths exactly; a judge at J = 0.1 is not correctable."""
-    labels = Labels.of(_Rows())  # type: ignore[arg-type]
-    truth = np.array([0.9, 0.5, 1.0, 0.7])
-    n = np.array([40.0, 10.0, 25.0, 30.0])
-    k = 0.8 * truth * n + 0.1 * (1 - truth) * n
-    shape = (1, 1, 4, 13, 1)
-    passed, total = np.zeros(shape), np.zeros(shape)
-    passed[0, 0, :, 0, 0], total[0, 0, :, 0, 0] = k, n
-    weights = np.random.default_rng(5).multinomial(4, [0.25] * 4, size=300).astype(float)
-    # the oracle frames of the four stories: rates 0.8 and 0.9 over all, not story by story
-    val = np.concatenate([_counts(a, b, 125, 125) for a, b in
-                          [(0.7, 0.85), (0.9, 0.95), (0.8, 0.9), (0.8, 0.9)]])  # fmt: skip
-    est = Corrector(CellCounts(passed, total), val, labels, weights).estimate(0, 0)
-    assert est.score[0] == pytest.approx(truth.mean())
-    assert est.reason[0] is None
-    # the validation frames' uncertainty widens the interval
-    exact = np.repeat(_counts(0.8, 0.9, 500, 500), 4, axis=0) / 4  # no story varies
-    sure = Corrector(CellCounts(passed, total), exact, labels, weights).estimate(0, 0)
-    assert sure.score[0] == pytest.approx(truth.mean())
-    assert np.nanstd(est.dist[:, 0]) > np.nanstd(sure.dist[:, 0])
-    weak = np.repeat(_counts(0.55, 0.55, 500, 500), 4, axis=0) / 4
-    bad = Corrector(CellCounts(passed, total), weak, labels, weights).estimate(0, 0)
-    assert np.isnan(bad.score[0]) and bad.reason[0] is not None and "0.10" in bad.reason[0]

@@ -39,17 +39,37 @@ def _console() -> Console:
 
 
 def _price(model: str) -> str:
-    """The list price of a ledger model (``judge:NAME`` rows are judges), or ``unknown``."""
+    """The list price of a ledger model (``judge:NAME`` rows are judges, ``import:NAME``
+    the importer's LLM), or ``unknown``: the price the calls were costed at, looked up by the
+    model's pricing key as ``vsb run`` does (``openai:gpt-image-1`` is priced as
+    ``openai/gpt-image-1``)."""
     from vsb.evaluators.vlm.store import JudgePricing
     from vsb.store.ledger import Pricing
 
-    if model.startswith("judge:"):
-        jp = JudgePricing.load().price(model.removeprefix("judge:"))
+    role, _, name = model.partition(":")
+    if role in ("judge", "import"):
+        jp = JudgePricing.load().price(name)
         if jp is None:
             return "unknown"
         return f"${jp.usd_per_mtok_input:g} / ${jp.usd_per_mtok_output:g} per Mtok"
-    p = Pricing.load().price(model)
+    prices = Pricing.load()
+    p = prices.price(_pricing_key(model))
+    if p is None:
+        p = prices.price(model)
     return "unknown" if p is None else f"${p:g}/image"
+
+
+def _pricing_key(model: str) -> str:
+    """The model's entry in the price list (its adapter's ``pricing_key``), else its name."""
+    from vsb.adapters.registry import get_adapter
+    from vsb.errors import VsbError
+
+    if model.partition(":")[0] not in ("openai", "replicate", "stability", "imagen"):
+        return model  # not an HTTP provider: priced by its name (nothing heavy imported)
+    try:
+        return str(getattr(get_adapter(model), "pricing_key", model))
+    except (VsbError, TypeError, ValueError, OSError):  # a model no longer known here
+        return model
 
 
 @click.command("ledger")

@@ -181,3 +181,39 @@ def test_release_build_counts_what_failed_in_its_caches(
     assert main(["release", "build", "v9", "--out", str(tmp_path)]) == 0
     line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("4 images"))
     assert "4 cache entries failed their check and were recomputed" in line, line
+
+
+def test_embedding_vectors_shuffled_between_keys_are_embedded_again(
+    run: Path, suite: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from embed_helpers import save_tiny_clip, save_tiny_dino
+
+    from vsb.evaluators.embed.cache import CACHE_NAME as EMBEDDINGS
+    from vsb.story.io import load_suite
+
+    texts = [sc.text for s in load_suite(suite) for sc in s.scenes]
+    clip, dino = save_tiny_clip(tmp_path / "clip", texts), save_tiny_dino(tmp_path / "dino")
+    cache, work = tmp_path / "cache", tmp_path / "run"
+    shutil.copytree(run, work)
+    argv = ["evaluate", str(work), "--evaluator", "clip,dino", "--clip-model", str(clip),
+            "--dino-model", str(dino), "--cache", str(cache), "--batch-size", "8"]  # fmt: skip
+    assert main(argv) == 0
+    clean = _rows(work, "signals.parquet")
+    capsys.readouterr()
+    changed = 0
+    with sqlite3.connect(cache / EMBEDDINGS) as db:  # rotate within each model and kind
+        groups = db.execute("SELECT DISTINCT model, kind FROM vectors").fetchall()
+        for model, kind in groups:
+            rows = db.execute("SELECT key, data FROM vectors WHERE model = ? AND kind = ? "
+                              "ORDER BY key", (model, kind)).fetchall()  # fmt: skip
+            moved = [(rows[(i + 1) % len(rows)][1], rows[i][0]) for i in range(len(rows))]
+            db.executemany("UPDATE vectors SET data = ? WHERE key = ?", moved)
+            changed += sum(new != rows[i][1] for i, (new, _) in enumerate(moved))
+    assert changed > 0
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert _rows(work, "signals.parquet") == clean
+    assert _noted(out) == changed, out
+    assert failed_checks_under(cache) == changed

@@ -341,5 +341,5 @@ def evaluate(
             texts = f"; {e.texts} texts, {e.texts_computed} embedded; {refs}"
         click.echo(
             f"{e.evaluator} {e.model}: {e.images} images, {e.computed} embedded, "
-            f"{e.cached} cached{texts}"
+            f"{e.cached} cached{texts}{failed_checks_note(e.failed_checks)}"
         )

@@ -45,7 +45,7 @@ from typing import Any
 
 from vsb.adapters.base import GenerationResult
 from vsb.errors import CacheError
-from vsb.fsio import atomic_write_bytes, canonical_json, loads_json, sha256_hex
+from vsb.fsio import atomic_write_bytes, loads_json, sha256_hex
 from vsb.store.conns import ThreadConnections, what_to_do
 from vsb.store.locks import process_alive, process_token
 
@@ -123,8 +123,10 @@ def failed_checks_under(cache_dir: str | Path) -> int:
 
 def entry_seal(row: _Row) -> str:
     """The seal of an entry ``(key, sha256, metadata, cost_usd)``: what binds its values to
-    its key (checked on every read)."""
-    return sha256_hex(canonical_json(list(row)))
+    its key (checked on every read): sha256 over them joined by NUL (the key and hash are hex,
+    the metadata JSON holds no raw NUL), the cost as ``repr``."""
+    key, sha, meta, cost = row
+    return sha256_hex(f"{key}\x00{sha}\x00{meta}\x00{cost!r}".encode())
 
 
 #: What to do with a damaged cache index (one line; nothing is removed for the user).

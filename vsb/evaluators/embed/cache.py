@@ -4,7 +4,11 @@ A vector is stored under ``vector_key(model_ident, kind, sha256)``: sha256 over 
 JSON of the model's identity (``hub:NAME@COMMIT`` or ``dir:SHA256``, see
 ``vsb.evaluators.embed.models``), what was embedded (``image`` or ``text``) and the sha256 of
 the image file's bytes or of the UTF-8 text. Vectors are unit-norm float32, stored as raw
-little-endian bytes with their dimension, so a rerun computes nothing.
+little-endian bytes with their dimension, so a rerun computes nothing. A row is sealed
+(``vector_seal``: sha256 over its key, model, kind, dimension and bytes), so a well-formed
+vector moved to another key fails its check on read: it is dropped, logged in
+``failed_checks`` (``failed_checks`` counts this cache's drops) and computed again. Rows
+stored before seals (``seal`` NULL) are read as before.
 
 A model directory's digest (sha256 over its files' names and contents) is memoized by the
 files' sizes and modification times, so a large checkpoint is hashed once.
@@ -18,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -35,9 +40,10 @@ CACHE_NAME = "embeddings.sqlite"
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS vectors (
         key TEXT PRIMARY KEY, model TEXT NOT NULL, kind TEXT NOT NULL, dim INTEGER NOT NULL,
-        data BLOB NOT NULL)""",
+        data BLOB NOT NULL, seal TEXT)""",
     """CREATE TABLE IF NOT EXISTS dirs (
         path TEXT PRIMARY KEY, stat TEXT NOT NULL, digest TEXT NOT NULL)""",
+    "CREATE TABLE IF NOT EXISTS failed_checks (key TEXT NOT NULL, at REAL NOT NULL)",
 )
 _CHUNK = 500  # SQLite host parameters per query
 
@@ -45,6 +51,12 @@ _CHUNK = 500  # SQLite host parameters per query
 def vector_key(model_ident: str, kind: str, sha256: str) -> str:
     """The cache key of one embedding."""
     return sha256_hex(canonical_json({"model": model_ident, "kind": kind, "sha256": sha256}))
+
+
+def vector_seal(key: str, model_ident: str, kind: str, dim: int, data: bytes) -> str:
+    """What binds a stored vector to its key (checked on every read)."""
+    head = canonical_json([key, model_ident, kind, dim])
+    return hashlib.sha256(head + b"\x00" + data).hexdigest()
 
 
 def _files(root: Path) -> list[Path]:
@@ -64,6 +76,10 @@ class EmbeddingCache:
             with self._db:
                 for stmt in _SCHEMA:
                     self._db.execute(stmt)
+                if "seal" not in {r[1] for r in self._db.execute("PRAGMA table_info(vectors)")}:
+                    self._db.execute("ALTER TABLE vectors ADD COLUMN seal TEXT")
+            #: rows this instance dropped for failing their check
+            self.failed_checks = 0
         except (OSError, sqlite3.Error) as err:
             raise CacheError(f"cannot open the embedding cache: {err}", file=self.path) from None
 
@@ -84,25 +100,48 @@ class EmbeddingCache:
             for i in range(0, len(keys), _CHUNK):
                 part = list(keys[i : i + _CHUNK])
                 marks = ",".join("?" * len(part))
-                q = f"SELECT key, dim, data FROM vectors WHERE key IN ({marks})"
-                for key, dim, data in self._db.execute(q, part):
-                    if isinstance(data, bytes) and len(data) == 4 * int(dim) > 0:
-                        out[key] = np.frombuffer(data, dtype="<f4").astype(np.float32)
+                q = f"SELECT key, model, kind, dim, data, seal FROM vectors WHERE key IN ({marks})"
+                failed = []
+                for key, model, kind, dim, data, seal in self._db.execute(q, part):
+                    if not (isinstance(data, bytes) and len(data) == 4 * int(dim) > 0):
+                        continue
+                    if seal is not None and seal != vector_seal(key, model, kind, dim, data):
+                        failed.append((key, seal))
+                        continue
+                    out[key] = np.frombuffer(data, dtype="<f4").astype(np.float32)
+                self._drop(failed)
         except sqlite3.Error as err:
             raise CacheError(f"cannot read the embedding cache: {err}", file=self.path) from None
         return out
+
+    def _drop(self, failed: list[tuple[str, str]]) -> None:
+        """Delete rows that failed their check and log them."""
+        if not failed:
+            return
+        with self._db:
+            for key, seal in failed:
+                q = "DELETE FROM vectors WHERE key = ? AND seal = ?"
+                if self._db.execute(q, (key, seal)).rowcount:
+                    self._db.execute("INSERT INTO failed_checks VALUES (?, ?)", (key, time.time()))
+                    self.failed_checks += 1
 
     def put_many(
         self, model_ident: str, kind: str, items: Iterable[tuple[str, NDArray[np.float32]]]
     ) -> None:
         """Store ``(key, vector)`` pairs (one transaction, committed before returning)."""
-        rows = [
-            (key, model_ident, kind, int(v.shape[0]), np.asarray(v, dtype="<f4").tobytes())
-            for key, v in items
-        ]
+        rows = []
+        for key, v in items:
+            data = np.asarray(v, dtype="<f4").tobytes()
+            dim = int(v.shape[0])
+            rows.append((key, model_ident, kind, dim, data,
+                         vector_seal(key, model_ident, kind, dim, data)))  # fmt: skip
         try:
             with self._db:
-                self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?)", rows)
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO vectors (key, model, kind, dim, data, seal) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    rows,
+                )
         except sqlite3.Error as err:
             raise CacheError(f"cannot write the embedding cache: {err}", file=self.path) from None
 

@@ -108,6 +108,7 @@ class EmbedSummary:
     texts: int = 0  # distinct scene texts (CLIP)
     texts_computed: int = 0
     references: int = 0  # distinct reference images of clip_image_rr (CLIP)
+    failed_checks: int = 0  # cached vectors that failed their check, computed again
 
 
 class Sequence_(Protocol):
@@ -298,6 +299,7 @@ def run_embeddings(
     summaries: list[EmbedSummary] = []
     with EmbeddingCache(options.cache_dir) as cache:
         for name in names:
+            failed_before = cache.failed_checks
             encoder = (load or load_encoder)(weights[name], options.device, cache.dir_digest)
             emb = Embedder(encoder, cache, options.batch_size, advance)
             if name == "clip":
@@ -311,6 +313,7 @@ def run_embeddings(
                     texts=emb.texts_seen,
                     texts_computed=emb.texts_computed,
                     references=len(set(ref_shas.values())) if name == "clip" else 0,
+                    failed_checks=cache.failed_checks - failed_before,
                 )
             )  # fmt: skip
     return rows, summaries

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from vsb.validation.correct.errors import Labels
@@ -73,8 +73,7 @@ def test_any_judge_above_the_bound_is_corrected_exactly(
     """Whatever the stories' truths and the judge's rates (J ≥ the bound), judged counts that
     are exactly what the judge makes of them are corrected back to the truth; the
     resamples stay in [0, 1]."""
-    if se + sp - 1 < BOUND + 1e-9:
-        return
+    assume(se + sp - 1 >= BOUND + 1e-9)
     t = np.array(truth)
     n = np.full(len(t), 20.0)
     labels = Labels.of(_Rows())  # type: ignore[arg-type]

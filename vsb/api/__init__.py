@@ -25,6 +25,7 @@ shows the whole loop.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
     from vsb.story.models import Story
 
 __all__ = [
+    "Benchmark",
+    "benchmark",
     "evaluate",
     "generate_suite",
     "load_suite",
@@ -227,3 +230,36 @@ def verdicts_frame(run_dir: str | Path) -> pd.DataFrame:
     if not path.is_file():
         raise InputError("no evaluations: run vsb evaluate (or api.evaluate) first", file=path)
     return read_table(path).to_pandas()
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """What ``benchmark`` did: the run, its evaluation and scores, and their DataFrames."""
+
+    run_dir: Path
+    run: RunResult
+    evaluation: EvaluationResult
+    report: ScoresReport
+    #: ``scores_frame(run_dir)``: one row per evaluator, model, condition and metric
+    scores: pd.DataFrame
+    #: ``verdicts_frame(run_dir)``: one row per requirement check
+    verdicts: pd.DataFrame
+
+
+def benchmark(
+    suite: str | Path,
+    models: Models,
+    conditions: str | Sequence[str],
+    out: str | Path,
+    *,
+    evaluators: str | Sequence[str] | None = None,
+    seed: int = 0,
+    resamples: int = 2000,
+    **run_options: Any,
+) -> Benchmark:
+    """``run``, ``evaluate`` and ``score`` in one call (as ``lm_eval.simple_evaluate`` does):
+    ``run_options`` go to ``run`` (workers, cache, samples, concurrency, budget_usd)."""
+    result = run(suite, models, conditions, out, seed=seed, **run_options)
+    evaluation = evaluate(out, evaluators=evaluators)
+    report = score(out, evaluators=evaluators, seed=seed, resamples=resamples)
+    return Benchmark(Path(out), result, evaluation, report, scores_frame(out), verdicts_frame(out))

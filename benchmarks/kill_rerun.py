@@ -40,9 +40,29 @@ spells the request body's sha256, so each cache entry names its request. Per req
     reconciled     rows a rerun finished because their image had reached the cache
     last rerun     requests the final rerun sent (must be 0)
 
+``--mode paths`` (issue #35): the three paid paths the same way, each against the same
+billing server (its chat route answers as a judge and as the importer's LLM): ``run``
+(``openai:test-model``, conditions ``independent,previous_text``), ``judge`` (``vsb evaluate
+--evaluator vlm`` of a simulator run of the default suite, one call per image) and ``import``
+(``vsb suite import`` of the default suite's 40 stories as plain-text narratives). Each is
+killed ``--kills`` times (after a seeded random number of further answered requests, then a
+random moment inside a call), rerun each time, run to the end and once more. Per path:
+
+    sent / distinct    requests the server received whole / distinct request bodies
+    rows               the path's ledger rows that are calls (every attempt)
+    interrupted        rows left begun (in flight at a kill)
+    reconciled         rows a rerun finished: the answer had reached the cache
+    answered twice     request bodies answered more than once (each must be a call whose
+                       answer a kill lost before it was stored: an interrupted row)
+    repeated           completed calls sent again: calls finished twice in the ledger, plus
+                       answers beyond one a body not covered by an interrupted row (must be 0)
+    without a row      requests received beyond the path's ledger rows (must be 0)
+    last rerun         requests the final rerun sent (must be 0)
+
 Run: ``.venv/bin/python benchmarks/kill_rerun.py --mode http [--kills 20] [--seed 0]``
-(``--mode sim [--kill-at 100,300,…|--kill-after 1.2,1.6,…] [--workers N]``). Set
-PYTHONPATH to a checkout to measure another version of vsb.
+(``--mode sim [--kill-at 100,300,…|--kill-after 1.2,1.6,…] [--workers N]``; ``--mode paths
+[--paths run,judge,import] [--kills 20]``). Set PYTHONPATH to a checkout to measure another
+version of vsb.
 """
 
 from __future__ import annotations
@@ -277,9 +297,135 @@ def _report_http(
         print(f"{'kept':>15} {root}")
 
 
+# --- paths (issue #35) -----------------------------------------------------------------
+
+
+def _path_commands(root: Path, suite: Path, url: str) -> dict[str, tuple[list[str], Path, str]]:
+    """Per path: the command, its ledger and the prefix of its ledger rows."""
+    vsb = [sys.executable, "-m", "vsb.cli.main"]
+    sim, narratives = root / "sim", root / "narratives"
+    if not sim.exists():
+        subprocess.run(
+            [*vsb, "run", "--suite", str(suite), "--model", "procedural-drift-mid",
+             "--condition", "independent", "--out", str(sim), "--cache", str(root / "simcache")],
+            check=True, capture_output=True,
+        )  # fmt: skip
+    if not narratives.exists():
+        narratives.mkdir()
+        for f in sorted(suite.glob("*.json")):
+            if f.name != "suite.json":
+                doc = json.loads(f.read_text())
+                texts = [sc["text"] for sc in doc["scenes"]]
+                (narratives / f"{doc['id']}.txt").write_text("\n\n".join(texts) + "\n")
+    txts = [str(p) for p in sorted(narratives.glob("*.txt"))]
+    return {
+        "run": (
+            [*vsb, "run", "--suite", str(suite), "--model", "openai:test-model", "--base-url",
+             url, "--condition", "independent,previous_text", "--out", str(root / "run"),
+             "--cache", str(root / "cache-run"), "--retry-delay", "0.01", "--max-attempts",
+             "20"],
+            root / "run" / "ledger.sqlite", "openai:",
+        ),
+        "judge": (
+            [*vsb, "evaluate", str(sim), "--evaluator", "vlm", "--judge",
+             "openai-compatible:bench-judge", "--base-url", url, "--cache",
+             str(root / "cache-judge")],
+            sim / "ledger.sqlite", "judge:",
+        ),
+        "import": (
+            [*vsb, "suite", "import", *txts, "--llm", "openai-compatible:bench-llm",
+             "--base-url", url, "--out", str(root / "imported"), "--cache",
+             str(root / "cache-import")],
+            root / "imported" / "import" / "ledger.sqlite", "import:",
+        ),
+    }  # fmt: skip
+
+
+def _path_rows(ledger: Path, prefix: str) -> list[tuple[str, str, int]]:
+    if not ledger.is_file():
+        return []
+    with sqlite3.connect(ledger) as led:
+        rows = led.execute(
+            "SELECT key, status, success FROM requests WHERE cache_hit = 0 AND model LIKE ?",
+            (prefix + "%",),
+        ).fetchall()
+    return [(str(k), str(s), int(ok)) for k, s, ok in rows]
+
+
+def paths(args: argparse.Namespace) -> None:
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    env |= {"OPENAI_API_KEY": "sk-bench", "NO_PROXY": "*"}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tempfile.mkdtemp(prefix="kill-paths-")) if args.keep else Path(tmp)
+        suite = _suite(root)
+        names = [p.strip() for p in args.paths.split(",") if p.strip()]
+        print(f"{'':>15} " + " ".join(f"{n:>9}" for n in names))
+        table: dict[str, list[str]] = {}
+        for name in names:
+            rng = np.random.default_rng([args.seed, names.index(name)])
+            log = root / f"server-{name}.log"
+            server = subprocess.Popen(
+                [sys.executable, str(SERVER), "--log", str(log), "--latency", str(args.latency),
+                 "--seed", str(args.seed)],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            )  # fmt: skip
+            try:
+                assert server.stdout is not None
+                url = f"http://127.0.0.1:{int(server.stdout.readline().split()[1])}/v1"
+                cmd, ledger, prefix = _path_commands(root, suite, url)[name]
+                step = (1, 3) if name == "import" else (args.min_step, args.max_step)
+                kills = 0
+                for _ in range(args.kills):
+                    answered = sum(e["ev"] == "done" and e["status"] == 200 for e in _events(log))
+                    target = answered + int(rng.integers(step[0], step[1] + 1))
+                    proc = subprocess.Popen(
+                        cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                        start_new_session=True,
+                    )  # fmt: skip
+                    while proc.poll() is None:
+                        done = sum(e["ev"] == "done" and e["status"] == 200 for e in _events(log))
+                        if done >= target:
+                            time.sleep(float(rng.uniform(0, 2 * args.latency)))
+                            break
+                        time.sleep(0.003)
+                    kills += proc.poll() is None
+                    _kill_group(proc)
+                final = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+                before = sum(e["ev"] == "recv" for e in _events(log))
+                again = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+                last = sum(e["ev"] == "recv" for e in _events(log)) - before
+            finally:
+                server.kill()
+                server.wait()
+            events = _events(log)
+            rows = _path_rows(ledger, prefix)
+            sent = Counter(e["sha"] for e in events if e["ev"] == "recv")
+            answered_n = Counter(
+                e["sha"] for e in events if e["ev"] == "done" and e["status"] == 200
+            )
+            interrupted = sum(s == "started" for _k, s, _ok in rows)
+            finished_ok = Counter(k for k, s, ok in rows if s != "started" and ok)
+            twice = sum(n - 1 for n in answered_n.values() if n > 1)
+            repeated = sum(n - 1 for n in finished_ok.values() if n > 1)
+            repeated += max(0, twice - interrupted)
+            table[name] = [
+                str(kills), str(sum(sent.values())), str(len(sent)), str(len(rows)),
+                str(interrupted), str(sum(s == "reconciled" for _k, s, _ok in rows)),
+                str(twice), str(repeated), str(max(0, sum(sent.values()) - len(rows))),
+                str(last), f"{final.returncode}/{again.returncode}",
+            ]  # fmt: skip
+        heads = ["kills", "sent", "distinct", "rows", "interrupted", "reconciled",
+                 "answered twice", "repeated", "without a row", "last rerun", "exit"]  # fmt: skip
+        for i, h in enumerate(heads):
+            print(f"{h:>15} " + " ".join(f"{table[n][i]:>9}" for n in names))
+        if args.keep:
+            print(f"{'kept':>15} {root}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mode", choices=("sim", "http"), default="sim")
+    ap.add_argument("--mode", choices=("sim", "http", "paths"), default="sim")
+    ap.add_argument("--paths", default="run,judge,import", help="--mode paths: which")
     ap.add_argument("--kill-at", default="100,200,300,450,600,750,900,1000,1100")
     ap.add_argument("--kill-after", default="", help="seconds after start, e.g. 1.2,1.6,2.0")
     ap.add_argument("--workers", type=int, default=2)
@@ -293,7 +439,7 @@ def main() -> None:
     ap.add_argument("--conditions", default="independent,previous_text,structured_memory")
     ap.add_argument("--keep", action="store_true", help="keep the run, cache and server log")
     args = ap.parse_args()
-    (http if args.mode == "http" else sim)(args)
+    {"http": http, "paths": paths}.get(args.mode, sim)(args)
 
 
 if __name__ == "__main__":

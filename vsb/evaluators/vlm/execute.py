@@ -269,7 +269,7 @@ def execute_calls(
                 breaker.guard(lambda: transport.ask(request)), attempts, options.retry,
                 before=before, sleep=options.sleep,
                 jitter_key=call.key,  # seeded jitter: calls do not retry in lockstep
-                what=f"{judge} ({call.evaluator} {call.story_id}, scene {call.scene})",
+                what=f"{judge} ({_where(call)})",
             )  # fmt: skip
         except BudgetExceeded as err:
             stop.set()
@@ -347,6 +347,13 @@ def execute_calls(
             f"{missing} not made (rerun with a larger --budget: cached calls cost nothing)"
         )
     return outcomes
+
+
+def _where(call: JudgeCall) -> str:
+    """What a call is about, for "waiting for …" (a story's scene, or a story read whole)."""
+    if call.scene:
+        return f"story {call.story_id}, scene {call.scene}, {call.model}, {call.condition}"
+    return f"{call.evaluator} of {call.story_id}"
 
 
 def _cause(err: Unreachable) -> str:

@@ -68,6 +68,8 @@ _MIGRATE = {
     "seal": "ALTER TABLE entries ADD COLUMN seal TEXT",
 }
 _Row = tuple[str, str, str, float | None]
+#: Whether this process has warned of an entry failing its check (later ones: debug).
+_warned_check = False
 #: Polling while another process generates a key: first and longest pause, in seconds.
 _POLL_FIRST, _POLL_MAX = 0.002, 0.1
 
@@ -216,8 +218,11 @@ class GenerationCache:
     def _drop(self, entry: _Row, seal: str) -> None:
         """Delete an entry that failed its check (unless another process already replaced
         it) and log it in ``failed_checks``."""
-        log.warning("cache entry %s fails its check (its values are not its key's): "
-                    "regenerating", entry[0])  # fmt: skip
+        global _warned_check  # one warning a process; the summary line counts them all
+        log.log(logging.DEBUG if _warned_check else logging.WARNING,
+                "cache entry %s fails its check (its values are not its key's): regenerating",
+                entry[0])  # fmt: skip
+        _warned_check = True
         with _immediate(self._db()) as db:
             gone = db.execute(
                 "DELETE FROM entries WHERE key = ? AND sha256 = ? AND seal = ?",

@@ -94,7 +94,9 @@ _MARKER = re.compile(
 )
 #: A line that puts the word last, after a short label or an echoed question
 #: (``the cup: yes``, ``is it night? no``, ``is it night? | no |``).
-_LAST_WORD = re.compile(r"[^\n\d]{0,300}?[:?|\-\u2013\u2014\u2192][ \t|]*(yes|no|unsure)[ \t.!|,;]*$")
+_LAST_WORD = re.compile(
+    r"[^\n\d]{0,300}?[:?|\-\u2013\u2014\u2192][ \t|]*(yes|no|unsure)[ \t.!|,;]*$"
+)
 _THINKING = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.S)
 #: What may precede a number at the start of its line: space, bullets, brackets.
 _LINE_HEAD = re.compile(r"[\s\-+\u2022>{\[(|]*")

@@ -186,3 +186,16 @@ def test_failed_call_releases_its_claim(tmp_path: Path) -> None:
         cache.get("k", fail)
     assert not cache.in_flight() and "k" not in cache
     assert cache.get("k", lambda: c.make(1))[1] is False and c.calls == 1
+
+
+def test_failed_checks_under_a_relative_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`vsb release build v0.1.0 --out build` (a relative --out) counted the failed checks of
+    build/v0.1.0/cache with Path.as_uri(), which refuses a relative path (ValueError)."""
+    from vsb.store.cache import failed_checks_under
+
+    (tmp_path / "build" / "cache").mkdir(parents=True)
+    sqlite3.connect(tmp_path / "build" / "cache" / "index.sqlite").close()
+    monkeypatch.chdir(tmp_path)
+    assert failed_checks_under(Path("build") / "cache") == 0

@@ -116,7 +116,7 @@ def failed_checks_under(cache_dir: str | Path) -> int:
     total = 0
     for path in sorted(Path(cache_dir).glob("*.sqlite")):
         try:
-            with closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as db:
+            with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
                 total += int(db.execute("SELECT COUNT(*) FROM failed_checks").fetchone()[0])
         except sqlite3.Error:
             continue

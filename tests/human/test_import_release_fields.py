@@ -13,12 +13,14 @@ from typing import Any
 
 import pytest
 from human_synth import MODELS
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_import_blind import _blind
 
 from vsb.cli.main import main
 from vsb.human.blinding import release_blinding
 from vsb.human.load import LoadedFile, ReleaseContents, release_problems
-from vsb.human.models import CONTROL_BAD, LikertItem, RatingFile
+from vsb.human.models import CONTROL_BAD, LikertItem, RatingFile, parse_time
 
 
 def _doc(rating: RatingFile) -> dict[str, Any]:
@@ -148,3 +150,37 @@ def test_good_times_in_any_offset_are_accepted(
     assert main(["human", "import", str(path), "--out", str(tmp_path / "o"), "--release",
                  str(human_release), "--resamples", "20"]) in (0, 1)  # fmt: skip
     assert (tmp_path / "o" / "report.json").exists()
+
+
+@settings(max_examples=200, deadline=None)
+@given(cond=st.text(min_size=1, max_size=300))
+def test_any_condition_the_release_lacks_is_named(simulated: list[RatingFile], cond: str) -> None:
+    rating = simulated[0]
+    strips = frozenset((it.story_id, it.condition, m) for it in rating.items for m in MODELS)
+    rel = ReleaseContents(Path("R"), rating.release, strips)
+    i = next(n for n, it in enumerate(rating.items) if not isinstance(it, LikertItem))
+    items = list(rating.items)
+    items[i] = items[i].model_copy(update={"condition": cond})
+    bad = rating.model_copy(update={"items": items})
+    problems = release_problems([LoadedFile(Path("f.json"), "0" * 64, bad)], rel)
+    if cond in rel.conditions:
+        assert problems == []
+    else:
+        assert len(problems) == 1
+        assert problems[0].startswith(f"f.json: /items/{i}/condition: item ")
+        assert "\n" not in problems[0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    value=st.text(max_size=40)
+    | st.datetimes().map(lambda d: d.isoformat())
+    | st.datetimes(timezones=st.just(UTC)).map(lambda d: d.isoformat())
+)
+def test_a_time_is_an_aware_iso_time_or_one_clear_error(value: str) -> None:
+    try:
+        t = parse_time(value)
+    except ValueError as err:
+        assert "ISO 8601" in str(err)
+    else:
+        assert t.utcoffset() is not None

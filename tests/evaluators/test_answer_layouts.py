@@ -91,6 +91,11 @@ def test_missing_or_contradictory_numbers_are_failures(
     assert parse_batch(reply, n) == expected
 
 
+@pytest.mark.parametrize("garbage", ["[" * 100_000, "{" * 50_000, "[1, " * 20_000])
+def test_deep_or_broken_json_is_no_answer_and_never_raises(garbage: str) -> None:
+    assert parse_batch(garbage + "\n1: YES", 2) == ["YES", None]
+
+
 # --- Hypothesis: generated layouts give the canonical verdicts --------------------------------
 
 MARKERS = ("{i}: ", "{i}) ", "{i}. ", "**{i}**: ", "Q{i}: ", "q{i} - ", "- {i}: ", "({i}) ",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from itertools import islice
 from typing import Literal
 
 from vsb.evaluators.rules import Verdict
@@ -104,6 +105,8 @@ _MARKDOWN = str.maketrans("", "", "*_`\"'#")
 _ID_KEYS = ("id", "question", "q", "number", "n", "index", "question_id", "qid", "num")
 _ANSWER_KEYS = ("answer", "verdict", "response", "a", "result", "value")
 
+#: Brackets tried as the start of a JSON reply (a reply is short; garbage may not be).
+_JSON_TRIES = 64
 _WORDS: dict[str, Answer] = {"yes": "YES", "no": "NO", "unsure": "UNSURE"}
 Pairs = list[tuple[int, "Answer | None"]]
 
@@ -177,10 +180,10 @@ def _json_pairs(obj: object, n: int) -> Pairs | None:
 def _json_reply(text: str, n: int) -> Pairs | None:
     """The pairs of the first JSON object or array in ``text`` that holds answers."""
     decoder = json.JSONDecoder()
-    for m in re.finditer(r"[{\[]", text):
+    for m in islice(re.finditer(r"[{\[]", text), _JSON_TRIES):
         try:
             obj, _ = decoder.raw_decode(text, m.start())
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past Python's stack
             continue
         if (pairs := _json_pairs(obj, n)) is not None:
             return pairs
@@ -196,8 +199,10 @@ def _text_pairs(text: str) -> Pairs:
     number."""
     marks: list[re.Match[str]] = []
     for m in _MARKER.finditer(text):
-        head = text[text.rfind("\n", 0, m.start()) + 1 : m.start()]
-        opens_line = bool(m.group(2).strip()) and _LINE_HEAD.fullmatch(head) is not None
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        opens_line = bool(m.group(2).strip()) and bool(
+            _LINE_HEAD.fullmatch(text, line_start, m.start())
+        )
         if opens_line or _lead(text, m.end()) is not None:
             marks.append(m)
     pairs: Pairs = []

@@ -29,7 +29,13 @@ from vsb.scores.inputs import NOT_APPLICABLE, RequirementRows
 from vsb.scores.models import CorrectedEstimate, CorrectedScore, ModelScore, ScoresReport
 from vsb.scores.stats.bootstrap import Resampling, nan_to_none, percentile_interval
 from vsb.scores.stats.rank import competition_ranks
-from vsb.scores.table import ADHERENCE, COHERENCE, CONDITIONAL_COHERENCE, build_story_table
+from vsb.scores.table import (
+    ADHERENCE,
+    COHERENCE,
+    CONDITION_ORDER,
+    CONDITIONAL_COHERENCE,
+    ordered_names,
+)
 from vsb.story.models import DIMENSIONS
 from vsb.validation.correct.errors import (
     FALSE_FAILED,
@@ -43,7 +49,7 @@ from vsb.validation.correct.errors import (
 )
 from vsb.validation.correct.estimate import BOUND, GLOBAL, CellEstimate, Corrector, cell_counts
 from vsb.validation.matching import Fault
-from vsb.validation.truth import PairTruth
+from vsb.validation.truth import PAIR_ATTRIBUTES, PairTruth
 
 ASSUMPTION = (
     "The judge errs on a model's images as it errs on the simulators' images (its "
@@ -112,14 +118,20 @@ class Oracle:
     models: set[str]
 
     @classmethod
-    def read(cls, root: Path, models: set[str]) -> Oracle:
+    def read(cls, root: Path, models: set[str], pairs: bool = True) -> Oracle:
+        """``pairs``: read the cross-frame truth too (only cross-frame questions need it)."""
         from vsb.validation.judge import _pair_truth, models_with_oracle
         from vsb.validation.matching import FAULTS_FILE, load_faults
 
         covered = models_with_oracle(root, models)
         if not (root / FAULTS_FILE).is_file():
             return cls([], None, set())
-        return cls(load_faults(root), _pair_truth(root) if covered else None, covered)
+        return cls(load_faults(root), _pair_truth(root) if covered and pairs else None, covered)
+
+
+def needs_pairs(rows: RequirementRows) -> bool:
+    """Whether ``rows`` hold a cross-frame fact (whose truth needs ``PairTruth``)."""
+    return any(a in PAIR_ATTRIBUTES for a in set(rows.attribute))
 
 
 def judged_evaluators(inp: ScoringInput, chosen: list[str]) -> list[str]:
@@ -146,17 +158,19 @@ def corrector_for(
     """The corrector of one evaluator (its table's models, conditions and stories)."""
     rows = inp.evaluator_rows(evaluator)
     rows = rows.view([v != NOT_APPLICABLE for v in rows.verdict])
-    table = build_story_table(rows, inp.model_order, inp.condition_order)
+    models = ordered_names(rows.model, inp.model_order)
+    conditions = ordered_names(rows.condition, (*inp.condition_order, *CONDITION_ORDER))
+    stories = tuple(sorted(set(rows.story_id)))  # the order of build_story_table's
     labels = Labels.of(rows)
     validated = [m in oracle.models for m in rows.model]
     sub = rows.view(validated)
     truth = row_truth(sub, oracle.faults, oracle.pairs) if len(sub) else []
-    val = validation_counts(sub, truth, [True] * len(sub), table.stories, labels)
-    weights = settings.weights(len(table.stories))
-    counts = cell_counts(rows, table.models, table.conditions, table.stories, labels)
+    val = validation_counts(sub, truth, [True] * len(sub), stories, labels)
+    weights = settings.weights(len(stories))
+    counts = cell_counts(rows, models, conditions, stories, labels)
     corrector = Corrector(counts, val, labels, weights, bound)
     error = _error(evaluator, rows, sub, val, corrector, labels, oracle, settings)
-    return Corrected(evaluator, corrector, table.models, table.conditions, table.stories, error)
+    return Corrected(evaluator, corrector, models, conditions, stories, error)
 
 
 def _error(
@@ -297,7 +311,8 @@ def correct_report(
                 f"not corrected); scored: {', '.join(report.evaluators)}"
             )
         return report, None
-    oracle = Oracle.read(inp.root, set(inp.rows.model))
+    judged_rows = inp.rows.view([e in judged for e in inp.labels])
+    oracle = Oracle.read(inp.root, set(inp.rows.model), needs_pairs(judged_rows))
     scores = list(report.scores)
     errors = []
     for e in judged:

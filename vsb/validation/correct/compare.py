@@ -26,7 +26,7 @@ from vsb.scores.stats.bootstrap import (
 )
 from vsb.scores.stats.power import min_detectable, stories_needed
 from vsb.scores.table import N_DIMS
-from vsb.validation.correct.apply import Oracle, corrector_for, judged_evaluators
+from vsb.validation.correct.apply import Oracle, corrector_for, judged_evaluators, needs_pairs
 from vsb.validation.correct.estimate import N_BASE
 
 
@@ -52,7 +52,8 @@ def compare_corrected(
             f"--corrected: evaluator {label!r} has no judge model (the rule checker is not "
             "corrected); choose a judge with --evaluator"
         )
-    cor = corrector_for(inp, label, Oracle.read(inp.root, set(inp.rows.model)), settings)
+    oracle = Oracle.read(inp.root, set(inp.rows.model), needs_pairs(inp.evaluator_rows(label)))
+    cor = corrector_for(inp, label, oracle, settings)
     table = inp.table(label)
     _, cond_a = split_side(a, table.models, table.conditions)
     _, cond_b = split_side(b, table.models, table.conditions)

@@ -106,21 +106,21 @@ def validation_counts(
     """``(stories, labels, 4)`` counts (``N_TRUE``, ``TRUE_PASSED``, ``N_FALSE``,
     ``FALSE_FAILED``) over the rows with ``validated`` set and a known truth."""
     si = {s: i for i, s in enumerate(stories)}
-    codes = labels.codes(rows)
-    out = np.zeros((len(stories), len(labels.names), 4))
-    for i, ok in enumerate(validated):
-        t = truth[i]
-        if not ok or t is None or rows.failure[i] in NOT_JUDGED:
-            continue
-        passed = rows.verdict[i] == "passed"
-        s, k = si[rows.story_id[i]], codes[i]
-        if t:
-            out[s, k, N_TRUE] += 1
-            out[s, k, TRUE_PASSED] += passed
-        else:
-            out[s, k, N_FALSE] += 1
-            out[s, k, FALSE_FAILED] += not passed
-    return out
+    n_l = len(labels.names)
+    keep = np.array(
+        [ok and t is not None and f not in NOT_JUDGED
+         for ok, t, f in zip(validated, truth, rows.failure, strict=True)],
+        dtype=bool,
+    )  # fmt: skip
+    true = np.array([bool(t) for t in truth], dtype=bool)
+    passed = np.array([v == "passed" for v in rows.verdict], dtype=bool)
+    cell = np.array([si[s] for s in rows.story_id], dtype=np.int64) * n_l + labels.codes(rows)
+    out = np.zeros((len(stories) * n_l, 4))
+    size = len(stories) * n_l
+    for col, mask in ((N_TRUE, keep & true), (TRUE_PASSED, keep & true & passed),
+                      (N_FALSE, keep & ~true), (FALSE_FAILED, keep & ~true & ~passed)):  # fmt: skip
+        out[:, col] = np.bincount(cell[mask], minlength=size)
+    return out.reshape(len(stories), n_l, 4)
 
 
 @dataclass(frozen=True)

@@ -120,9 +120,8 @@ class Corrector:
         self.labels = labels
         self.bound = bound
         self.point: Rates = rates(validation.sum(axis=0), labels)
-        self.resampled: Rates = rates(
-            np.einsum("bs,slk->blk", weights, validation, optimize=True), labels
-        )
+        flat = weights @ validation.reshape(len(validation), -1)
+        self.resampled: Rates = rates(flat.reshape(len(weights), *validation.shape[1:]), labels)
         self.weights = weights
 
     def _why(self, used: np.ndarray) -> str | None:
@@ -171,8 +170,8 @@ class Corrector:
             y = np.where(has[..., None], n / n.sum(axis=-1, keepdims=True), 0.0)
         w = self.weights
         den = w @ has.astype(np.float64)  # (resamples, metrics)
-        px = np.einsum("bs,sjl->bjl", w, x, optimize=True)
-        py = np.einsum("bs,sjl->bjl", w, y, optimize=True)
+        px = (w @ x.reshape(len(x), -1)).reshape(len(w), *x.shape[1:])
+        py = (w @ y.reshape(len(y), -1)).reshape(len(w), *y.shape[1:])
         jr = self.resampled.youden  # (resamples, labels)
         fp = 1.0 - self.resampled.sp
         bad = ((jr[:, None, :] <= RESAMPLE_FLOOR) & used[None]).any(axis=-1)

@@ -70,14 +70,14 @@ def true_scores(
     from vsb.scores.compute import load_scoring_input
     from vsb.scores.stats.bootstrap import nan_mean
     from vsb.scores.table import ADHERENCE, COHERENCE, N_DIMS, build_story_table
-    from vsb.validation.correct.apply import Oracle
+    from vsb.validation.correct.apply import Oracle, needs_pairs
     from vsb.validation.correct.errors import row_truth
 
     inp = load_scoring_input(run_dir)
     rows = inp.evaluator_rows(evaluator)
     rows = rows.view([v != "not_applicable" for v in rows.verdict])
     models = {m.removeprefix("stored:") for m in rows.model} | set(rows.model)
-    oracle = Oracle.read(source_run or inp.root, models)
+    oracle = Oracle.read(source_run or inp.root, models, needs_pairs(rows))
     renamed = copy.copy(rows)
     renamed.model = [m.removeprefix("stored:") for m in rows.model]
     truth = row_truth(renamed, oracle.faults, oracle.pairs)

@@ -176,6 +176,11 @@ STATISTICS: tuple[Statistic, ...] = (
               "whose order flips", _fixed("per condition"),
               lambda d: len(_scores(d).evaluators) > 1, _BUILD_JUDGE,
               fields=("ScoresReport.judge_swap",)),
+    Statistic("scores corrected for the judge's error", "a judge's pass rates corrected for "
+              "its sensitivity and specificity per label on the oracle frames (Rogan–Gladen); "
+              "not correctable below sensitivity + specificity − 1 = 0.2", _fixed(
+                  "joint bootstrap of stories and validation frames"),
+              _file("scores/judge_error.json"), _BUILD_JUDGE),
     Statistic("false violations on true renders", "checks the rule checker fails on "
               "procedural-oracle's images (true renders); the release holds one jitter seed",
               _fixed("bench_robust.py --seeds 4 adds four jitter seeds and lossy "

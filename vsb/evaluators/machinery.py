@@ -10,7 +10,7 @@
    in the sequences' order; in a fork process pool when ``workers > 1`` (or on Ray:
    ``vsb.evaluators.evaluate_ray``);
 2. ``calls``: every evaluator's judge calls in one pass of the call machinery
-   (``vsb.evaluators.vlm_judge.execute_calls``: answer cache, a ledger row before each call,
+   (``vsb.evaluators.vlm_judge.execute_calls``: answer cache, a ledger row before each attempt,
    concurrency, retries, budget), recorded in the ledger, then ``rows(outcomes)`` per
    evaluator; the calls go to ``judge_calls.jsonl``;
 3. ``models``: the embedding passes (``vsb.evaluators.embed.signals.run_embeddings``), cached per

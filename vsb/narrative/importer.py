@@ -1,13 +1,14 @@
 """``vsb suite import``: narratives -> LLM extraction -> replayed, state-checked stories.
 
 The extraction calls go through the VLM judge's call machinery
-(``vsb.evaluators.vlm.execute``: answer cache keyed by content and endpoint, a ledger row
-before each call, budget, retries, dry run) and its transports (``--llm`` takes the judge's
-kinds; ``mock`` is ``ReaderLlm``). A call is text-only: its answer is cached only if it
-parses. Round 1 asks for every story; an answer that cannot be used (not JSON, outside the
-schema or the vocabulary, a contradiction in the replay) is sent back once with the exact
-error (round 2). A story whose second answer fails too is rejected: reported with its scene,
-nothing written for it; the others go on.
+(``vsb.evaluators.vlm.execute`` over ``vsb.store.paid``: answer cache keyed by content and
+endpoint, a ledger row before each attempt, budget, retries, dry run) and its transports
+(``--llm`` takes the judge's kinds; ``mock`` is ``ReaderLlm``). A call is text-only: its
+answer is cached only if it is used (it parses and builds the story; a rejected one is never
+served from the cache). Round 1 asks for every story; an answer that cannot be used (not
+JSON, outside the schema or the vocabulary, a contradiction in the replay) is sent back once
+with the exact error (round 2). A story whose second answer fails too is rejected: reported
+with its scene, nothing written for it; the others go on.
 
 ``OUT`` gets the suite (``suite.json`` and one ``<id>.json`` per imported story) and
 ``OUT/import/``: the report (``report.json``: per story, imported or the error), the

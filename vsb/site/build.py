@@ -59,7 +59,7 @@ STATIC_FILES = ("style.css", "sort.js", "board.js", "evaluate.js", "evaluate.css
 RELEASE_DOWNLOADS = ("scores", "validation", "sensitivity")
 _SAFE_PATH = re.compile(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*")
 #: A sideways-scrolling table wrapper; each must be focusable (axe: scrollable-region-focusable).
-_TABLE_WRAP = re.compile(r'<div class="table-wrap"[^>]*>')
+_TABLE_WRAP = re.compile(r'<div [^>]*class="(?:[^"]* )?table-wrap[" ][^>]*>')
 
 
 def check_table_wraps(html: str, path: str) -> None:

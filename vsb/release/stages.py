@@ -148,7 +148,7 @@ def score(
     and scores/corrected_scores.csv): a release without a judge is unchanged."""
     from vsb.scores.compute import Resampling, load_scoring_input, score_input
     from vsb.scores.write import SCORES_DIR, write_scores
-    from vsb.validation.correct.apply import correct_report, write_correction
+    from vsb.validation.correct.apply import correct_report, remove_correction, write_correction
 
     note = lambda msg: progress.note("score", msg)  # noqa: E731
     inp = load_scoring_input(release_dir, release, tables)
@@ -157,6 +157,8 @@ def score(
     paths = write_scores(release_dir, report)
     if errors is not None:
         paths += write_correction(release_dir / SCORES_DIR, report, errors)
+    else:  # an earlier build's correction must not be frozen with these scores
+        remove_correction(release_dir / SCORES_DIR)
     return _rel(release_dir, paths)
 
 
@@ -169,7 +171,7 @@ def validate(
     served: bool = False,
 ) -> list[str]:
     """The rule checker and signals against the sealed oracle (writes validation/); with
-    ``work`` (a scratch folder), also the reference judges on the mid-drift simulator under
+    ``work`` (a scratch folder), also the reference judges on the drifting simulators under
     the primary condition when the release has those frames (reference_judges.json), asked
     in process (``served``: over HTTP on 127.0.0.1). ``tables``: as for ``score``."""
     from vsb.validation.judge import validate_run, write_judge
@@ -187,7 +189,7 @@ def validate(
 def reference_judges(
     release_dir: Path, progress: Progress, work: Path, served: bool = False
 ) -> list[str]:
-    """The reference judges on the mid-drift simulator under the primary condition, when the
+    """The reference judges on the drifting simulators under the primary condition, when the
     release has those frames (writes validation/reference_judges.json; ``work``: a scratch
     folder): ``judge_references``, then ``write_references``. Part of the validate stage."""
     import shutil
@@ -212,10 +214,10 @@ def judge_references(
     main job runs it in a small process of its own, beside score. ``plain``: as a dict (the
     build process then imports nothing of vsb.validation to read it)."""
     from vsb.fsio import iter_jsonl
-    from vsb.validation.reference import DEFAULT_CONDITION, DEFAULT_MODEL, judge_slices
+    from vsb.validation.reference import DEFAULT_CONDITION, DEFAULT_MODELS, judge_slices
 
     has_slice = any(
-        r["model"] == DEFAULT_MODEL and r["condition"] == DEFAULT_CONDITION
+        r["model"] in DEFAULT_MODELS and r["condition"] == DEFAULT_CONDITION
         for _, r in iter_jsonl(release_dir / "records.jsonl")
     )
     if not has_slice:

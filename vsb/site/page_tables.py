@@ -10,6 +10,7 @@ from vsb.scores.models import Comparison, Estimate
 from vsb.site import svg
 from vsb.site.data import SiteData
 from vsb.site.downloads import DataTable
+from vsb.validation.reference import ReferenceReport, worst_label
 
 #: The fields of an estimate, as table columns ``METRIC_score``, ``METRIC_ci_low`` …
 EST_FIELDS = ("score", "ci_low", "ci_high")
@@ -106,6 +107,18 @@ def nested_table(
     return DataTable((*key, *cols), rows, title)
 
 
+def reference_worst(ref: ReferenceReport) -> list[tuple[Any, ...]]:
+    """Per reference judge and simulator: its worst label (``worst_label``), as rows."""
+    rows = []
+    for r in ref.judges:
+        for m in ref.models:
+            w = worst_label(r, m)
+            rows.append(
+                (r.judge, m, *(("", None, None, None) if w is None else
+                               (w.taxonomy, w.n_faults, w.recall, w.precision))))  # fmt: skip
+    return rows
+
+
 def judge_tables(data: SiteData) -> dict[str, Any]:
     """The judge page's downloads (none without judge.json)."""
     j = data.judge
@@ -141,7 +154,7 @@ def judge_tables(data: SiteData) -> dict[str, Any]:
         [
             (
                 r.judge,
-                ref.model,
+                ", ".join(ref.models),
                 ref.condition,
                 r.section.verdicts.n_checks,
                 r.section.verdicts.unsure_rate,
@@ -160,13 +173,22 @@ def judge_tables(data: SiteData) -> dict[str, Any]:
     extra = {}
     if reference:
         extra["reference"] = DataTable(
-            ("judge", "model", "condition", "n_checks", "unsure_rate", "parse_failure_rate",
+            ("judge", "models", "condition", "n_checks", "unsure_rate", "parse_failure_rate",
              "error_rate", "xframe_error_rate", "strict_recall", "strict_precision",
              "pass_rate_auroc"),
             reference,
             "Reference judges (local simulations)",
         )  # fmt: skip
+        extra["reference_worst"] = DataTable(
+            ("judge", "model", "worst_label", "n_faults", "strict_recall", "strict_precision"),
+            reference_worst(ref) if ref is not None else [],
+            "Reference judges: worst label per simulator",
+        )
+    worst: dict[str, list[tuple[Any, ...]]] = {}
+    for row in extra["reference_worst"].rows if "reference_worst" in extra else []:
+        worst.setdefault(row[0], []).append(row[1:])
     return {
+        "reference_worst": worst,
         "tables": {
             **extra,
             "verdicts": DataTable(
@@ -197,7 +219,7 @@ def judge_tables(data: SiteData) -> dict[str, Any]:
                 [tuple(c.values()) for c in corr],
                 "Story-level rank correlations with oracle coherence",
             ),
-        }
+        },
     }
 
 

@@ -2,9 +2,10 @@
 
 Each reference judge (``vsb.validation.reference_judges``) is served over HTTP on 127.0.0.1
 and asked through the real pipeline (plan -> calls -> parse -> rows, ``evaluate_run`` with
-``vlm`` and ``vlm_xframe``) about one simulator × condition slice of a run, in a scratch
-copy of that slice; then ``validate_run`` scores it against the sealed oracle like any
-judge. Local simulations: no key, no paid call. The release build writes the result as
+``vlm`` and ``vlm_xframe``) about one slice of a run (the four drifting simulators under
+one condition), in a scratch copy of that slice; then ``validate_run`` scores it against
+the sealed oracle like any judge, per simulator too (``worst_label``). Local simulations:
+no key, no paid call. The release build writes the result as
 ``validation/reference_judges.json`` (``ReferenceReport``) and the site shows it beside the
 real judges, so a reader sees what a useless judge scores.
 """
@@ -26,10 +27,18 @@ if TYPE_CHECKING:
     from vsb.validation.sim_judge import Answerer
 
 REFERENCE_FILE = "validation/reference_judges.json"
-REFERENCE_FORMAT_VERSION = "1.0"
-#: The slice judged by default: the mid-drift simulator under the primary condition.
+REFERENCE_FORMAT_VERSION = "2.0"
+#: The slice judged by default: the four drifting simulators under the primary condition.
+DEFAULT_MODELS = (
+    "procedural-drift-low",
+    "procedural-drift-mid",
+    "procedural-amnesiac",
+    "procedural-sloppy",
+)
 DEFAULT_MODEL = "procedural-drift-mid"
 DEFAULT_CONDITION = "structured_memory"
+#: A label is held to a judge's worst figure per simulator with at least this many faults.
+WORST_MIN_FAULTS = 20
 
 DESCRIPTIONS: dict[str, str] = {
     "literal": "reads each question as worded and the picture as drawn (vsb's blind "
@@ -60,21 +69,21 @@ class ReferenceReport(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     version: str = Field(default=REFERENCE_FORMAT_VERSION, description="Format version.")
-    model: str = Field(description="The simulator whose frames were judged.")
+    models: list[str] = Field(description="The simulators whose frames were judged.")
     condition: str = Field(description="The condition whose frames were judged.")
     n_frames: int = Field(ge=0, description="Frames judged (every judge the same).")
     judges: list[ReferenceJudge] = Field(description="One row per reference judge.")
 
 
-def _slice(run_dir: Path, dest: Path, model: str, condition: str) -> int:
-    """Copy the run's suite, manifest, oracle and the (model, condition) frames to ``dest``;
-    the number of frames copied."""
+def _slice(run_dir: Path, dest: Path, models: Sequence[str], condition: str) -> int:
+    """Copy the run's suite, manifest, oracle and the frames of ``models`` under
+    ``condition`` to ``dest``; the number of frames copied."""
     dest.mkdir(parents=True)
     shutil.copytree(run_dir / "suite", dest / "suite")
     shutil.copy2(run_dir / "manifest.json", dest / "manifest.json")
     keep = []
     for _, r in iter_jsonl(run_dir / "records.jsonl"):
-        if r["model"] == model and r["condition"] == condition:
+        if r["model"] in models and r["condition"] == condition:
             keep.append(r)
             if r.get("path"):
                 (dest / r["path"]).parent.mkdir(parents=True, exist_ok=True)
@@ -84,7 +93,7 @@ def _slice(run_dir: Path, dest: Path, model: str, condition: str) -> int:
     faults = [
         f
         for _, f in iter_jsonl(run_dir / "oracle" / "faults.jsonl")
-        if f["model"] == model and f["condition"] == condition
+        if f["model"] in models and f["condition"] == condition
     ]
     (dest / "oracle" / "faults.jsonl").write_text("".join(json.dumps(f) + "\n" for f in faults))
     return sum(r.get("path") is not None for r in keep)
@@ -94,15 +103,15 @@ def validate_reference_judges(
     run_dir: str | Path,
     work_dir: str | Path,
     *,
-    model: str = DEFAULT_MODEL,
+    models: Sequence[str] = DEFAULT_MODELS,
     condition: str = DEFAULT_CONDITION,
     names: Sequence[str] | None = None,
     progress: Callable[[str], None] | None = None,
     served: bool = False,
 ) -> ReferenceReport:
-    """Judge the (model, condition) frames of ``run_dir`` with every reference judge (in
-    scratch copies under ``work_dir``, removed after) and validate each against the oracle:
-    ``judge_slices``, then ``reference_report``.
+    """Judge the frames of ``models`` under ``condition`` in ``run_dir`` with every reference
+    judge (in scratch copies under ``work_dir``, removed after) and validate each against
+    the oracle: ``judge_slices``, then ``reference_report``.
 
     Each judge answers through the OpenAI wire format: in this process (an httpx transport
     that calls the server's own handler: the same bytes, no socket, no thread) or, with
@@ -110,7 +119,7 @@ def validate_reference_judges(
     sub = Path(work_dir) / "reference"
     try:
         judged = judge_slices(
-            run_dir, sub, model=model, condition=condition, names=names,
+            run_dir, sub, models=models, condition=condition, names=names,
             progress=progress, served=served,
         )  # fmt: skip
         return reference_report(judged)
@@ -122,7 +131,7 @@ class JudgedSlices(BaseModel):
     """What ``judge_slices`` made: one judged copy of the slice per reference judge."""
 
     model_config = ConfigDict(extra="forbid")
-    model: str
+    models: list[str]
     condition: str
     n_frames: int
     folders: dict[str, Path]  # judge name -> its copy of the slice, evaluated
@@ -132,20 +141,21 @@ def judge_slices(
     run_dir: str | Path,
     sub: Path,
     *,
-    model: str = DEFAULT_MODEL,
+    models: Sequence[str] = DEFAULT_MODELS,
     condition: str = DEFAULT_CONDITION,
     names: Sequence[str] | None = None,
     progress: Callable[[str], None] | None = None,
     served: bool = False,
 ) -> JudgedSlices:
-    """The first step: copy the (model, condition) slice of ``run_dir`` to ``sub`` (replaced)
+    """The first step: copy the (models, condition) slice of ``run_dir`` to ``sub`` (replaced)
     and evaluate one copy of it per reference judge, each asked through the wire format.
     The judging needs no statistics library (the main job runs it beside score)."""
     from vsb.validation.reference_judges import REFERENCE_JUDGES
 
     note = progress or (lambda _msg: None)
     shutil.rmtree(sub, ignore_errors=True)
-    n_frames = _slice(Path(run_dir), sub / "slice", model, condition)
+    models = present_models(run_dir, models, condition)
+    n_frames = _slice(Path(run_dir), sub / "slice", models, condition)
     folders: dict[str, Path] = {}
     for name in names or list(REFERENCE_JUDGES):
         note(f"reference judge {name}")
@@ -153,7 +163,7 @@ def judge_slices(
         shutil.copytree(sub / "slice", folder, copy_function=link_or_copy)
         judge_folder(folder, name, REFERENCE_JUDGES[name](folder), served)
         folders[name] = folder
-    return JudgedSlices(model=model, condition=condition, n_frames=n_frames, folders=folders)
+    return JudgedSlices(models=models, condition=condition, n_frames=n_frames, folders=folders)
 
 
 def reference_report(judged: JudgedSlices) -> ReferenceReport:
@@ -174,7 +184,45 @@ def reference_report(judged: JudgedSlices) -> ReferenceReport:
             )
         )
     return ReferenceReport(
-        model=judged.model, condition=judged.condition, n_frames=judged.n_frames, judges=rows
+        models=judged.models, condition=judged.condition, n_frames=judged.n_frames, judges=rows
+    )
+
+
+def present_models(run_dir: str | Path, models: Sequence[str], condition: str) -> list[str]:
+    """Those of ``models`` the run has frames of under ``condition``, in ``models``' order."""
+    have = {
+        r["model"]
+        for _, r in iter_jsonl(Path(run_dir) / "records.jsonl")
+        if r["condition"] == condition
+    }
+    return [m for m in models if m in have]
+
+
+class WorstLabel(BaseModel):
+    """A judge's worst label on one simulator: the lowest of strict recall and precision."""
+
+    model_config = ConfigDict(extra="forbid")
+    taxonomy: str
+    n_faults: int
+    recall: float | None
+    precision: float | None
+
+
+def worst_label(
+    judge: ReferenceJudge, model: str, min_faults: int = WORST_MIN_FAULTS
+) -> WorstLabel | None:
+    """The label of ``judge`` on ``model``'s frames (of those with ``min_faults`` faults or
+    more) whose lower figure, strict recall or precision, is lowest; None when none has."""
+    rows = [
+        t
+        for t in judge.section.taxonomy_by_model.get(model, [])
+        if t.taxonomy != "all" and t.n_faults >= min_faults
+    ]
+    if not rows:
+        return None
+    t = min(rows, key=lambda t: (min(t.recall or 0.0, t.precision or 0.0), t.taxonomy))
+    return WorstLabel(
+        taxonomy=t.taxonomy, n_faults=t.n_faults, recall=t.recall, precision=t.precision
     )
 
 

@@ -137,7 +137,7 @@ class SimJudge:
         shown = [n for n in shown if self.pairs.rendered(frame, n, "present")]
         pairs = {order_probe(st, a, b).text: (a, b) for a, b in order_pairs(scene)}
         n = people_count(scene)
-        people = people_question(n).text if n else None
+        people = {people_question(n + j).text: n + j for j in range(n and len(st.characters) + 1)}
         out = []
         for text in questions:
             probe = _PROBE.match(text)
@@ -148,9 +148,9 @@ class SimJudge:
                 kind = coloured[text]
                 bad = kind in self.gone[frame] or (kind, "color") in faults
                 answer, ident = ("NO" if bad else "YES"), text
-            elif i is None and text == people:
+            elif i is None and text in people:
                 drawn = [c for c in st.characters if self.pairs.rendered(frame, c, "present")]
-                answer, ident = _yes(len(drawn) == n), text
+                answer, ident = _yes(len(drawn) == people[text]), text
             elif i is None and text in pairs:
                 a, b = pairs[text]
                 ok = a in shown and b in shown and shown.index(a) < shown.index(b)

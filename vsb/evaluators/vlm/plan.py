@@ -24,6 +24,7 @@ from vsb.evaluators.vlm.questions import (
     pair_questions,
     question_for,
     unrecognised_label,
+    unsure_label,
 )
 from vsb.evaluators.vlm.store import JudgePricing, call_key
 from vsb.story.models import Requirement, Scene
@@ -62,6 +63,13 @@ class JudgeCall:
     #: (name, label) per person asked about present: the root cause when they are not found
     #: by their cues while everyone is there (``questions.unrecognised_label``).
     lost_labels: tuple[tuple[str, str], ...] = ()
+    #: Characters asked about as not there (after the people probe, "Are there exactly
+    #: N+1, N+2… people?" is asked, one per name): with U of them seen, everyone expected
+    #: is there when the picture shows N+U people.
+    absent: tuple[str, ...] = ()
+    #: Per requirement: its failure label when the judge cannot tell which person it means
+    #: (``questions.unsure_label``; empty: the question is not about a person).
+    unsure_labels: tuple[str, ...] = ()
     #: Cross-frame calls: the earlier frame's image (``image_path`` is the later one's, and
     #: comes second in the request), and the evaluator their rows belong to.
     prev_image_path: str | None = None
@@ -117,6 +125,17 @@ def people_count(scene: Scene) -> int:
     return len(scene.state.order) if asks else 0
 
 
+def absent_people(scene: Scene) -> tuple[str, ...]:
+    """The characters a scene that asks whether someone is there asks about as not there."""
+    if not people_count(scene):
+        return ()
+    return tuple(
+        r.subject
+        for r in scene.requirements
+        if r.attribute == "present" and r.expected is False and r.subject in scene.state.characters
+    )
+
+
 def people_question(n: int) -> Question:
     """The auxiliary question how many people the picture shows."""
     if n == 1:
@@ -170,6 +189,8 @@ def plan_calls(
                 if r.attribute == "present" and r.expected is True and r.subject in st.characters
             )
             qs += (people_question(people),) if people else ()
+            extra = absent_people(scene) if people else ()
+            qs += tuple(people_question(people + j) for j in range(1, len(extra) + 1))
             single = batch == 1
             system = SYSTEM_PROMPT_SINGLE if single else SYSTEM_PROMPT
             prompt = qs[0].text if single else scene_prompt(qs)
@@ -192,6 +213,8 @@ def plan_calls(
                     pairs,
                     people,
                     lost,
+                    extra,
+                    tuple(unsure_label(r, st) for r in part),
                 )
             )
     return calls

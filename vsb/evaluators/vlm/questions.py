@@ -167,6 +167,23 @@ def unrecognised_label(state: SceneState, name: str) -> str:
     return "clothing_change" if cues and all(c.endswith(" top") for c in cues) else "identity_drift"
 
 
+#: The cue a question about each character attribute leaves out of its locator.
+_OWN_CUE = {"skin": ("skin",), "hair": ("hair",), "top": ("top",), "trousers": ("trousers",)}
+
+
+def unsure_label(req: Requirement, state: SceneState) -> str:
+    """The root cause when the judge cannot tell which person a question about a character
+    means (UNSURE): every cue of its locator drifted. ``identity_drift`` when the locator
+    names a skin tone, a hair colour or style (or the full identity), ``clothing_change``
+    when it names only clothes; empty for other questions."""
+    if req.subject not in state.characters or req.attribute == "present":
+        return ""
+    tiers = _tiers(state, req.subject, _OWN_CUE.get(req.attribute, ()))
+    cues = [c for t in tiers for c in t]
+    clothes = cues and all(c.endswith((" top", " trousers")) for c in cues)
+    return "clothing_change" if clothes else "identity_drift"
+
+
 def _character_question(req: Requirement, state: SceneState) -> Question:
     name, attr, value = req.subject, req.attribute, req.expected
     who = person(state, name)

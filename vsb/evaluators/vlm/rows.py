@@ -27,18 +27,22 @@ class _Probed:
     located: set[str]  # unrecognised people a question about them was answered of
 
 
-def _knock_on(req: Requirement, p: _Probed, verdict: str) -> str:
+def _knock_on(req: Requirement, p: _Probed, verdict: str, unsure: str = "") -> str:
     """The failure label of a question that did not pass: its root cause when the judge said
     its subject is not there (as the rule checker labels knock-on failures). A person not
     found by their presence cues while everyone is there is *unrecognised*: their presence
     fails as the drift of those cues (``lost_label``), and so does a question about them
     the judge could not answer (UNSURE: it could not tell who is meant); a question it did
-    answer was answered about the person their other cues found, and keeps its label."""
+    answer was answered about the person their other cues found, and keeps its label. A
+    question about a person that the judge could not tell whom it means (UNSURE) fails as
+    the drift of its locator's cues (``unsure``: ``questions.unsure_label``)."""
     if req.subject in p.missing and req.attribute != "present":
         return "character_missing"
+    if req.subject in p.unrecognised and req.attribute == "present":
+        return p.lost_label.get(req.subject, "identity_drift")
+    if verdict == "unsure" and unsure:
+        return unsure
     if req.subject in p.unrecognised:
-        if req.attribute == "present" or verdict == "unsure":
-            return p.lost_label.get(req.subject, "identity_drift")
         return req.taxonomy
     holder = str(req.expected) if req.attribute == "holder" else ""
     if holder in p.unrecognised and verdict == "unsure":  # cannot tell whom the holder is
@@ -84,7 +88,14 @@ def outcome_results(out: CallOutcome, judge_model: str) -> list[RequirementResul
         and v != "passed"
     }  # fmt: skip
     n3 = n2 + len(call.order_probes)
-    everyone = call.people_probe > 0 and answers[n3] == "YES"
+    seen_absent = sum(  # people seen who should not be there
+        r.attribute == "present" and r.subject in call.absent and v == "failed"
+        for r, v in zip(call.requirements, verdicts, strict=False)
+    )
+    # everyone expected is there when the picture shows as many people as expected, plus
+    # those seen who should not be there (the count asked last: N, N+1, …)
+    counts = answers[n3 : n3 + 1 + len(call.absent)] if call.people_probe > 0 else []
+    everyone = seen_absent < len(counts) and counts[seen_absent] == "YES"
     located = {  # unrecognised, yet a question about them was answered
         r.subject
         for r, v in zip(call.requirements, verdicts, strict=False)
@@ -101,10 +112,11 @@ def outcome_results(out: CallOutcome, judge_model: str) -> list[RequirementResul
         located,
     )
     results = []
-    for req, answer, v in zip(call.requirements, answers, verdicts, strict=False):
+    unsure = call.unsure_labels or ("",) * n
+    for req, answer, v, why in zip(call.requirements, answers, verdicts, unsure, strict=False):
         if v == "passed" and req.subject in probed.missing and req.attribute != "present":
             v = "failed"  # every fact of a missing person fails with them (truth.py)
-        label = req.taxonomy if v == "passed" else _knock_on(req, probed, v)
+        label = req.taxonomy if v == "passed" else _knock_on(req, probed, v, why)
         results.append(
             RequirementResult.of(
                 req,

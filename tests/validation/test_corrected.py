@@ -177,6 +177,11 @@ def test_score_and_compare_corrected_from_the_command_line(
     assert main([*argv, "--resamples", "200"]) == 0
     out = capsys.readouterr().out
     assert "corrected" in out and "global" in out
+    # scored again without the flag: no stale correction is left beside the scores
+    assert main(["score", str(work), "--resamples", "200"]) == 0
+    assert not (work / "scores" / "judge_error.json").exists()
+    assert not (work / "scores" / "corrected_scores.csv").exists()
+    capsys.readouterr()
     # the rule checker is no judge: a one-line error, no traceback
     assert main(["score", str(work), "--evaluator", "rules", "--corrected"]) != 0
     err = capsys.readouterr().err

@@ -223,10 +223,12 @@ def score(
 
         report, errors = correct_report(inp, report, settings, required=True)
     paths = write_scores(run_dir, report)
-    if errors is not None:
-        from vsb.validation.correct.apply import write_correction
+    from vsb.validation.correct.apply import remove_correction, write_correction
 
+    if errors is not None:
         paths += write_correction(Path(run_dir) / "scores", report, errors)
+    else:
+        remove_correction(Path(run_dir) / "scores")
     for na in report.not_applicable:
         click.echo(f"warning: {advice(na, str(run_dir))}", err=True)
     console = _console()

@@ -354,12 +354,24 @@ def _corrected_lines(report: ScoresReport) -> list[list[object]]:
     return out
 
 
+def correction_files(scores_dir: Path) -> list[Path]:
+    """The files ``write_correction`` writes into ``scores_dir``."""
+    names = (f"{ERROR_FILE}.json", f"{ERROR_FILE}.csv", "corrected_scores.csv")
+    return [scores_dir / n for n in names]
+
+
+def remove_correction(scores_dir: Path) -> None:
+    """Remove an earlier correction's files (scores written without one must not sit beside
+    a stale judge_error.json)."""
+    for path in correction_files(scores_dir):
+        path.unlink(missing_ok=True)
+
+
 def write_correction(
     scores_dir: Path, report: ScoresReport, errors: CorrectionReport
 ) -> list[Path]:
     """``judge_error.json`` / ``.csv`` and ``corrected_scores.csv`` beside ``scores.json``."""
-    paths = [scores_dir / f"{ERROR_FILE}.json", scores_dir / f"{ERROR_FILE}.csv",
-             scores_dir / "corrected_scores.csv"]  # fmt: skip
+    paths = correction_files(scores_dir)
     atomic_write_json(paths[0], errors.model_dump(mode="json"))
     lines = ([getattr(x, f) for f in ERROR_HEADER] for e in errors.evaluators for x in e.labels)
     atomic_write_text(paths[1], csv_text(ERROR_HEADER, lines))

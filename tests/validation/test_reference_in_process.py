@@ -98,9 +98,6 @@ def test_judged_in_a_process_of_their_own_then_validated_gives_the_same_report(
         import json, sys
         from pathlib import Path
         from vsb.release.stages import judge_references
-        from vsb.tables.bridge import skip_pandas
-
-        skip_pandas()  # as in every stage process of the main job
 
         class Quiet:
             def note(self, *a): pass

@@ -12,8 +12,7 @@ progress and keeps the stage ledger.
 A stage function runs in the child exactly as it would in the build process: same arguments,
 same return value, same exception (a ``VsbError`` keeps its message, file and location; any
 other error carries the child's traceback as a note). Where fork is missing, it runs in the
-build process. A stage process converts rows to Arrow without importing pandas
-(``vsb.tables.bridge``): no stage uses pandas, and the import costs ~0.2 s and ~45 MiB in each.
+build process. No stage imports pandas (``vsb.tables`` converts rows to Arrow without it).
 """
 
 from __future__ import annotations
@@ -69,10 +68,8 @@ def _sendable(err: BaseException) -> BaseException:
 def _serve(orders: Any, replies: Any, fns: Mapping[str, StageFn], parent: int) -> None:
     """The child: run each named stage it is sent, until told to stop (None) or orphaned."""
     from vsb.store.locks import die_with_parent
-    from vsb.tables.bridge import skip_pandas
 
     die_with_parent(parent)
-    skip_pandas()  # a stage never hands Arrow data to pandas: its row conversions skip it
     relay = _Relay(replies)
     while True:
         try:

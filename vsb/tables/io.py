@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from operator import itemgetter
+from itertools import repeat
+from operator import is_not
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vsb.errors import InputError
 from vsb.fsio import atomic_write_bytes, iter_jsonl
-from vsb.tables.bridge import conversion
 from vsb.tables.columns import (
     JSON_COLUMNS,
     REQUIREMENT_COLUMNS,
@@ -222,12 +222,55 @@ def to_arrow(
             file=path,
             location=f"row {i}",
         )
-    with conversion():
-        try:  # row dicts straight to columns, no Python copy of the cells
-            return pa.Table.from_pylist(rows, schema=schema(columns))
-        except (pa.ArrowException, OverflowError):
-            pass  # a cell of another type: column by column, to coerce it or to name it
-        return _by_column(rows, columns, path)
+    table = _typed(rows, columns)
+    if table is not None:
+        return table
+    try:  # an odd cell (an older row, a nested value): pyarrow's conversion (it loads pandas)
+        return pa.Table.from_pylist(rows, schema=schema(columns))
+    except (pa.ArrowException, OverflowError):
+        pass  # a cell of another type: column by column, to coerce it or to name it
+    return _by_column(rows, columns, path)
+
+
+#: The Python type of every cell of a column of each Arrow type (None aside).
+_CELL = {"string": str, "int64": int, "bool": bool, "double": float}
+
+
+def _typed(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> pa.Table | None:
+    """Rows whose every cell is None or exactly its column's Python type, as Arrow arrays built
+    from numpy buffers (None when a cell is not). pyarrow's own conversions of Python objects
+    (``pa.array``, ``from_pylist``) import pandas on first use, ~0.2 s and ~45 MiB in every
+    process that writes a table; ``Array.from_buffers`` does not, and the table is the same."""
+    import numpy as np
+    import pyarrow as pa
+
+    n, arrays = len(rows), []
+    for c, col in zip(columns, _cells(rows, columns), strict=True):
+        kind = column_type(c)
+        if not set(map(type, col)) <= {_CELL[str(kind)], type(None)}:
+            return None
+        nulls = col.count(None)
+        valid = np.fromiter(map(is_not, col, repeat(None)), dtype=bool, count=n) if nulls else None
+        bufs: list[Any] = [None if valid is None else np.packbits(valid, bitorder="little")]
+        try:
+            if kind == pa.string():  # ASCII text: its lengths in characters are in bytes
+                text = [v or "" for v in col] if nulls else col
+                data = "".join(text).encode()
+                lens = map(len, text if len(data) == sum(map(len, text)) else map(str.encode, text))
+                ends = np.cumsum(np.fromiter(lens, dtype=np.int64, count=n))
+                if n and ends[-1] >= 2**31:
+                    return None
+                bufs += [np.concatenate(([0], ends)).astype(np.int32), data]
+            elif kind == pa.bool_():
+                bufs.append(np.packbits(np.array(col, dtype=bool), bitorder="little"))
+            else:
+                dtype = np.int64 if kind == pa.int64() else np.float64
+                bufs.append(np.array([0 if v is None else v for v in col], dtype=dtype))
+        except (OverflowError, UnicodeEncodeError):
+            return None
+        bufs = [None if b is None else pa.py_buffer(b) for b in bufs]
+        arrays.append(pa.Array.from_buffers(kind, n, bufs, null_count=nulls))
+    return pa.Table.from_arrays(arrays, schema=schema(columns))
 
 
 def _by_column(rows: list[dict[str, Any]], columns: tuple[str, ...], path: Path) -> pa.Table:
@@ -235,14 +278,8 @@ def _by_column(rows: list[dict[str, Any]], columns: tuple[str, ...], path: Path)
     JSON text) or named in an ``InputError``."""
     import pyarrow as pa
 
-    known = set(columns)
-    n = len(columns)
-    if n > 1 and rows and all(len(r) == n for r in rows) and known.issuperset(rows[0]):
-        cells: list[Any] = list(zip(*map(itemgetter(*columns), rows), strict=True))
-    else:  # some row lacks a column (or one column): cell by cell
-        cells = [[r.get(c) for r in rows] for c in columns]
     arrays = []
-    for c, col in zip(columns, cells, strict=True):
+    for c, col in zip(columns, _cells(rows, columns), strict=True):
         kind = column_type(c)
         try:
             arrays.append(pa.array(col, type=kind))
@@ -252,6 +289,11 @@ def _by_column(rows: list[dict[str, Any]], columns: tuple[str, ...], path: Path)
                 raise InputError(f"column {c!r}: {err}", file=path) from err
             arrays.append(pa.array(plain, type=kind))
     return pa.Table.from_arrays(arrays, names=list(columns))
+
+
+def _cells(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> list[list[Any]]:
+    """The rows' cells column by column (None where a row lacks a column)."""
+    return [list(map(dict.get, rows, repeat(c))) for c in columns]
 
 
 def _as_text(column: str, cells: Sequence[Any]) -> list[Any] | None:

@@ -13,9 +13,9 @@ import pytest
 from site_synth import HOSTILE, HOSTILE_MODEL
 
 from vsb.cli.main import main
-from vsb.human.blinding import make_blinding, release_blinding
+from vsb.human.blinding import make_blinding, release_blinding, story_pool
 from vsb.human.models import CONTROL_BAD, CONTROL_GOOD, RatingFile
-from vsb.human.session import evaluate_payload, story_pool
+from vsb.human.session import evaluate_payload
 from vsb.human.write import RELEASE_REPORT
 from vsb.site.build import build_site
 from vsb.site.data import load_site_data

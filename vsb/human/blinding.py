@@ -44,12 +44,44 @@ from vsb.errors import ReleaseError
 from vsb.human.models import CONTROL_BAD, CONTROL_GOOD
 
 if TYPE_CHECKING:
-    from vsb.human.session import PoolStory
+    from vsb.site.data import SiteData
 
 KEY_DOMAIN = b"vsb-rating-blinding-v1"
 TARGET_PATTERN = r"^t[0-9a-f]{20}$"
 N_DECKS = 32
 ORACLE_DIR = "oracle"  # the release's sealed oracle (vsb.release.manifest.ORACLE_DIR)
+
+
+@dataclass(frozen=True)
+class PoolStory:
+    """One story in the rated condition: its scene texts and each model's image strip."""
+
+    story_id: str
+    texts: tuple[str, ...]
+    #: model -> release-relative image path of every scene, in order
+    images: dict[str, tuple[str, ...]]
+
+
+def rated_condition(data: SiteData) -> str:
+    """The condition humans rate: the leaderboard's primary one when the release has it."""
+    primary = data.scores.primary_condition
+    return primary if primary in data.conditions else data.conditions[0]
+
+
+def story_pool(data: SiteData, condition: str | None = None) -> list[PoolStory]:
+    """Stories (suite order) with at least one model whose strip is complete."""
+    cond = condition or rated_condition(data)
+    pool = []
+    for story in data.stories:
+        strips: dict[str, tuple[str, ...]] = {}
+        for model in data.models:
+            paths = [data.images.get((model, cond, story.id, sc.index)) for sc in story.scenes]
+            if all(paths):
+                strips[model] = tuple(p for p in paths if p)
+        if strips:
+            texts = tuple(sc.text for sc in story.scenes)
+            pool.append(PoolStory(story.id, texts, strips))
+    return pool
 
 
 def blinding_key(release_dir: str | Path, root_hash: str) -> bytes:
@@ -153,7 +185,6 @@ def make_blinding(key: bytes, condition: str, pool: Iterable[PoolStory]) -> Blin
 def release_blinding(release_dir: str | Path) -> Blinding:
     """The blinding of a release's rated condition, recomputed from the release (what
     ``vsb human import --release`` resolves target ids with)."""
-    from vsb.human.session import rated_condition, story_pool
     from vsb.site.data import load_site_data
 
     data = load_site_data(release_dir)

@@ -1,7 +1,7 @@
-"""What a blinded session draws from: the release's stories in the rated condition, with
-each model's complete image strip. The ``/evaluate`` page embeds ``evaluate_payload`` as
-JSON, under the opaque names of :mod:`vsb.human.blinding`; ``vsb human simulate`` draws
-from the same ``story_pool``.
+"""What a blinded session holds. It draws from the release's stories in the rated condition,
+with each model's complete image strip (``story_pool``, :mod:`vsb.human.blinding`). The
+``/evaluate`` page embeds ``evaluate_payload`` as JSON, under the opaque names of
+:mod:`vsb.human.blinding`; ``vsb human simulate`` draws from the same ``story_pool``.
 
 Only (story, model) pairs whose every scene has an image are offered; control items need
 both control models (``CONTROL_GOOD``, ``CONTROL_BAD``) complete on a story.
@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from vsb.human.blinding import Blinding, PoolStory
 from vsb.human.models import (
     BLIND_FORMAT_VERSION,
     CONTROL_BAD,
@@ -22,7 +23,6 @@ from vsb.human.models import (
 )
 
 if TYPE_CHECKING:
-    from vsb.human.blinding import Blinding
     from vsb.site.data import SiteData
 
 
@@ -34,38 +34,6 @@ class SessionConfig:
     n_pairwise: int = 4
     n_control: int = 4
     n_repeat: int = 1
-
-
-@dataclass(frozen=True)
-class PoolStory:
-    """One story in the rated condition: its scene texts and each model's image strip."""
-
-    story_id: str
-    texts: tuple[str, ...]
-    #: model -> release-relative image path of every scene, in order
-    images: dict[str, tuple[str, ...]]
-
-
-def rated_condition(data: SiteData) -> str:
-    """The condition humans rate: the leaderboard's primary one when the release has it."""
-    primary = data.scores.primary_condition
-    return primary if primary in data.conditions else data.conditions[0]
-
-
-def story_pool(data: SiteData, condition: str | None = None) -> list[PoolStory]:
-    """Stories (suite order) with at least one model whose strip is complete."""
-    cond = condition or rated_condition(data)
-    pool = []
-    for story in data.stories:
-        strips: dict[str, tuple[str, ...]] = {}
-        for model in data.models:
-            paths = [data.images.get((model, cond, story.id, sc.index)) for sc in story.scenes]
-            if all(paths):
-                strips[model] = tuple(p for p in paths if p)
-        if strips:
-            texts = tuple(sc.text for sc in story.scenes)
-            pool.append(PoolStory(story.id, texts, strips))
-    return pool
 
 
 def has_controls(pool: list[PoolStory]) -> bool:

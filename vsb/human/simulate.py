@@ -23,6 +23,7 @@ import numpy as np
 
 from vsb.errors import InputError
 from vsb.fsio import atomic_write_json
+from vsb.human.blinding import PoolStory, rated_condition, story_pool
 from vsb.human.models import (
     CONTROL_BAD,
     CONTROL_GOOD,
@@ -32,7 +33,7 @@ from vsb.human.models import (
     RatingFile,
 )
 from vsb.human.results import SYNTHETIC_NOTICE
-from vsb.human.session import PoolStory, has_controls, rated_condition, story_pool
+from vsb.human.session import has_controls
 from vsb.site.data import SiteData, load_site_data
 
 STORY_SD, RATER_SD, ITEM_SD, DIM_SD = 0.3, 0.3, 0.3, 0.5

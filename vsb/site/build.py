@@ -41,8 +41,8 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from vsb import __version__
 from vsb.errors import ReleaseError
 from vsb.fsio import link_or_copy, sha256_hex
-from vsb.human.blinding import blinding_key, make_blinding
-from vsb.human.session import PoolStory, evaluate_payload, rated_condition, story_pool
+from vsb.human.blinding import PoolStory, blinding_key, make_blinding, rated_condition, story_pool
+from vsb.human.session import evaluate_payload
 from vsb.human.write import release_report
 from vsb.site import pages
 from vsb.site.analysis import analysis_page

@@ -187,3 +187,27 @@ def test_a_rater_enlarges_a_picture_by_keyboard_and_thumbnails_are_large(
             assert {"likert", "pair"} <= kinds, kinds
         finally:
             browser.close()
+
+
+def test_the_command_serves_the_rating_page_until_stopped(
+    release_and_site: tuple[Path, Path],
+) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    site = release_and_site[1]
+    argv = [sys.executable, "-m", "vsb", "human", "serve", str(site), "--port", "0"]
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        try:
+            line = proc.stdout.readline()
+            url = re.search(r"http://127\.0\.0\.1:\d+/", line)
+            assert url, line
+            assert "evaluate-data" in httpx.get(url.group(0)).text
+            assert httpx.get(url.group(0) + "index.html").status_code == 404
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=30)
+        assert proc.returncode == 0
+        assert "Traceback" not in proc.stderr.read()

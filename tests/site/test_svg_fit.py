@@ -125,3 +125,12 @@ def test_ci_chart_and_line_chart_fit_a_phone_and_wrap_their_title() -> None:
         assert all(4 + len(s) * (CHAR_W + 0.8) <= width for s in spans), spans
         for a in _labels(svg):
             assert a.x1 <= width, a
+
+
+def test_a_title_with_a_word_longer_than_the_chart_wraps_inside_it() -> None:
+    svg = str(ci_chart([Interval("m", 0.5, 0.4, 0.6)], "Global score: " + "x" * 120))
+    title = re.search(r'<text class="title"[^>]*>(.*?)</text>', svg)
+    assert title
+    spans = re.findall(r"<tspan[^>]*>([^<]*)</tspan>", title.group(1))
+    assert "".join(spans).replace(" ", "") == "Globalscore:" + "x" * 120
+    assert all(4 + len(s) * (CHAR_W + 0.8) <= _width(svg) for s in spans), spans

@@ -40,7 +40,9 @@ def _title(title: str, x: float, avail: float) -> tuple[str, float]:
     """The chart's title, wrapped to ``avail`` px (never cut); returns its markup and the
     y below its last line."""
     lines: list[str] = []
-    for word in title.split():
+    per_line = max(int(avail // (CHAR_W + 0.8)), 1)
+    words = [w[i : i + per_line] for w in title.split() for i in range(0, len(w), per_line)]
+    for word in words:  # a word longer than a line is cut into pieces, never cut off
         if lines and _text_w(lines[-1] + " " + word, bold=True) <= avail:
             lines[-1] += " " + word
         else:

@@ -42,11 +42,13 @@ spells the request body's sha256, so each cache entry names its request. Per req
 
 ``--mode paths`` (issue #35): the three paid paths the same way, each against the same
 billing server (its chat route answers as a judge and as the importer's LLM): ``run``
-(``openai:test-model``, conditions ``independent,previous_text``), ``judge`` (``vsb evaluate
---evaluator vlm`` of a simulator run of the default suite, one call per image) and ``import``
-(``vsb suite import`` of the default suite's 40 stories as plain-text narratives). Each is
-killed ``--kills`` times (after a seeded random number of further answered requests, then a
-random moment inside a call), rerun each time, run to the end and once more. Per path:
+(``openai:test-model``, conditions ``independent,previous_text,structured_memory``),
+``judge`` (``vsb evaluate --evaluator vlm`` of a simulator run of the default suite, one call
+per image) and ``import`` (``vsb suite import`` of the default suite's 40 stories as
+plain-text narratives); the server answers 500 to 10 % of requests (``--p500``, seeded), so
+calls are retried. Each is killed ``--kills`` times (after a seeded random number of further
+answered requests, then a random moment inside a call), rerun each time, run to the end and
+once more. Per path:
 
     sent / distinct    requests the server received whole / distinct request bodies
     rows               the path's ledger rows that are calls (every attempt)
@@ -321,7 +323,8 @@ def _path_commands(root: Path, suite: Path, url: str) -> dict[str, tuple[list[st
     return {
         "run": (
             [*vsb, "run", "--suite", str(suite), "--model", "openai:test-model", "--base-url",
-             url, "--condition", "independent,previous_text", "--out", str(root / "run"),
+             url, "--condition", "independent,previous_text,structured_memory",
+             "--out", str(root / "run"),
              "--cache", str(root / "cache-run"), "--retry-delay", "0.01", "--max-attempts",
              "20"],
             root / "run" / "ledger.sqlite", "openai:",
@@ -366,14 +369,16 @@ def paths(args: argparse.Namespace) -> None:
             log = root / f"server-{name}.log"
             server = subprocess.Popen(
                 [sys.executable, str(SERVER), "--log", str(log), "--latency", str(args.latency),
-                 "--seed", str(args.seed)],
+                 "--seed", str(args.seed), "--p500", str(args.p500)],
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
             )  # fmt: skip
             try:
                 assert server.stdout is not None
                 url = f"http://127.0.0.1:{int(server.stdout.readline().split()[1])}/v1"
                 cmd, ledger, prefix = _path_commands(root, suite, url)[name]
-                step = (1, 3) if name == "import" else (args.min_step, args.max_step)
+                # further answers before each kill: the 40 imports and 210 judge calls
+                # in smaller steps than the run's 550 requests, so every kill hits a live one
+                step = {"import": (1, 2), "judge": (2, 8)}.get(name, (args.min_step, args.max_step))
                 kills = 0
                 for _ in range(args.kills):
                     answered = sum(e["ev"] == "done" and e["status"] == 200 for e in _events(log))
@@ -434,6 +439,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--latency", type=float, default=0.03)
     ap.add_argument("--p429", type=float, default=0.1)
+    ap.add_argument("--p500", type=float, default=0.1, help="--mode paths: seeded 500s")
     ap.add_argument("--min-step", type=int, default=3)
     ap.add_argument("--max-step", type=int, default=15)
     ap.add_argument("--conditions", default="independent,previous_text,structured_memory")

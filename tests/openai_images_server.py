@@ -18,7 +18,8 @@ importer's system prompt, as a careful LLM (vsb's own reading of the narrative,
 ``vsb.narrative.reader``), with token usage. ``--fail-first 1`` answers ``500`` to the first
 request of each distinct body (a server that fails each first attempt); ``--hang-first S``
 holds the first request of each distinct body ``S`` seconds before answering (a hanging
-server: the client's ``--timeout`` gives up first).
+server: the client's ``--timeout`` gives up first); ``--p500 P`` answers ``500`` to any
+request with probability P (seeded), on every route.
 """
 
 from __future__ import annotations
@@ -113,6 +114,7 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
                 n = state.n
                 state.n += 1
                 busy = bool(state.rng.random() < a.p429)
+                broken = bool(a.p500 > 0 and state.rng.random() < a.p500)
             echo = a.echo_every > 0 and n % a.echo_every == a.echo_every - 1
             sha = hashlib.sha256(body).hexdigest()
             with state.lock:
@@ -124,7 +126,7 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
             })  # fmt: skip
             time.sleep(a.latency + (a.hang_first if first else 0.0))
             headers: dict[str, str] = {"content-type": "application/json"}
-            if a.fail_first and first:
+            if (a.fail_first and first) or broken:
                 status, out = 500, b'{"error": {"message": "internal error, try again"}}'
             elif self.path == "/v1/chat/completions":
                 status, out = 200, json.dumps(chat_answer(json.loads(body))).encode()
@@ -169,6 +171,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--echo-every", type=int, default=0)
     ap.add_argument("--fail-first", type=int, default=0)
+    ap.add_argument("--p500", type=float, default=0.0)
     ap.add_argument("--hang-first", type=float, default=0.0)
     args = ap.parse_args(argv)
     state = State(args)

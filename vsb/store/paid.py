@@ -11,9 +11,12 @@ row. So each path keeps the same order, row begun -> request -> cached -> row fi
 the same reconciliation on rerun: a row left ``started`` whose attempt id the store holds was
 paid once and is marked ``reconciled`` (``vsb.store.ledger.Ledger.reconcile``).
 
-``paid_call(…)`` is the whole of it for a store of answers (the judge's and the importer's):
-the cache looked up first, the answer validated (a rejected answer is returned for the report
-and never stored), stored with its attempt id, then the row finished.
+The callers: ``vsb.run.tasks._call`` (its value stored by the generation cache's ``get``, then
+the row finished in ``_cached_call``) and ``vsb.evaluators.vlm.execute.execute_calls`` (the
+judge's and the importer's: the answer validated, a rejected one returned for the report and
+never stored, a used one stored in the answer cache with its attempt id, then ``LedgerRows.
+done``). ``LedgerRows`` is the rows of one call in ``vsb.store.ledger.Ledger``; ``reconcile``
+finishes, on rerun, the rows whose answer a store holds under their attempt id.
 
 ``IN_FLIGHT`` holds the calls being waited for, so a command can say what it waits for
 (``watch``: "waiting for openai:x (story park, scene 2): 45 s").

@@ -63,7 +63,7 @@ def test_the_judge_page_shows_the_reference_judges(tmp_path: Path) -> None:
     from vsb.validation.reference import REFERENCE_FILE, ReferenceReport
 
     cfg = BuildConfig(
-        name="vR", out=tmp_path, models=("procedural-drift-mid",), conditions=("structured_memory",)
+        name="vR", out=tmp_path, models=("procedural-drift-mid",), conditions=("independent",)
     )
     built = build_release(cfg)
     assert built.manifest is not None

@@ -172,7 +172,7 @@ def validate(
 ) -> list[str]:
     """The rule checker and signals against the sealed oracle (writes validation/); with
     ``work`` (a scratch folder), also the reference judges on the drifting simulators under
-    the primary condition when the release has those frames (reference_judges.json), asked
+    independent when the release has those frames (reference_judges.json), asked
     in process (``served``: over HTTP on 127.0.0.1). ``tables``: as for ``score``."""
     from vsb.validation.judge import validate_run, write_judge
 
@@ -189,7 +189,7 @@ def validate(
 def reference_judges(
     release_dir: Path, progress: Progress, work: Path, served: bool = False
 ) -> list[str]:
-    """The reference judges on the drifting simulators under the primary condition, when the
+    """The reference judges on the drifting simulators under independent, when the
     release has those frames (writes validation/reference_judges.json; ``work``: a scratch
     folder): ``judge_references``, then ``write_references``. Part of the validate stage."""
     import shutil

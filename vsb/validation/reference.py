@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 REFERENCE_FILE = "validation/reference_judges.json"
 REFERENCE_FORMAT_VERSION = "2.0"
-#: The slice judged by default: the four drifting simulators under the primary condition.
+#: The slice judged by default: the four drifting simulators without memory (independent:
+#: where drift shows, so that every simulator has labels with enough faults to judge by).
 DEFAULT_MODELS = (
     "procedural-drift-low",
     "procedural-drift-mid",
@@ -36,7 +37,7 @@ DEFAULT_MODELS = (
     "procedural-sloppy",
 )
 DEFAULT_MODEL = "procedural-drift-mid"
-DEFAULT_CONDITION = "structured_memory"
+DEFAULT_CONDITION = "independent"
 #: A label is held to a judge's worst figure per simulator with at least this many faults.
 WORST_MIN_FAULTS = 20
 

@@ -135,11 +135,11 @@ def test_weights_errors(tmp_path: Path) -> None:
 def test_check_embeddings_refuses_bad_options(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text("{}")
     ok = EmbedOptions(clip_model=str(tmp_path), dino_model=str(tmp_path))
-    assert set(check_embeddings(("clip", "dino"), ok)) == {"clip", "dino"}
+    assert set(check_embeddings({"clip": ok, "dino": ok})) == {"clip", "dino"}
     with pytest.raises(InputError, match="batch-size"):
-        check_embeddings(("dino",), EmbedOptions(dino_model=str(tmp_path), batch_size=0))
+        check_embeddings({"dino": EmbedOptions(dino_model=str(tmp_path), batch_size=0)})
     with pytest.raises(InputError, match="not an embedding evaluator"):
-        check_embeddings(("rules",), ok)
+        check_embeddings({"rules": ok})
 
 
 def test_declarations() -> None:

@@ -3,8 +3,9 @@
 pip lays out an installed wheel. Put the folder on ``sys.path`` / ``PYTHONPATH`` and
 ``importlib.metadata`` finds its entry points; vsb itself is not edited.
 
-It adds the model ``demo-painter`` (group ``vsb.adapters``) and the evaluator
-``demo-presence`` (group ``vsb.evaluators``).
+It adds the model ``demo-painter`` (group ``vsb.adapters``) and the evaluators
+``demo-presence`` and ``demo-ink`` (group ``vsb.evaluators``; ``demo-ink`` has options of its
+own, set by its command-line option ``--ink-index``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ DIST = "vsb-demo-plugin"
 PACKAGE = "vsb_demo_plugin"
 MODEL = "demo-painter"
 EVALUATOR = "demo-presence"
+INK = "demo-ink"
 
 ADAPTER_SOURCE = '''
 """A toy text-to-image model: paints the prompt's sha256 as a grid of palette colours."""
@@ -53,7 +55,12 @@ EVALUATOR_SOURCE = '''
 
 from vsb.evaluators.render.detected import EntityVocabulary
 from vsb.evaluators.extractor import extract
-from vsb.evaluators.interface import EvaluatorOutput, StoryEvaluator
+import dataclasses
+
+import click
+import numpy as np
+
+from vsb.evaluators.interface import EvaluatorOutput, StoryEvaluator, signal_row
 from vsb.evaluators.rules import RequirementResult
 
 
@@ -85,6 +92,33 @@ class DemoPresence(StoryEvaluator):
                     model=f.model, condition=f.condition, story_id=f.story_id, scene=f.scene
                 ))
         return out
+
+
+@dataclasses.dataclass(frozen=True)
+class InkOptions:
+    ink_index: int = 0  # the palette index counted as ink
+
+
+class DemoInk(StoryEvaluator):
+    """Share of a frame's pixels of one palette index (``--ink-index``)."""
+
+    name = "demo-ink"
+    kind = "signals"
+    reads = "renders"
+    Options = InkOptions
+    cli_options = (
+        click.Option(["--ink-index"], type=int, default=None,
+                     help="demo-ink: the palette index counted as ink [default: 0]."),
+    )
+
+    def evaluate_story(self, story, frames):
+        out = EvaluatorOutput()
+        index = self.options.ink_index
+        for f in frames:
+            if f.image is not None:
+                share = float(np.mean(f.image == index))
+                out.signals.append(signal_row(f, f"ink_{index}", share, self.name))
+        return out
 '''
 
 
@@ -110,6 +144,7 @@ def write_plugin(root: Path, *, entry_points: str | None = None) -> Path:
 
             [vsb.evaluators]
             {EVALUATOR} = {PACKAGE}.evaluator:DemoPresence
+            {INK} = {PACKAGE}.evaluator:DemoInk
             """)
     )
     files = ["__init__.py", "adapter.py", "evaluator.py"]

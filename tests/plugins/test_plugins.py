@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from demo_plugin import DIST, EVALUATOR, MODEL, PACKAGE, write_plugin
+from demo_plugin import DIST, EVALUATOR, INK, MODEL, PACKAGE, write_plugin
 
 from vsb.adapters import registry
 from vsb.errors import InputError, UnknownNameError
@@ -88,6 +88,25 @@ def test_plugin_model_runs_through_the_pipeline(tmp_path: Path, small_suite: Pat
     assert "Paints sha256(prompt)" in cards  # the model page describes the plug-in's model
     board = site / "leaderboard" / f"{EVALUATOR}.html"
     assert board.is_file() and MODEL in board.read_text()  # a leaderboard by the plug-in
+
+
+def test_plugin_evaluator_takes_options_of_its_own(tmp_path: Path, small_suite: Path) -> None:
+    plugin, run = write_plugin(tmp_path / "site-packages"), tmp_path / "run"
+    ok(vsb(
+        tmp_path, "run", "--suite", str(small_suite), "--model", SIMULATOR, "--condition",
+        "independent", "--out", str(run), "--cache", str(tmp_path / "cache"), plugin=plugin,
+    ))  # fmt: skip
+    assert "--ink-index" in ok(vsb(tmp_path, "evaluate", "--evaluator", INK, "-h", plugin=plugin))
+    shares = {}
+    for index in (None, "3"):
+        given = ["--ink-index", index] if index else []
+        ok(vsb(tmp_path, "evaluate", str(run), f"--evaluator={INK}", *given, plugin=plugin))
+        rows = [r for _, r in iter_rows(run / "evaluations/signals.parquet")]
+        (signal,) = {r["signal"] for r in rows if r["evaluator"] == INK}  # replaced, not added
+        shares[signal] = sorted(r["value"] for r in rows)
+    assert set(shares) == {"ink_0", "ink_3"} and shares["ink_0"] != shares["ink_3"]
+    unused = vsb(tmp_path, "evaluate", str(run), "--ink-index", "3", plugin=plugin)
+    assert unused.returncode == 2 and "--ink-index" in unused.stderr  # only with demo-ink
 
 
 def test_unknown_model_lists_plugin_models(tmp_path: Path, small_suite: Path) -> None:

@@ -10,7 +10,10 @@ written, the unparsable answers are not cached, so a rerun asks them again).
 from __future__ import annotations
 
 import time
+from dataclasses import fields
+from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -62,7 +65,54 @@ class _Lines:
             click.echo(f"{self.what}: {done} of {total} calls, {now - self.t0:.0f} s", err=True)
 
 
-@click.command("evaluate")
+def _classes(args: list[str]) -> list[type[Any]]:
+    """The built-in evaluators' classes and those of the plug-ins ``--evaluator`` names."""
+    from vsb.evaluators.registry import BUILTINS, evaluator_info
+
+    named = [b if a == "--evaluator" else a.partition("=")[2] for a, b in pairwise([*args, ""])
+             if a == "--evaluator" or a.startswith("--evaluator=")]  # fmt: skip
+    wanted = dict.fromkeys([*BUILTINS, *",".join(named).split(",")])
+    return [evaluator_info(n.strip()).load() for n in wanted if n.strip()]
+
+
+class _EvaluateCommand(click.Command):
+    """``vsb evaluate``: its own options, then each evaluator's (``cli_options``)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["vsb.evaluators"] = _classes(args)
+        return super().parse_args(ctx, args)
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        *own, help_ = super().get_params(ctx)
+        mine = [
+            p
+            for c in ctx.meta.setdefault("vsb.evaluators", _classes([]))
+            for p in getattr(c, "cli_options", ())
+        ]
+        return [*own, *{p.name: p for p in mine}.values(), help_]
+
+
+def _own_options(chosen: list[str], values: dict[str, Any], **shared: Any) -> dict[str, Any]:
+    """Evaluator name -> its options, made of its command-line options' values (and the
+    ``shared`` values its options type has fields for), for every chosen evaluator."""
+    out = {}
+    for cls in click.get_current_context().meta["vsb.evaluators"]:
+        mine = {p.name: values[p.name] for p in getattr(cls, "cli_options", ())}
+        unused = (
+            [p.opts[0] for p in cls.cli_options if p.default is None and mine[p.name] is not None]
+            if cls.name not in chosen
+            else []
+        )
+        if unused:
+            raise click.UsageError(f"{unused[0]} is only used by the {cls.name} evaluator")
+        if cls.name in chosen and getattr(cls, "Options", None) is not None:
+            names = {f.name for f in fields(cls.Options)}
+            given = {k: v for k, v in {**shared, **mine}.items() if k in names and v is not None}
+            out[cls.name] = cls.Options(**given)
+    return out
+
+
+@click.command("evaluate", cls=_EvaluateCommand)
 @run_dir_argument
 @evaluators_option(
     "Evaluators to run: rules, pairwise, vlm, clip, dino. Default: rules and pairwise, plus "
@@ -99,35 +149,6 @@ class _Lines:
     "bytes, the vocabulary and the extractor's code): re-evaluating a run, or another run with "
     "the same images, decodes and extracts none of them again. Same rows either way.",
 )
-@click.option(
-    "--clip-model",
-    default=None,
-    metavar="NAME_OR_DIR",
-    help="clip evaluator: a hub name in the local Hugging Face cache or a model directory "
-    "[default: openai/clip-vit-base-patch32]; openai/clip-vit-large-patch14 (ViT-L/14, "
-    "VinaBench's model) makes clip_image_rr comparable with its CLIP-T-MRR.",
-)
-@click.option(
-    "--dino-model",
-    default=None,
-    metavar="NAME_OR_DIR",
-    help="dino evaluator: a hub name in the local Hugging Face cache or a model directory "
-    "[default: facebook/dinov2-small].",
-)
-@click.option(
-    "--device",
-    default="cpu",
-    show_default=True,
-    type=click.Choice(["cpu", "cuda", "mps"]),
-    help="Where the clip and dino models run.",
-)
-@click.option(
-    "--batch-size",
-    default=32,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="Images (and texts) per forward pass of the clip and dino models.",
-)
 @workers_option("Worker processes for the local evaluators (rules, pairwise), as in vsb run.")
 @executor_options(
     "Where the rules/pairwise tasks and the clip/dino models run: local processes, or "
@@ -148,14 +169,11 @@ def evaluate(
     dry_run: bool,
     cache_dir: Path,
     extraction_cache: bool,
-    clip_model: str | None,
-    dino_model: str | None,
-    device: str,
-    batch_size: int,
     workers: int,
     executor: str,
     ray_address: str | None,
     timeout_s: float | None,
+    **evaluator_options: Any,
 ) -> None:
     """Judge RUN_DIR's images: the extractor + rule checker and pairwise signals on renders,
     and the VLM judge on any image (one call per scene, cached, priced, in the ledger);
@@ -168,8 +186,10 @@ def evaluate(
       vsb evaluate run --evaluator vlm --judge openai-compatible:qwen2.5-vl \\
           --base-url http://127.0.0.1:8000/v1 --model stored:flux --condition independent
       vsb evaluate run --evaluator clip,dino --clip-model ./clip-vit-base-patch32 --device cuda
+
+    Each evaluator adds options of its own (after --timeout); a plug-in's appear when
+    --evaluator names it.
     """
-    from vsb.evaluators.embed.signals import EmbedOptions
     from vsb.evaluators.evaluate import evaluate_run, plan_judge
     from vsb.evaluators.vlm.store import JudgePricing
     from vsb.evaluators.vlm.transports import build_transport, default_client
@@ -199,18 +219,7 @@ def evaluate(
         pricing=JudgePricing.load(),
     )
     model_list, cond_list = _names(models), _names(conditions)
-    chosen = _names(evaluators) or []
-    for name, value in (("clip", clip_model), ("dino", dino_model)):
-        if value is not None and name not in chosen:
-            raise click.UsageError(f"--{name}-model is only used by the {name} evaluator")
-    defaults = EmbedOptions()
-    embed_options = EmbedOptions(
-        clip_model=clip_model or defaults.clip_model,
-        dino_model=dino_model or defaults.dino_model,
-        device=device,
-        batch_size=batch_size,
-        cache_dir=cache_dir,
-    )
+    own = _own_options(_names(evaluators) or [], evaluator_options, cache_dir=cache_dir)
     if dry_run:
         if transport is None:
             raise click.UsageError("--dry-run plans judge calls: give --judge")
@@ -244,7 +253,7 @@ def evaluate(
         judged = bar.add_task("judging", total=None, visible=transport is not None)
         embedded = bar.add_task("embedding", total=None, visible=False)
 
-        def progress(done: int, total: int) -> None:
+        def frames_progress(done: int, total: int) -> None:
             bar.update(local, completed=done, total=total, refresh=True)
 
         lines = _Lines(f"judge {transport.judge_model}" if transport else "judge")
@@ -261,16 +270,18 @@ def evaluate(
             with report_waits(timeout_s, transport is not None and transport.paid):
                 result = evaluate_run(
                     run_dir,
-                    progress=progress,
+                    progress={
+                        "frames": frames_progress,
+                        "calls": judge_progress,
+                        "models": embed_progress,
+                    },
                     workers=workers,
                     evaluators=_names(evaluators),
                     models=model_list,
                     conditions=cond_list,
+                    options=own,
                     judge=transport,
                     judge_options=options,
-                    judge_progress=judge_progress,
-                    embed_options=embed_options,
-                    embed_progress=embed_progress,
                     executor=executor,
                     ray_address=ray_address,
                     extraction_cache=cache_dir if extraction_cache else None,
@@ -333,10 +344,11 @@ def evaluate(
     for e in result.embed:
         texts = ""
         if e.evaluator == "clip":
+            ref = own["clip"].reference_model
             refs = (
-                f"{e.references} {embed_options.reference_model} reference images"
+                f"{e.references} {ref} reference images"
                 if e.references
-                else f"no clip_image_rr: no {embed_options.reference_model} images in the run"
+                else f"no clip_image_rr: no {ref} images in the run"
             )
             texts = f"; {e.texts} texts, {e.texts_computed} embedded; {refs}"
         click.echo(

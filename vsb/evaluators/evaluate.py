@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,9 +51,9 @@ from vsb.tables import (
 )
 
 if TYPE_CHECKING:
-    from vsb.evaluators.embed.signals import EmbedOptions, EmbedSummary
+    from vsb.evaluators.embed.signals import EmbedSummary
     from vsb.evaluators.vlm.transports import VlmTransport
-    from vsb.evaluators.vlm_judge import CostPlan, JudgeCall, JudgeOptions
+    from vsb.evaluators.vlm_judge import CostPlan, JudgeOptions
 
 EVALUATIONS_FORMAT_VERSION = "2.0"
 ProgressFn = Callable[[int, int], None]
@@ -200,18 +200,6 @@ def _cells(view: RunView) -> set[tuple[str, str]]:
     return {(s.model, s.condition) for s in view.sequences}
 
 
-def _judge_calls(
-    view: RunView,
-    judge: VlmTransport,
-    options: JudgeOptions,
-    names: Sequence[str] = (DEFAULT_JUDGE,),
-) -> list[JudgeCall]:
-    """The judge calls of the calls-stage evaluators ``names`` over the run's frames."""
-    opts = EvaluateOptions(judge=judge, judge_options=options)
-    evs = [get_evaluator(n) for n in names]
-    return [item.payload for ev in evs for item in ev.plan(view, opts)]
-
-
 def plan_judge(
     run_dir: str | Path,
     judge: VlmTransport,
@@ -225,10 +213,12 @@ def plan_judge(
     from vsb.evaluators.vlm_judge import plan_cost
 
     names = resolve_evaluators(evaluators, judge)
-    judged = [n for n in names if evaluator_info(n).stage == "calls"]
+    evs = [get_evaluator(n, options=options) for n in names if evaluator_info(n).stage == "calls"]
     view = _prepare(run_dir, models, conditions)
     view = without(view, unreadable_images(view))  # an unreadable image is never sent
-    return plan_cost(_judge_calls(view, judge, options, judged), judge, options)
+    opts = EvaluateOptions(judge=judge)
+    calls = [item.payload for ev in evs for item in ev.plan(view, opts)]
+    return plan_cost(calls, judge, options)
 
 
 def _existing(path: Path) -> list[tuple[int, dict[str, Any]]]:
@@ -331,22 +321,22 @@ def _unreadable_warnings(unreadable: dict[Image, str], images: Counter[str]) -> 
 def evaluate_run(
     run_dir: str | Path,
     *,
-    progress: ProgressFn | None = None,
+    progress: ProgressFn | Mapping[str, ProgressFn] | None = None,
     workers: int = 1,
     evaluators: Sequence[str] | None = None,
     models: Sequence[str] | None = None,
     conditions: Sequence[str] | None = None,
+    options: Mapping[str, Any] | None = None,
     judge: VlmTransport | None = None,
     judge_options: JudgeOptions | None = None,
-    judge_progress: ProgressFn | None = None,
     ledger_path: str | Path | None = None,
-    embed_options: EmbedOptions | None = None,
-    embed_progress: ProgressFn | None = None,
     executor: str = "local",
     ray_address: str | None = None,
     extraction_cache: str | Path | None = None,
 ) -> EvaluationResult:
-    """Evaluate the images of a run directory and write ``RUN/evaluations/``; judge calls
+    """Evaluate the images of a run directory and write ``RUN/evaluations/``. ``options``:
+    evaluator name -> its own options (``judge_options``: those of every calls-stage
+    evaluator); ``progress``: a callback of the frames stage, or one per stage; judge calls
     are recorded in ``ledger_path`` (default ``RUN/ledger.sqlite``). ``executor="ray"``
     runs the per-story and embedding evaluators on a Ray cluster
     (``vsb.evaluators.evaluate_ray``; same rows). ``extraction_cache``: a directory where
@@ -362,30 +352,31 @@ def evaluate_run(
             from vsb.run.ray_session import ray_session
 
             ray = stack.enter_context(ray_session(ray_address))
-        options = EvaluateOptions(
-            judge=judge, judge_options=judge_options,
-            ledger_path=Path(ledger_path) if ledger_path else None,
-            embed_options=embed_options, workers=workers, ray=ray, progress=progress,
-            judge_progress=judge_progress, embed_progress=embed_progress,
-            extraction_cache=Path(extraction_cache) if extraction_cache else None,
+        names = resolve_evaluators(evaluators, judge)
+        of = {n: judge_options for n in names if evaluator_info(n).stage == "calls"}
+        opts = EvaluateOptions(
+            {**(of if judge_options else {}), **(options or {})}, judge,
+            Path(ledger_path) if ledger_path else None, workers, ray,
+            Path(extraction_cache) if extraction_cache else None,
+            progress if isinstance(progress, Mapping) else {"frames": progress} if progress else {},
         )  # fmt: skip
-        return _evaluate_run(
-            run_dir, evaluators=evaluators, models=models, conditions=conditions, options=options
-        )
+        return _evaluate_run(run_dir, names, models=models, conditions=conditions, options=opts)
 
 
 def _evaluate_run(
     run_dir: str | Path,
+    names: tuple[str, ...],
     *,
-    evaluators: Sequence[str] | None,
     models: Sequence[str] | None,
     conditions: Sequence[str] | None,
     options: EvaluateOptions,
 ) -> EvaluationResult:
-    names = resolve_evaluators(evaluators, options.judge)
     view = _prepare(run_dir, models, conditions)
     cells = _cells(view)
-    chosen: list[Evaluator] = [get_evaluator(n) for n in names]
+    given = options.of
+    chosen: list[Evaluator] = [
+        get_evaluator(n, **({"options": given[n]} if n in given else {})) for n in names
+    ]
     for ev in chosen:
         ev.check(options)  # what each needs is there, before any work
     done = run_evaluators(chosen, view, options)

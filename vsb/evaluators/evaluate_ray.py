@@ -59,7 +59,7 @@ def _read(path: str | None) -> bytes | None:
 def run_tasks(
     ray: Any,
     stories: dict[str, Story],
-    jobs: Sequence[tuple[Sequence[Any], tuple[str, ...], str | None]],
+    jobs: Sequence[tuple[Sequence[Any], tuple[Any, ...], str | None]],
     evaluate: Callable[..., Any],
     add: Callable[[Any, Any], None],
 ) -> None:

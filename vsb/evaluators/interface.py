@@ -62,7 +62,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
@@ -73,10 +73,8 @@ from numpy.typing import NDArray
 from vsb.story.models import Requirement, Story
 
 if TYPE_CHECKING:
-    from vsb.evaluators.embed.signals import EmbedOptions
     from vsb.evaluators.render.memo import ExtractionMemo
     from vsb.evaluators.vlm.transports import VlmTransport
-    from vsb.evaluators.vlm_judge import JudgeOptions
 
 Kind = Literal["verdicts", "signals"]
 Reads = Literal["renders", "any"]
@@ -189,20 +187,18 @@ class RunView:
 
 @dataclass(frozen=True)
 class EvaluateOptions:
-    """What ``vsb evaluate`` was given beyond the evaluators: the judge, the embedding
-    models, where local work runs, and progress callbacks (by stage)."""
+    """What ``vsb evaluate`` was given beyond the evaluators: each evaluator's own options
+    (``of``: name -> an instance of its ``Options``), the judge the calls stage asks, the
+    ledger, where local work runs, and progress callbacks by stage."""
 
+    of: Mapping[str, Any] = field(default_factory=dict)
     judge: VlmTransport | None = None
-    judge_options: JudgeOptions | None = None
     ledger_path: Path | None = None
-    embed_options: EmbedOptions | None = None
     workers: int = 1
     ray: Any = None
     #: An on-disk extraction cache shared across evaluations (None: memo per story only).
     extraction_cache: Path | None = None
-    progress: ProgressFn | None = None  # frames stage
-    judge_progress: ProgressFn | None = None  # calls stage
-    embed_progress: ProgressFn | None = None  # models stage
+    progress: Mapping[str, ProgressFn] = field(default_factory=dict)  # stage -> callback
 
 
 class Evaluator(Protocol):
@@ -243,6 +239,14 @@ class EvaluatorBase:
     stage: ClassVar[Stage] = "frames"
     needs: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    #: Its options type, made without arguments for its defaults (None: it takes none), and
+    #: the command-line options (click parameters) that set the fields they are named after.
+    Options: ClassVar[type[Any] | None] = None
+    cli_options: ClassVar[Sequence[Any]] = ()
+
+    def __init__(self, options: Any = None) -> None:
+        """``options``: its own (``EvaluateOptions.of[name]``; None: its type's defaults)."""
+        self.options = options if options is not None or self.Options is None else self.Options()
 
     def check(self, options: EvaluateOptions) -> None:
         """Nothing to check: it needs only the run."""

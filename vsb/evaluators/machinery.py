@@ -136,12 +136,12 @@ def _frame(
 
 def evaluate_task(
     story: Story,
-    names: Sequence[str],
+    names: Sequence[str | Evaluator],
     task: FrameSequence,
     data: Sequence[bytes | None] | None = None,
     memo: ExtractionMemo | None = None,
 ) -> Outputs:
-    """Run the frames evaluators ``names`` over one (model, condition, story) sequence;
+    """Run the frames evaluators ``names`` (or instances) over one sequence;
     ``data``: the images' bytes, in ``task.images`` order (None: read them from disk);
     ``memo``: decodings and extractions shared with other sequences (None: none)."""
     blobs = data if data is not None else [None] * len(task.images)
@@ -154,8 +154,9 @@ def evaluate_task(
             if f.unreadable
         },
     )
-    for name in names:
-        part = get_evaluator(name).evaluate_story(story, frames)  # type: ignore[attr-defined]
+    for ev in names:
+        ev = get_evaluator(ev) if isinstance(ev, str) else ev
+        part = ev.evaluate_story(story, frames)  # type: ignore[attr-defined]
         res.out.requirements += part.requirements
         res.out.signals += part.signals
     return res
@@ -163,7 +164,7 @@ def evaluate_task(
 
 def evaluate_group(
     story: Story,
-    names: Sequence[str],
+    names: Sequence[str | Evaluator],
     tasks: Sequence[FrameSequence],
     data: Sequence[Sequence[bytes | None]] | None = None,
     cache_dir: str | None = None,
@@ -198,7 +199,7 @@ def share_text(rows: list[dict[str, Any]], text: dict[str, str]) -> list[dict[st
 _SHARED: dict[str, Story] | None = None
 
 #: One frames job: a story's sequences, the evaluators to run on them, the cache directory.
-Job = tuple[tuple[FrameSequence, ...], tuple[str, ...], str | None]
+Job = tuple[tuple[FrameSequence, ...], tuple[Evaluator, ...], str | None]
 
 
 def _run_job(job: Job) -> tuple[list[Outputs], Counter[str]]:
@@ -207,7 +208,9 @@ def _run_job(job: Job) -> tuple[list[Outputs], Counter[str]]:
     return evaluate_group(_SHARED[tasks[0].story_id], names, tasks, None, cache_dir)
 
 
-def _jobs(items: list[WorkItem], cache_dir: str | None) -> tuple[list[FrameSequence], list[Job]]:
+def _jobs(
+    evaluators: list[Evaluator], items: list[WorkItem], cache_dir: str | None
+) -> tuple[list[FrameSequence], list[Job]]:
     """The sequences in plan order, and one job per (story, evaluators): a story's images
     under every model and condition share a memo (most repeats are within a story)."""
     names_of: dict[FrameSequence, list[str]] = {}
@@ -216,16 +219,21 @@ def _jobs(items: list[WorkItem], cache_dir: str | None) -> tuple[list[FrameSeque
     groups: dict[tuple[str, tuple[str, ...]], list[FrameSequence]] = {}
     for seq, names in names_of.items():
         groups.setdefault((seq.story_id, tuple(names)), []).append(seq)
-    jobs = [(tuple(seqs), names, cache_dir) for (_sid, names), seqs in groups.items()]
-    return list(names_of), jobs
+    by_name = {ev.name: ev for ev in evaluators}
+    return list(names_of), [
+        (tuple(seqs), tuple(by_name[n] for n in names), cache_dir)
+        for (_sid, names), seqs in groups.items()
+    ]
 
 
 def _frames_stage(
-    items: list[WorkItem], run: RunView, options: EvaluateOptions, acc: Outputs
-) -> None:
+    evaluators: list[Evaluator], items: list[WorkItem], run: RunView,
+    options: EvaluateOptions, acc: Outputs,
+) -> None:  # fmt: skip
     global _SHARED
     cache_dir = None if options.extraction_cache is None else str(options.extraction_cache)
-    order, jobs = _jobs(items, None if options.ray is not None else cache_dir)
+    order, jobs = _jobs(evaluators, items, None if options.ray is not None else cache_dir)
+    progress = options.progress.get("frames")
     total = sum(len(seq.images) for seq in order)
     done = 0
     pending: dict[FrameSequence, Outputs] = {}
@@ -245,8 +253,8 @@ def _frames_stage(
             acc.not_renders += res.not_renders
             acc.unreadable.update(res.unreadable)
         done += sum(len(t.images) for t in job[0])
-        if options.progress:
-            options.progress(done, total)
+        if progress:
+            progress(done, total)
 
     _SHARED = run.stories
     try:
@@ -310,18 +318,13 @@ def _calls_stage(
 ) -> None:  # fmt: skip
     from vsb.evaluators.vlm.store import failed_checks_in
     from vsb.evaluators.vlm.transports import endpoint_of
-    from vsb.evaluators.vlm_judge import (
-        JudgeOptions,
-        execute_calls,
-        failed_calls_error,
-        transcript_row,
-    )
+    from vsb.evaluators.vlm_judge import execute_calls, failed_calls_error, transcript_row
     from vsb.store.ledger import Ledger
 
-    judge = options.judge
+    judge, progress = options.judge, options.progress.get("calls")
     if judge is None:
         raise InputError(f"--evaluator {evaluators[0].name} needs a judge: give --judge")
-    opts = options.judge_options or JudgeOptions()
+    opts = evaluators[0].options  # type: ignore[attr-defined]  # one pass: the first's options
     calls = [it.payload for it in items]
     done = 0
     where = endpoint_of(judge)
@@ -335,8 +338,8 @@ def _calls_stage(
             if out.cache_hit:
                 recorder.hit(out)
             done += 1
-            if options.judge_progress:
-                options.judge_progress(done, len(calls))
+            if progress:
+                progress(done, len(calls))
 
         checks = failed_checks_in(opts.cache_dir if judge.paid else None)
         outcomes = execute_calls(calls, judge, opts, on_done=on_done, recorder=recorder)
@@ -372,7 +375,7 @@ def _models_stage(
     evaluators: list[Evaluator], items: list[WorkItem], run: RunView,
     options: EvaluateOptions, acc: Outputs,
 ) -> None:  # fmt: skip
-    from vsb.evaluators.embed.signals import EmbedOptions, run_embeddings
+    from vsb.evaluators.embed.signals import run_embeddings
 
     load = None
     if options.ray is not None:
@@ -380,10 +383,9 @@ def _models_stage(
 
         load = remote_loader(options.ray)
     refs = next((list(it.payload) for it in items if it.payload), [])
-    names = [ev.name for ev in evaluators]
-    eopts = options.embed_options or EmbedOptions()
+    mine = {ev.name: ev.options for ev in evaluators}  # type: ignore[attr-defined]
     sigs, summaries = run_embeddings(
-        run.stories, run.sequences, names, eopts, options.embed_progress, load, refs
+        run.stories, run.sequences, mine, options.progress.get("models"), load, refs
     )
     acc.embed = tuple(summaries)
     acc.out.signals += sigs
@@ -401,7 +403,9 @@ def run_evaluators(
               for k, p in s.images if p is None]  # fmt: skip
     frames = by_stage(evaluators, "frames")
     if frames:
-        _frames_stage([it for ev in frames for it in ev.plan(run, options)], run, options, acc)
+        _frames_stage(
+            frames, [it for ev in frames for it in ev.plan(run, options)], run, options, acc
+        )
     else:  # issue #23: no frames stage decoded the images; look for unreadable ones here
         acc.unreadable = unreadable_images(run)
     run = without(run, acc.unreadable)  # an unreadable image is no picture for any evaluator
@@ -439,11 +443,6 @@ def without(run: RunView, unreadable: dict[Image, str]) -> RunView:
         for s in run.sequences
     )  # fmt: skip
     return replace(run, sequences=seqs)
-
-
-def images_of(run: RunView) -> Counter[str]:
-    """Images with a picture per model."""
-    return Counter(s.model for s, _k, _p in run.frames())
 
 
 __all__ = ["JudgeSummary", "Outputs", "Path", "RunError", "evaluate_task", "run_evaluators"]

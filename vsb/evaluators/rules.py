@@ -263,7 +263,8 @@ class RulesEvaluator(StoryEvaluator):
     reads = "renders"
     description = "blind extractor + rule checker (renders only)"
 
-    def __init__(self) -> None:
+    def __init__(self, options: Any = None) -> None:
+        super().__init__(options)
         # scipy.optimize (~0.2 s) is imported by the instance, not the module: reading this
         # class's declaration (the site's evaluator table) does not load it, and the pool
         # workers of an evaluation, forked after the instance is made, inherit it.

@@ -109,12 +109,13 @@ class VlmJudge(EvaluatorBase):
     stage = "calls"
     needs = "--judge"
     description = "VLM question-answering judge, one call per scene (any image)"
+    Options = JudgeOptions
 
     def __init__(
         self, transport: VlmTransport | None = None, options: JudgeOptions | None = None
     ) -> None:
+        super().__init__(options or JudgeOptions(cache_dir=None))
         self.transport = transport  # for evaluate_story (library use)
-        self.options = options or JudgeOptions(cache_dir=None)
 
     def evaluate_story(self, story: Story, frames: list[Frame]) -> EvaluatorOutput:
         """Rows for one (model, condition, story) with the judge given at construction
@@ -155,10 +156,9 @@ class VlmJudge(EvaluatorBase):
         """One item per call: keyed by the call's content, priced from config/pricing.json."""
         judge = options.judge
         assert judge is not None, "check() first"
-        opts = options.judge_options or JudgeOptions()
         return [
-            WorkItem(self.name, c.key, estimate_cost(c, opts.pricing, judge.judge_model), c)
-            for c in self.calls(run, judge, opts)
+            WorkItem(self.name, c.key, estimate_cost(c, self.options.pricing, judge.judge_model), c)
+            for c in self.calls(run, judge, self.options)
         ]
 
     def rows(self, outcomes: Sequence[CallOutcome], judge_model: str) -> EvaluatorOutput:

@@ -38,11 +38,12 @@ computes nothing.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import click
 import numpy as np
 
 from vsb.errors import InputError
@@ -134,20 +135,20 @@ class StorySequence:
     images: tuple[tuple[int, str | None], ...]
 
 
-def check_embeddings(names: Sequence[str], options: EmbedOptions) -> dict[str, Weights]:
-    """Fail early (before other evaluators run) when the extra or the weights are missing;
-    imports neither torch nor transformers."""
+def check_embeddings(options: Mapping[str, EmbedOptions]) -> dict[str, Weights]:
+    """Fail early (before other evaluators run) when the extra or the weights of an
+    evaluator (name -> its options) are missing; imports neither torch nor transformers."""
     found: dict[str, Weights] = {}
-    for name in names:
+    for name, opts in options.items():
         kind = _kind(name)
         require_extra(name)
-        found[name] = locate_weights(kind, options.model(kind))
-    if options.batch_size < 1:
-        raise InputError("--batch-size must be at least 1")
-    if options.pool_size < 2:
-        raise InputError("the CLIP ranking needs at least 2 candidate texts")
-    if options.reference_pool < 1:
-        raise InputError("the CLIP image ranking needs at least 1 reference image")
+        found[name] = locate_weights(kind, opts.model(kind))
+        if opts.batch_size < 1:
+            raise InputError("--batch-size must be at least 1")
+        if opts.pool_size < 2:
+            raise InputError("the CLIP ranking needs at least 2 candidate texts")
+        if opts.reference_pool < 1:
+            raise InputError("the CLIP image ranking needs at least 1 reference image")
     return found
 
 
@@ -269,24 +270,26 @@ def _dino_rows(
 def run_embeddings(
     stories: dict[str, Story],
     sequences: Sequence[Sequence_],
-    names: Sequence[str],
-    options: EmbedOptions,
+    options: Mapping[str, EmbedOptions],
     progress: ProgressFn | None = None,
     load: EncoderLoader | None = None,
     references: Sequence[Sequence_] = (),
 ) -> tuple[list[dict[str, Any]], list[EmbedSummary]]:
-    """Signal rows of the embedding evaluators ``names`` over ``sequences`` (``stories``: the
-    whole suite, the source of the CLIP negatives), and what each evaluator computed.
+    """Signal rows of the embedding evaluators of ``options`` (name -> its options) over
+    ``sequences`` (``stories``: the whole suite, the source of the CLIP negatives), and what
+    each evaluator computed.
     ``references``: the reference model's frames (clip_image_rr's reference images; none:
     no clip_image_rr rows).
 
     ``load(weights, device, dir_ident)`` gives the encoder (default ``load_encoder``: the
     model in this process; ``vsb.evaluators.evaluate_ray`` gives one on a Ray worker). The
     cache stays here: only images and texts it lacks reach the encoder."""
-    weights = check_embeddings(names, options)
+    weights = check_embeddings(options)
     shas = hash_images(sequences)
-    ref_shas = hash_images(references) if "clip" in names else {}
-    total = len(set(shas.values())) * len(names) + len(set(ref_shas.values()) - set(shas.values()))
+    ref_shas = hash_images(references) if "clip" in options else {}
+    total = len(set(shas.values())) * len(options) + len(
+        set(ref_shas.values()) - set(shas.values())
+    )
     done = 0
 
     def advance(n: int) -> None:
@@ -297,13 +300,13 @@ def run_embeddings(
 
     rows: list[dict[str, Any]] = []
     summaries: list[EmbedSummary] = []
-    with EmbeddingCache(options.cache_dir) as cache:
-        for name in names:
+    with EmbeddingCache(next(iter(options.values())).cache_dir) as cache:
+        for name, opts in options.items():
             failed_before = cache.failed_checks
-            encoder = (load or load_encoder)(weights[name], options.device, cache.dir_digest)
-            emb = Embedder(encoder, cache, options.batch_size, advance)
+            encoder = (load or load_encoder)(weights[name], opts.device, cache.dir_digest)
+            emb = Embedder(encoder, cache, opts.batch_size, advance)
             if name == "clip":
-                rows += _clip_rows(stories, sequences, shas, emb, options, ref_shas)
+                rows += _clip_rows(stories, sequences, shas, emb, opts, ref_shas)
             else:
                 rows += _dino_rows(sequences, shas, emb)
             summaries.append(
@@ -325,20 +328,16 @@ class _EmbedEvaluator(EvaluatorBase):
     ``evaluate_story`` embeds one story at a time (library use)."""
 
     stage = "models"
-
-    def __init__(self, options: EmbedOptions | None = None) -> None:
-        self.options = options or EmbedOptions()
-
-    def _options(self, options: EvaluateOptions) -> EmbedOptions:
-        return options.embed_options or self.options
+    Options = EmbedOptions
+    options: EmbedOptions
 
     def check(self, options: EvaluateOptions) -> None:
         """The extra and the weights are there (before any work)."""
-        check_embeddings((self.name,), self._options(options))
+        check_embeddings({self.name: self.options})
 
     def plan(self, run: RunView, options: EvaluateOptions) -> list[WorkItem]:
         """One item: every frame through the model (payload: the reference frames)."""
-        model = self._options(options).model(_kind(self.name))
+        model = self.options.model(_kind(self.name))
         frames = [(s.model, s.condition, s.story_id, k, p) for s, k, p in run.frames()]
         return [WorkItem(self.name, content_key(self.name, model, frames), 0.0, [])]
 
@@ -354,9 +353,22 @@ class _EmbedEvaluator(EvaluatorBase):
         seqs = [StorySequence(m, c, story.id, tuple(sorted(v))) for (m, c), v in groups.items()]
         refs = [s for s in seqs if s.model == self.options.reference_model]
         rows, _ = run_embeddings(
-            {story.id: story}, seqs, (self.name,), self.options, references=refs
+            {story.id: story}, seqs, {self.name: self.options}, references=refs
         )
         return EvaluatorOutput(signals=rows)
+
+
+#: The command-line options both embedding evaluators take (fields of ``EmbedOptions``).
+_CLI = (
+    click.Option(
+        ["--device"], default="cpu", show_default=True, type=click.Choice(["cpu", "cuda", "mps"]),
+        help="Where the clip and dino models run.",
+    ),
+    click.Option(
+        ["--batch-size"], default=32, show_default=True, type=click.IntRange(min=1),
+        help="Images (and texts) per forward pass of the clip and dino models.",
+    ),
+)  # fmt: skip
 
 
 class ClipEvaluator(_EmbedEvaluator):
@@ -366,10 +378,19 @@ class ClipEvaluator(_EmbedEvaluator):
     name = "clip"
     needs = "CLIP weights (--clip-model); pip install 'vsb[embed]'"
     description = "CLIP text–image similarity and reciprocal rank among negative texts (any image)"
+    cli_options = (
+        click.Option(
+            ["--clip-model"], default=None, metavar="NAME_OR_DIR",
+            help="clip evaluator: a hub name in the local Hugging Face cache or a model "
+            f"directory [default: {DEFAULT_MODELS['clip']}]; openai/clip-vit-large-patch14 "
+            "(ViT-L/14, VinaBench's model) makes clip_image_rr comparable with its CLIP-T-MRR.",
+        ),
+        *_CLI,
+    )  # fmt: skip
 
     def plan(self, run: RunView, options: EvaluateOptions) -> list[WorkItem]:
         """One item whose payload is the reference model's frames (clip_image_rr)."""
-        ref = self._options(options).reference_model
+        ref = self.options.reference_model
         refs = [s for s in run.all_sequences() if s.model == ref]
         (item,) = super().plan(run, options)
         return [WorkItem(item.evaluator, item.key, 0.0, refs)]
@@ -381,3 +402,11 @@ class DinoEvaluator(_EmbedEvaluator):
     name = "dino"
     needs = "DINOv2 weights (--dino-model); pip install 'vsb[embed]'"
     description = "DINOv2 CLS similarity to the previous frame and to scene 1 (any image)"
+    cli_options = (
+        click.Option(
+            ["--dino-model"], default=None, metavar="NAME_OR_DIR",
+            help="dino evaluator: a hub name in the local Hugging Face cache or a model "
+            f"directory [default: {DEFAULT_MODELS['dino']}].",
+        ),
+        *_CLI,
+    )  # fmt: skip

@@ -58,7 +58,9 @@ once more. Per path:
                        answer a kill lost before it was stored: an interrupted row)
     repeated           completed calls sent again: calls finished twice in the ledger, plus
                        answers beyond one a body not covered by an interrupted row (must be 0)
-    without a row      requests received beyond the path's ledger rows (must be 0)
+    without a row      requests received beyond the path's ledger rows, per command (the
+                       requests the server received while it ran, the rows of the ledger
+                       sessions it opened; must be 0)
     last rerun         requests the final rerun sent (must be 0)
 
 Run: ``.venv/bin/python benchmarks/kill_rerun.py --mode http [--kills 20] [--seed 0]``
@@ -344,15 +346,32 @@ def _path_commands(root: Path, suite: Path, url: str) -> dict[str, tuple[list[st
     }  # fmt: skip
 
 
-def _path_rows(ledger: Path, prefix: str) -> list[tuple[str, str, int]]:
+def _path_rows(ledger: Path, prefix: str) -> list[tuple[str, str, int, int]]:
+    """(key, status, success, session) of the path's call rows."""
     if not ledger.is_file():
         return []
     with sqlite3.connect(ledger) as led:
         rows = led.execute(
-            "SELECT key, status, success FROM requests WHERE cache_hit = 0 AND model LIKE ?",
+            "SELECT key, status, success, session FROM requests WHERE cache_hit = 0 "
+            "AND model LIKE ?",
             (prefix + "%",),
         ).fetchall()
-    return [(str(k), str(s), int(ok)) for k, s, ok in rows]
+    return [(str(k), str(s), int(ok), int(n)) for k, s, ok, n in rows]
+
+
+def _last_session(ledger: Path) -> int:
+    if not ledger.is_file():
+        return 0
+    with sqlite3.connect(ledger) as led:
+        return int(led.execute("SELECT COALESCE(MAX(session), 0) FROM sessions").fetchone()[0])
+
+
+def _timed(cmd: list[str], env: dict[str, str], ledger: Path, spans: list[Any]) -> Any:
+    """Run ``cmd`` to its end; its span (start, end, sessions it opened) into ``spans``."""
+    t0, s0 = time.time(), _last_session(ledger)
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    spans.append((t0, time.time(), s0, _last_session(ledger)))
+    return done
 
 
 def paths(args: argparse.Namespace) -> None:
@@ -380,9 +399,11 @@ def paths(args: argparse.Namespace) -> None:
                 # in smaller steps than the run's 550 requests, so every kill hits a live one
                 step = {"import": (1, 2), "judge": (2, 8)}.get(name, (args.min_step, args.max_step))
                 kills = 0
+                spans: list[Any] = []  # per command: start, end, sessions it opened
                 for _ in range(args.kills):
                     answered = sum(e["ev"] == "done" and e["status"] == 200 for e in _events(log))
                     target = answered + int(rng.integers(step[0], step[1] + 1))
+                    t0, s0 = time.time(), _last_session(ledger)
                     proc = subprocess.Popen(
                         cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                         start_new_session=True,
@@ -395,9 +416,10 @@ def paths(args: argparse.Namespace) -> None:
                         time.sleep(0.003)
                     kills += proc.poll() is None
                     _kill_group(proc)
-                final = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+                    spans.append((t0, time.time(), s0, _last_session(ledger)))
+                final = _timed(cmd, env, ledger, spans)
                 before = sum(e["ev"] == "recv" for e in _events(log))
-                again = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+                again = _timed(cmd, env, ledger, spans)
                 last = sum(e["ev"] == "recv" for e in _events(log)) - before
             finally:
                 server.kill()
@@ -408,15 +430,21 @@ def paths(args: argparse.Namespace) -> None:
             answered_n = Counter(
                 e["sha"] for e in events if e["ev"] == "done" and e["status"] == 200
             )
-            interrupted = sum(s == "started" for _k, s, _ok in rows)
-            finished_ok = Counter(k for k, s, ok in rows if s != "started" and ok)
+            interrupted = sum(s == "started" for _k, s, _ok, _n in rows)
+            finished_ok = Counter(k for k, s, ok, _n in rows if s != "started" and ok)
+            # per command: requests received while it ran beyond the rows it began
+            unrecorded = 0
+            for t0, t1, s0, s1 in spans:
+                n_sent = sum(e["ev"] == "recv" and t0 <= e["t"] <= t1 for e in events)
+                n_rows = sum(s0 < n <= s1 for *_x, n in rows)
+                unrecorded += max(0, n_sent - n_rows)
             twice = sum(n - 1 for n in answered_n.values() if n > 1)
             repeated = sum(n - 1 for n in finished_ok.values() if n > 1)
             repeated += max(0, twice - interrupted)
             table[name] = [
                 str(kills), str(sum(sent.values())), str(len(sent)), str(len(rows)),
-                str(interrupted), str(sum(s == "reconciled" for _k, s, _ok in rows)),
-                str(twice), str(repeated), str(max(0, sum(sent.values()) - len(rows))),
+                str(interrupted), str(sum(s == "reconciled" for _k, s, _ok, _n in rows)),
+                str(twice), str(repeated), str(unrecorded),
                 str(last), f"{final.returncode}/{again.returncode}",
             ]  # fmt: skip
         heads = ["kills", "sent", "distinct", "rows", "interrupted", "reconciled",

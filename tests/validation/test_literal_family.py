@@ -72,3 +72,32 @@ def test_a_literal_reader_of_what_was_drawn_reaches_the_bound(
         if (m.recall or 0.0) < 0.95 or (m.precision or 0.0) < 0.95
     }
     assert not low, low
+
+
+def test_the_drawn_state_is_what_the_image_shows(judged: Path) -> None:
+    """literal-drawn sees what was drawn: each frame's drawn state (the oracle's rendered
+    values over the story's state), rendered again, gives the image's bytes."""
+    import json
+
+    from vsb.adapters.simulators import jitter_seed
+    from vsb.render import render_png
+    from vsb.validation.drawn import DrawnFrames
+
+    drawn = DrawnFrames(judged)
+    records = [json.loads(x) for x in (judged / "records.jsonl").read_text().splitlines()]
+    faulty = {f.frame for f in load_faults(judged)}
+    checked = 0
+    for rec in records[::7]:  # a sample of every model and condition
+        frame = (rec["model"], rec["condition"], rec["story_id"], int(rec["scene"]))
+        png = render_png(drawn.state(frame), seed=jitter_seed(frame[2], frame[3], 0))
+        assert png == (judged / rec["path"]).read_bytes(), frame
+        checked += frame in faulty
+    assert checked > 20
+
+
+def test_an_image_that_is_no_frame_of_the_run_gets_unsure(judged: Path) -> None:
+    judge = REFERENCE_JUDGES["literal-drawn"](judged)
+    assert judge.answers(b"not a frame", ["Is it raining?", "Is it night?"]) == ["UNSURE"] * 2
+    assert judge.pair_answers(b"a", b"b", ["Do the two pictures show the same place?"]) == [
+        "UNSURE"
+    ]

@@ -31,8 +31,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from vsb.evaluators.evaluate import _prepare
-from vsb.evaluators.interface import FrameSequence
+from vsb.evaluators.interface import FrameSequence, read_run
 from vsb.evaluators.machinery import Outputs, evaluate_group, evaluate_task
 
 EVALUATIONS = (("run", ("rules", "pairwise")), ("run-paraphrase", ("rules",)),
@@ -40,12 +39,12 @@ EVALUATIONS = (("run", ("rules", "pairwise")), ("run-paraphrase", ("rules",)),
 
 
 def _plain(run_dir: Path, names: tuple[str, ...]) -> list[Outputs]:
-    view = _prepare(run_dir, None, None)
+    view = read_run(run_dir)
     return [evaluate_task(view.stories[s.story_id], names, s) for s in view.sequences]
 
 
 def _memo(run_dir: Path, names: tuple[str, ...], cache: Path) -> tuple[list[Outputs], Counter[str]]:
-    view = _prepare(run_dir, None, None)
+    view = read_run(run_dir)
     by_story: dict[str, list[FrameSequence]] = {}
     for s in view.sequences:
         by_story.setdefault(s.story_id, []).append(s)

@@ -24,9 +24,9 @@ from multiprocessing import Queue
 from pathlib import Path
 from typing import Any
 
-from vsb.evaluators.evaluate import _judge_calls, _prepare
+from vsb.evaluators.interface import read_run
 from vsb.evaluators.vlm.transports import OpenAICompatibleVlm, default_client
-from vsb.evaluators.vlm_judge import JudgeOptions, execute_calls
+from vsb.evaluators.vlm_judge import JudgeOptions, VlmJudge, execute_calls
 from vsb.generator.generate import generate_suite, write_suite
 from vsb.run.runner import RunConfig, run
 from vsb.validation.sim_judge import SimJudgeServer
@@ -63,7 +63,7 @@ def main() -> None:
             cache_dir=root / "gen",
         )
         run(cfg)
-        sel = _prepare(root / "run", None, None)
+        sel = read_run(root / "run")
         # The server runs in its own process, as a real local judge would.
         ctx = multiprocessing.get_context("spawn")
         urls: Queue[str] = ctx.Queue()
@@ -75,7 +75,7 @@ def main() -> None:
             url = urls.get(timeout=120)
             judge = OpenAICompatibleVlm(default_client(), model="sim", base_url=url)
             opts = JudgeOptions(concurrency=args.concurrency, cache_dir=root / "judge-cache")
-            calls = _judge_calls(sel, judge, opts)
+            calls = VlmJudge().calls(sel, judge, opts)
             distinct = len({c.key for c in calls})
             t0 = time.perf_counter()
             execute_calls(calls, judge, opts)

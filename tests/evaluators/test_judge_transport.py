@@ -210,14 +210,14 @@ def test_some_unparsable_answers_warn_but_pass_below_the_threshold(
 def test_budget_stop_exits_3_and_counts_the_calls_in_flight(
     small_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from vsb.evaluators.evaluate import _judge_calls, _prepare
+    from vsb.evaluators.interface import read_run
     from vsb.evaluators.vlm.store import JudgePricing
-    from vsb.evaluators.vlm_judge import estimate_cost
+    from vsb.evaluators.vlm_judge import VlmJudge, estimate_cost
 
     judge = "openai-compatible:gpt-4o"  # priced in config/pricing.json
     with JudgeHttpServer(say("YES"), latency_s=0.4, usage=(1000, 10)) as server:
         t = OpenAICompatibleVlm(httpx.Client(), model="gpt-4o", base_url=server.url)
-        calls = _judge_calls(_prepare(small_run, None, None), t, JudgeOptions())
+        calls = VlmJudge().calls(read_run(small_run), t, JudgeOptions())
         est = [estimate_cost(c, JudgePricing.load(), judge) or 0.0 for c in calls]
         budget = 1.5 * max(est)  # one call fits, a second one in flight could not
         argv = ["evaluate", str(small_run), "--evaluator", "vlm", "--judge", judge,

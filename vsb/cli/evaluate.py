@@ -94,7 +94,8 @@ class _EvaluateCommand(click.Command):
 
 def _own_options(chosen: list[str], values: dict[str, Any], **shared: Any) -> dict[str, Any]:
     """Evaluator name -> its options, made of its command-line options' values (and the
-    ``shared`` values its options type has fields for), for every chosen evaluator."""
+    ``shared`` values its options type has fields for), for every chosen evaluator
+    that has command-line options."""
     out = {}
     for cls in click.get_current_context().meta["vsb.evaluators"]:
         mine = {p.name: values[p.name] for p in getattr(cls, "cli_options", ())}
@@ -105,7 +106,7 @@ def _own_options(chosen: list[str], values: dict[str, Any], **shared: Any) -> di
         )
         if unused:
             raise click.UsageError(f"{unused[0]} is only used by the {cls.name} evaluator")
-        if cls.name in chosen and getattr(cls, "Options", None) is not None:
+        if cls.name in chosen and mine and getattr(cls, "Options", None) is not None:
             names = {f.name for f in fields(cls.Options)}
             given = {k: v for k, v in {**shared, **mine}.items() if k in names and v is not None}
             out[cls.name] = cls.Options(**given)

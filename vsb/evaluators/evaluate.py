@@ -7,14 +7,14 @@ Reads ``RUN/manifest.json``, ``RUN/records.jsonl``, ``RUN/images/…`` and ``RUN
 
 The evaluator is an axis of the rows: evaluating some evaluators (and some models and
 conditions) replaces exactly those rows and keeps every other evaluator's, so the rule
-checker's and a judge's verdicts sit side by side. ``evaluate_run`` selects the evaluators
-(registry), builds the run's view (``RunView``), and hands them to the one machinery
-(``vsb.evaluators.machinery``: plan, then run every work item by stage — process pool,
-judge calls with cache, ledger and budget, batched models — and known outcomes for images
-with no picture); then it merges the rows by evaluator and writes them. Evaluators that read
-renders only mark images that are not renders ``not_applicable`` (one warning per model);
-judge calls are written to ``judge_calls.jsonl``. Progress goes to ``progress(done, total)``,
-``judge_progress`` and ``embed_progress``.
+checker's and a judge's verdicts sit side by side. ``evaluate_run`` is one pass: plan (the
+run's view, ``read_run``; the earlier rows it keeps; each evaluator made with its own options
+and checked), execute (the one machinery, ``vsb.evaluators.machinery``: every work item by
+stage — process pool, judge calls with cache, ledger and budget, batched models — and known
+outcomes for images with no picture), write (the kept rows, then the new ones). Evaluators
+that read renders only mark images that are not renders ``not_applicable`` (one warning per
+model); judge calls are written to ``judge_calls.jsonl``. Progress goes to
+``progress(done, total)``, or to one callback per stage.
 """
 
 from __future__ import annotations
@@ -27,20 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vsb.errors import InputError, RunError, select_present
+from vsb.errors import InputError
 from vsb.evaluators.failed import LABEL as FAILED_LABEL
 from vsb.evaluators.failed import Image
-from vsb.evaluators.interface import (
-    EvaluateOptions,
-    Evaluator,
-    FrameSequence,
-    RunView,
-)
-from vsb.evaluators.machinery import JudgeSummary, run_evaluators, unreadable_images, without
+from vsb.evaluators.interface import EvaluateOptions, Evaluator, RunView, read_run
+from vsb.evaluators.machinery import JudgeSummary, run_evaluators
 from vsb.evaluators.registry import DEFAULT_EVALUATORS, evaluator_info, get_evaluator
 from vsb.fsio import UniqueKeys, atomic_write_json, atomic_write_text, iter_jsonl
-from vsb.story.io import load_suite
-from vsb.story.models import Story
 from vsb.tables import (
     iter_rows,
     requirements_file,
@@ -49,6 +42,7 @@ from vsb.tables import (
     write_requirements,
     write_signals,
 )
+from vsb.tables.io import EVALUATIONS_DIR
 
 if TYPE_CHECKING:
     from vsb.evaluators.embed.signals import EmbedSummary
@@ -81,61 +75,6 @@ class EvaluationResult:
     #: What the frames stage decoded and extracted, and what it found done already
     #: (``ExtractionMemo.stats``: decoded, decode_hits, extracted, extract_hits, disk_hits).
     extraction: dict[str, int] = field(default_factory=dict)
-
-
-def _read_records(run_dir: Path) -> list[dict[str, Any]]:
-    path = run_dir / "records.jsonl"
-    if not path.is_file():
-        raise RunError("run has no records (run `vsb run` first)", file=path)
-    records = []
-    for n, rec in iter_jsonl(path):
-        missing = [k for k in ("model", "condition", "story_id", "scene") if k not in rec]
-        if missing:
-            raise InputError(
-                f"missing field(s) {', '.join(missing)}", file=path, location=f"line {n}"
-            )
-        records.append(rec)
-    if not records:
-        raise RunError("run has no records (records.jsonl is empty)", file=path)
-    return records
-
-
-def _select(records: list[dict[str, Any]], key: str, wanted: Sequence[str] | None) -> set[str]:
-    present = list(dict.fromkeys(str(r[key]) for r in records))
-    return select_present(
-        wanted,
-        present,
-        lambda unknown, hint: (
-            f"{key} {', '.join(map(repr, unknown))} is not in this run{hint} "
-            f"(it has: {', '.join(present)})"
-        ),
-    )
-
-
-def _tasks(
-    run_dir: Path, records: list[dict[str, Any]], stories: dict[str, Story]
-) -> list[FrameSequence]:
-    groups: dict[tuple[str, str, str], list[tuple[int, str | None]]] = {}
-    for rec in records:
-        sid = rec["story_id"]
-        if sid not in stories:
-            raise RunError(
-                f"record names story {sid!r}, which is not in the run's suite",
-                file=run_dir / "suite",
-            )
-        path: str | None = None
-        if rec.get("error") is None:
-            p = run_dir / str(rec.get("path", ""))
-            if not rec.get("path") or not p.is_file():
-                raise RunError("image listed in records.jsonl is missing", file=p)
-            path = str(p)
-        groups.setdefault((rec["model"], rec["condition"], sid), []).append(
-            (int(rec["scene"]), path)
-        )
-    return [
-        FrameSequence(m, c, s, tuple(sorted(images)))
-        for (m, c, s), images in sorted(groups.items())
-    ]
 
 
 def _jsonl(rows: Sequence[dict[str, Any]]) -> str:
@@ -172,34 +111,6 @@ def resolve_evaluators(
     return names
 
 
-def _prepare(
-    run_dir: str | Path, models: Sequence[str] | None, conditions: Sequence[str] | None
-) -> RunView:
-    root = Path(run_dir)
-    if not root.is_dir():
-        raise RunError("run directory not found", file=root)
-    if not (root / "manifest.json").is_file():
-        raise RunError("run is incomplete (no manifest.json)", file=root / "manifest.json")
-    suite_dir = root / "suite"
-    if not suite_dir.is_dir():
-        raise RunError("run has no copy of its suite", file=suite_dir)
-    stories = {s.id: s for s in load_suite(suite_dir)}
-    records = _read_records(root)
-    keep_m = _select(records, "model", models)
-    keep_c = _select(records, "condition", conditions)
-    records = [r for r in records if r["model"] in keep_m and r["condition"] in keep_c]
-    tasks = _tasks(root, records, stories)
-
-    def everything() -> list[FrameSequence]:
-        return _tasks(root, _read_records(root), stories)
-
-    return RunView(root, stories, tuple(tasks), everything)
-
-
-def _cells(view: RunView) -> set[tuple[str, str]]:
-    return {(s.model, s.condition) for s in view.sequences}
-
-
 def plan_judge(
     run_dir: str | Path,
     judge: VlmTransport,
@@ -214,22 +125,11 @@ def plan_judge(
 
     names = resolve_evaluators(evaluators, judge)
     evs = [get_evaluator(n, options=options) for n in names if evaluator_info(n).stage == "calls"]
-    view = _prepare(run_dir, models, conditions)
-    view = without(view, unreadable_images(view))  # an unreadable image is never sent
+    view = read_run(run_dir, models, conditions)
+    view = view.without(view.unreadable())  # an unreadable image is never sent
     opts = EvaluateOptions(judge=judge)
     calls = [item.payload for ev in evs for item in ev.plan(view, opts)]
     return plan_cost(calls, judge, options)
-
-
-def _existing(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """(line, row) of an earlier evaluation's JSON-lines file ([] when there is none)."""
-    return list(iter_jsonl(path)) if path.is_file() else []
-
-
-def _existing_table(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """(line or row, row) of an earlier evaluation's table, Parquet or JSON lines ([] when
-    there is none)."""
-    return list(iter_rows(path)) if path.is_file() else []
 
 
 #: The fields that identify a requirement row / a signal row of an evaluation (each key
@@ -248,26 +148,30 @@ def _row_evaluator(row: dict[str, Any]) -> str:
     return sig.split("_", 1)[0] if sig else "rules"
 
 
-def _merge(
-    old: list[tuple[int, dict[str, Any]]],
-    new: list[dict[str, Any]],
-    names: tuple[str, ...],
-    cells: set[tuple[str, str]],
-    path: Path,
-    key: tuple[str, ...] | None = None,
-) -> list[dict[str, Any]]:
-    """Old rows (read from ``path``) not replaced by this evaluation, then the new rows;
-    with ``key``, an ``InputError`` names the first old row that is kept and repeats the key
-    of an earlier one (issue #23: a duplicate verdict is never carried forward)."""
-    kept = [
-        (n, r) for n, r in old
-        if not (_row_evaluator(r) in names and (r.get("model"), r.get("condition")) in cells)
-    ]  # fmt: skip
-    if key is not None:
+def _kept(view: RunView, names: tuple[str, ...]) -> tuple[list[dict[str, Any]], ...]:
+    """The requirement rows, signal rows and (when a judge runs) judge calls of earlier
+    evaluations that this one keeps (not of its evaluators, models and conditions); an
+    ``InputError`` names the first kept row that repeats the key of an earlier one (issue
+    #23: a duplicate verdict is never carried forward)."""
+    cells = {(s.model, s.condition) for s in view.sequences}
+    files = (requirements_file(view.root), signals_file(view.root))
+    calls = view.root / EVALUATIONS_DIR / TRANSCRIPT_FILE
+    out = []
+    for path, key in zip((*files, calls), (REQUIREMENT_KEY, SIGNAL_KEY, ()), strict=True):
+        judged = key or any(evaluator_info(n).stage == "calls" for n in names)
+        old = (
+            [] if not (judged and path.is_file()) else iter_rows(path) if key else iter_jsonl(path)
+        )
+        kept = [
+            (n, r) for n, r in old
+            if not (_row_evaluator(r) in names and (r.get("model"), r.get("condition")) in cells)
+        ]  # fmt: skip
+        keys = [(tuple(_key_value(r, f) for f in key), n) for n, r in kept if key]
         unique = UniqueKeys(path, key, "row", unit(path))
-        for n, r in kept:
-            unique.add(tuple(_key_value(r, f) for f in key), n)
-    return [r for _, r in kept] + new
+        for k, n in keys:
+            unique.add(k, n)
+        out.append([r for _, r in kept])
+    return tuple(out)
 
 
 def _key_value(row: dict[str, Any], name: str) -> Any:
@@ -280,13 +184,6 @@ def _key_value(row: dict[str, Any], name: str) -> Any:
 
 #: The files an evaluation wrote before the tables were Parquet (replaced when it rewrites them).
 LEGACY_FILES = ("requirements.jsonl", "requirements.csv", "signals.jsonl", "signals.csv")
-
-
-def _drop_legacy(out_dir: Path) -> None:
-    """Remove the JSON-lines and CSV tables of an older evaluation, now carried into the
-    Parquet files (two copies of the rows could disagree)."""
-    for name in LEGACY_FILES:
-        (out_dir / name).unlink(missing_ok=True)
 
 
 def _warnings(
@@ -371,29 +268,23 @@ def _evaluate_run(
     conditions: Sequence[str] | None,
     options: EvaluateOptions,
 ) -> EvaluationResult:
-    view = _prepare(run_dir, models, conditions)
-    cells = _cells(view)
+    # plan: the run's frames, the earlier rows this evaluation keeps, what each evaluator needs
+    view = read_run(run_dir, models, conditions)
+    images = Counter(s.model for s, _k, _p in view.frames())  # unreadable ones too
+    kept_req, kept_sig, kept_calls = _kept(view, names)
     given = options.of
     chosen: list[Evaluator] = [
         get_evaluator(n, **({"options": given[n]} if n in given else {})) for n in names
     ]
     for ev in chosen:
         ev.check(options)  # what each needs is there, before any work
+    # execute: every evaluator's work items, stage by stage (vsb.evaluators.machinery)
     done = run_evaluators(chosen, view, options)
+    # write: RUN/evaluations/, the kept rows and then the new ones
     req_rows, sig_rows = done.out.requirements, done.out.signals
-    out_dir = view.root / "evaluations"
-    req_file, sig_file = requirements_file(view.root), signals_file(view.root)
-    all_req = _merge(_existing_table(req_file), req_rows, names, cells, req_file, REQUIREMENT_KEY)
-    all_sig = _merge(_existing_table(sig_file), sig_rows, names, cells, sig_file, SIGNAL_KEY)
-    write_requirements(out_dir / "requirements.parquet", all_req)
-    write_signals(out_dir / "signals.parquet", all_sig)
-    _drop_legacy(out_dir)
-    summary = done.judge
-    if summary is not None:
-        path = out_dir / TRANSCRIPT_FILE
-        old = _existing(path)
-        atomic_write_text(path, _jsonl(_merge(old, done.transcript, names, cells, path)))
-    images = Counter(s.model for s, _k, _p in view.frames())  # unreadable ones too
+    all_req, all_sig = kept_req + req_rows, kept_sig + sig_rows
+    out_dir, summary = view.root / EVALUATIONS_DIR, done.judge
+    cells = {(s.model, s.condition) for s in view.sequences}
     warnings = _warnings(done.not_renders, images, names)
     warnings += _unreadable_warnings(done.unreadable, images)
     result = EvaluationResult(
@@ -410,24 +301,28 @@ def _evaluate_run(
         extraction=dict(done.extraction),
     )
     present = list(dict.fromkeys(_row_evaluator(r) for r in [*all_req, *all_sig]))
-    atomic_write_json(
-        out_dir / "manifest.json",
-        {
-            "version": EVALUATIONS_FORMAT_VERSION,
-            "evaluators": present,
-            "last": {
-                "evaluators": list(names),
-                "models": sorted({m for m, _ in cells}),
-                "conditions": sorted({c for _, c in cells}),
-                "judge_model": summary.judge_model if summary else None,
-                **({"judge_endpoint": summary.endpoint} if summary and summary.endpoint else {}),
-                "warnings": warnings,
-                "images": result.images,
-            },
-            "images": _images(all_req, all_sig),
-            "requirements": len(all_req),
-            "passed": sum(bool(r["passed"]) for r in all_req),
-            "signals": len(all_sig),
+    manifest = {
+        "version": EVALUATIONS_FORMAT_VERSION,
+        "evaluators": present,
+        "last": {
+            "evaluators": list(names),
+            "models": sorted({m for m, _ in cells}),
+            "conditions": sorted({c for _, c in cells}),
+            "judge_model": summary.judge_model if summary else None,
+            **({"judge_endpoint": summary.endpoint} if summary and summary.endpoint else {}),
+            "warnings": warnings,
+            "images": result.images,
         },
-    )
+        "images": _images(all_req, all_sig),
+        "requirements": len(all_req),
+        "passed": sum(bool(r["passed"]) for r in all_req),
+        "signals": len(all_sig),
+    }
+    write_requirements(out_dir / "requirements.parquet", all_req)
+    write_signals(out_dir / "signals.parquet", all_sig)
+    for name in LEGACY_FILES:  # an older evaluation's tables, now carried into the Parquet files
+        (out_dir / name).unlink(missing_ok=True)
+    if summary is not None:
+        atomic_write_text(out_dir / TRANSCRIPT_FILE, _jsonl(kept_calls + done.transcript))
+    atomic_write_json(out_dir / "manifest.json", manifest)
     return result

@@ -50,7 +50,9 @@ Its distribution declares it under the entry-point group ``vsb.evaluators``
 ``verdicts`` evaluator writes ``RequirementResult.of(req, observed, passed, label,
 self.name).row(model=…, condition=…, story_id=…, scene=…)`` per requirement
 (``vsb.evaluators.rules``) and may override ``requirements_at``. The class must be
-importable in worker processes and constructible without arguments. A paid evaluator
+importable in worker processes and constructible without arguments (and with ``options=``
+when it declares an ``Options`` type: an instance of it, filled by ``vsb evaluate`` from its
+``cli_options``, click parameters named after the fields). A paid evaluator
 subclasses ``EvaluatorBase`` (the attributes' defaults, ``check``, ``requirements_at``), sets
 ``stage = "calls"`` and ``paid = True``, plans ``WorkItem``s whose payloads are
 ``JudgeCall``s (``vsb.evaluators.vlm_judge.plan_calls``) and turns their answers into rows
@@ -63,13 +65,16 @@ import hashlib
 import importlib
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
+from vsb.errors import InputError, RunError, select_present
+from vsb.fsio import iter_jsonl
+from vsb.story.io import load_suite
 from vsb.story.models import Requirement, Story
 
 if TYPE_CHECKING:
@@ -183,6 +188,111 @@ class RunView:
             for k, p in seq.images:
                 if p is not None:
                     yield seq, k, p
+
+    def unreadable(self) -> dict[Image, str]:
+        """Image -> why it cannot be read, for every image of the run that cannot."""
+        from vsb.evaluators.render.decode import image_problem
+
+        whys = {
+            (s.model, s.condition, s.story_id, k): image_problem(p) for s, k, p in self.frames()
+        }
+        return {image: why for image, why in whys.items() if why}
+
+    def without(self, unreadable: Mapping[Image, str]) -> RunView:
+        """The run with the unreadable images as frames without a picture."""
+        if not unreadable:
+            return self
+        seqs = tuple(
+            FrameSequence(s.model, s.condition, s.story_id, tuple(
+                (k, None if (s.model, s.condition, s.story_id, k) in unreadable else p)
+                for k, p in s.images
+            ))
+            for s in self.sequences
+        )  # fmt: skip
+        return replace(self, sequences=seqs)
+
+
+def _read_records(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / "records.jsonl"
+    if not path.is_file():
+        raise RunError("run has no records (run `vsb run` first)", file=path)
+    records = []
+    for n, rec in iter_jsonl(path):
+        missing = [k for k in ("model", "condition", "story_id", "scene") if k not in rec]
+        if missing:
+            raise InputError(
+                f"missing field(s) {', '.join(missing)}", file=path, location=f"line {n}"
+            )
+        records.append(rec)
+    if not records:
+        raise RunError("run has no records (records.jsonl is empty)", file=path)
+    return records
+
+
+def _select(records: list[dict[str, Any]], key: str, wanted: Sequence[str] | None) -> set[str]:
+    present = list(dict.fromkeys(str(r[key]) for r in records))
+    return select_present(
+        wanted,
+        present,
+        lambda unknown, hint: (
+            f"{key} {', '.join(map(repr, unknown))} is not in this run{hint} "
+            f"(it has: {', '.join(present)})"
+        ),
+    )
+
+
+def _tasks(
+    run_dir: Path, records: list[dict[str, Any]], stories: dict[str, Story]
+) -> list[FrameSequence]:
+    groups: dict[tuple[str, str, str], list[tuple[int, str | None]]] = {}
+    for rec in records:
+        sid = rec["story_id"]
+        if sid not in stories:
+            raise RunError(
+                f"record names story {sid!r}, which is not in the run's suite",
+                file=run_dir / "suite",
+            )
+        path: str | None = None
+        if rec.get("error") is None:
+            p = run_dir / str(rec.get("path", ""))
+            if not rec.get("path") or not p.is_file():
+                raise RunError("image listed in records.jsonl is missing", file=p)
+            path = str(p)
+        groups.setdefault((rec["model"], rec["condition"], sid), []).append(
+            (int(rec["scene"]), path)
+        )
+    return [
+        FrameSequence(m, c, s, tuple(sorted(images)))
+        for (m, c, s), images in sorted(groups.items())
+    ]
+
+
+def read_run(
+    run_dir: str | Path,
+    models: Sequence[str] | None = None,
+    conditions: Sequence[str] | None = None,
+) -> RunView:
+    """The run's frames (of the given models and conditions) and its suite: RUN/manifest.json,
+    records.jsonl and suite/ (docs/CONTRACTS.md), checked."""
+    root = Path(run_dir)
+    if not root.is_dir():
+        raise RunError("run directory not found", file=root)
+    if not (root / "manifest.json").is_file():
+        raise RunError("run is incomplete (no manifest.json)", file=root / "manifest.json")
+    suite_dir = root / "suite"
+    if not suite_dir.is_dir():
+        raise RunError("run has no copy of its suite", file=suite_dir)
+    stories = {s.id: s for s in load_suite(suite_dir)}
+    records = _read_records(root)
+    keep_m = _select(records, "model", models)
+    keep_c = _select(records, "condition", conditions)
+    records = [r for r in records if r["model"] in keep_m and r["condition"] in keep_c]
+    tasks = _tasks(root, records, stories)
+
+    def everything() -> list[FrameSequence]:
+        return _tasks(root, _read_records(root), stories)
+
+    return RunView(root, stories, tuple(tasks), everything)
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ import multiprocessing
 import os
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +49,7 @@ from vsb.evaluators.interface import (
     by_stage,
 )
 from vsb.evaluators.registry import get_evaluator
-from vsb.evaluators.render.decode import decode_render, image_problem
+from vsb.evaluators.render.decode import decode_render
 from vsb.evaluators.render.memo import ExtractionMemo
 from vsb.store.locks import die_with_parent
 from vsb.story.models import Story
@@ -407,8 +407,8 @@ def run_evaluators(
             frames, [it for ev in frames for it in ev.plan(run, options)], run, options, acc
         )
     else:  # issue #23: no frames stage decoded the images; look for unreadable ones here
-        acc.unreadable = unreadable_images(run)
-    run = without(run, acc.unreadable)  # an unreadable image is no picture for any evaluator
+        acc.unreadable = run.unreadable()
+    run = run.without(acc.unreadable)  # an unreadable image is no picture for any evaluator
     for stage, execute in (("calls", _calls_stage), ("models", _models_stage)):
         evs = by_stage(evaluators, stage)  # type: ignore[arg-type]
         if evs:
@@ -419,30 +419,6 @@ def run_evaluators(
             acc.out.requirements, failed, run.stories, list(evaluators), jm, acc.unreadable
         )
     return acc
-
-
-def unreadable_images(run: RunView) -> dict[Image, str]:
-    """Image -> why it cannot be read, for every image of the run that cannot."""
-    out: dict[Image, str] = {}
-    for s, k, p in run.frames():
-        why = image_problem(p)
-        if why:
-            out[(s.model, s.condition, s.story_id, k)] = why
-    return out
-
-
-def without(run: RunView, unreadable: dict[Image, str]) -> RunView:
-    """The run with the unreadable images as frames without a picture."""
-    if not unreadable:
-        return run
-    seqs = tuple(
-        FrameSequence(s.model, s.condition, s.story_id, tuple(
-            (k, None if (s.model, s.condition, s.story_id, k) in unreadable else p)
-            for k, p in s.images
-        ))
-        for s in run.sequences
-    )  # fmt: skip
-    return replace(run, sequences=seqs)
 
 
 __all__ = ["JudgeSummary", "Outputs", "Path", "RunError", "evaluate_task", "run_evaluators"]

@@ -332,7 +332,8 @@ def parquet_bytes(table: pa.Table) -> bytes:
 
 def write_rows(path: Path, rows: Iterable[dict[str, Any]], columns: tuple[str, ...]) -> None:
     """Write rows as a Parquet table at ``path`` (temp file, then rename)."""
-    atomic_write_bytes(path, parquet_bytes(to_arrow(rows, columns, path)))
+    data = parquet_bytes(to_arrow(rows, columns, path))
+    atomic_write_bytes(path, data)
 
 
 def write_requirements(path: Path, rows: Iterable[dict[str, Any]]) -> None:

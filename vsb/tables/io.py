@@ -256,8 +256,9 @@ def _typed(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> pa.Table | N
             if kind == pa.string():  # ASCII text: its lengths in characters are in bytes
                 text = [v or "" for v in col] if nulls else col
                 data = "".join(text).encode()
-                lens = map(len, text if len(data) == sum(map(len, text)) else map(str.encode, text))
-                ends = np.cumsum(np.fromiter(lens, dtype=np.int64, count=n))
+                ends = np.cumsum(np.fromiter(map(len, text), dtype=np.int64, count=n))
+                if n and ends[-1] != len(data):  # not ASCII: lengths in bytes
+                    ends = np.cumsum(np.fromiter(map(len, map(str.encode, text)), np.int64, n))
                 if n and ends[-1] >= 2**31:
                     return None
                 bufs += [np.concatenate(([0], ends)).astype(np.int32), data]

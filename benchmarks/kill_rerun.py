@@ -59,8 +59,8 @@ once more. Per path:
     repeated           completed calls sent again: calls finished twice in the ledger, plus
                        answers beyond one a body not covered by an interrupted row (must be 0)
     without a row      requests received beyond the path's ledger rows, per command (the
-                       requests the server received while it ran, the rows of the ledger
-                       sessions it opened; must be 0)
+                       requests the server received after it started and before the next
+                       one did, the rows of the ledger sessions it opened; must be 0)
     last rerun         requests the final rerun sent (must be 0)
 
 Run: ``.venv/bin/python benchmarks/kill_rerun.py --mode http [--kills 20] [--seed 0]``
@@ -433,11 +433,17 @@ def paths(args: argparse.Namespace) -> None:
             interrupted = sum(s == "started" for _k, s, _ok, _n in rows)
             finished_ok = Counter(k for k, s, ok, _n in rows if s != "started" and ok)
             # per command: requests received while it ran beyond the rows it began
+            # (a request is the latest command's that had started when the server logged it)
+            starts = [t0 for t0, *_x in spans]
+            by_command = Counter(
+                max(i for i, t0 in enumerate(starts) if t0 <= e["t"])
+                for e in events
+                if e["ev"] == "recv" and e["t"] >= starts[0]
+            )
             unrecorded = 0
-            for t0, t1, s0, s1 in spans:
-                n_sent = sum(e["ev"] == "recv" and t0 <= e["t"] <= t1 for e in events)
+            for i, (_t0, _t1, s0, s1) in enumerate(spans):
                 n_rows = sum(s0 < n <= s1 for *_x, n in rows)
-                unrecorded += max(0, n_sent - n_rows)
+                unrecorded += max(0, by_command[i] - n_rows)
             twice = sum(n - 1 for n in answered_n.values() if n > 1)
             repeated = sum(n - 1 for n in finished_ok.values() if n > 1)
             repeated += max(0, twice - interrupted)

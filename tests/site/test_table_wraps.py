@@ -21,7 +21,7 @@ def test_the_build_refuses_a_table_wrapper_a_keyboard_cannot_reach() -> None:
     )
     with pytest.raises(RuntimeError, match=r"judge\.html: .*tabindex"):
         check_table_wraps('<p><div class="table-wrap">\n<table id="reference">', "judge.html")
-    with pytest.raises(RuntimeError, match="x.html"):
+    with pytest.raises(RuntimeError, match=r"x\.html"):
         check_table_wraps('<div id="t" class="wide table-wrap" tabindex="0">', "x.html")
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from vsb.cli.options import judge_options, workers_option
+from vsb.cli.options import judge_options, timeout_option, workers_option
 
 _DIR = click.Path(file_okay=False, path_type=Path)
 
@@ -81,6 +81,7 @@ class _RichProgress:
 @click.option("--samples", "samples_dir", default=None, type=_DIR,
               help="For stored:SOURCE models: the samples directory "
               "(<dir>/<SOURCE>/<condition>/<story>/scene_<kk>.png).")  # fmt: skip
+@timeout_option
 def build(
     name: str,
     out_dir: Path,
@@ -99,6 +100,7 @@ def build(
     suite_dir: Path | None,
     models: str | None,
     samples_dir: Path | None,
+    timeout_s: float | None,
 ) -> None:
     """The main job: generate the default suite, run the five simulators under every
     condition, evaluate, score, validate the judges, freeze OUT/NAME/release and build
@@ -137,7 +139,8 @@ def build(
     config = BuildConfig(
         name=name, out=out_dir, workers=workers, seed=seed, evaluators=names or None,
         judge=judge, base_url=base_url, judge_batch=judge_batch,
-        judge_concurrency=judge_concurrency, budget_usd=budget, paraphrase=paraphrase,
+        judge_concurrency=judge_concurrency, budget_usd=budget, timeout_s=timeout_s,
+        paraphrase=paraphrase,
         implicit=implicit,
         served_judges=served_judges,
         conditions=tuple(resolve_conditions(conditions)) if conditions else None,

@@ -37,6 +37,9 @@ class BuildConfig:
     judge_batch: int = 0
     judge_concurrency: int = 4
     budget_usd: float | None = None
+    #: ``--timeout``: the longest wait for a judge's answer (None: the transport's own); how
+    #: patient the calls are, not what they answer, so not part of any stage's fingerprint.
+    timeout_s: float | None = None
     #: Also run the paraphrased suite and put the prompt sensitivity into the release.
     paraphrase: bool = True
     #: Also run the implicit-effect stories and put the inference gap into the release.

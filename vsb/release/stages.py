@@ -102,7 +102,12 @@ def evaluate(
     from vsb.evaluators.vlm.transports import build_transport
     from vsb.evaluators.vlm_judge import JudgeOptions
 
-    judge = build_transport(config.judge, base_url=config.base_url) if config.judge else None
+    judge, http = None, None
+    if config.judge:
+        from vsb.evaluators.vlm.transports import default_client
+
+        http = None if config.timeout_s is None else default_client(config.timeout_s)
+        judge = build_transport(config.judge, base_url=config.base_url, client=http)
     options = JudgeOptions(
         batch=config.judge_batch,
         concurrency=config.judge_concurrency,
@@ -123,7 +128,7 @@ def evaluate(
             extraction_cache=root / "cache",
         )
     finally:
-        client = getattr(judge, "client", None)
+        client = getattr(judge, "client", None) or http
         if client is not None:
             client.close()  # an HTTP judge's keep-alive connections
     return _files_under(release_dir, "evaluations")

@@ -10,6 +10,7 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from vsb.evaluators.vlm.answers import (
     SYSTEM_PROMPT,
@@ -166,6 +167,7 @@ def plan_calls(
     per scene (with the object probes) unless ``batch`` caps the questions per call;
     ``endpoint`` (the transport's) is part of every key."""
     calls = []
+    asked: dict[tuple[int, int], tuple[Any, ...]] = {}  # a scene's questions, by (scene, start)
     for model, condition, story_id, k, path, scene in frames:
         reqs = list(scene.requirements)
         if not reqs:
@@ -173,27 +175,13 @@ def plan_calls(
         sha = hashlib.sha256(Path(path).read_bytes()).hexdigest()
         size = batch if batch > 0 else len(reqs)
         for start in range(0, len(reqs), size):
-            part = tuple(reqs[start : start + size])
-            probes = _probes(scene) if batch == 0 else ()
-            colours = held_objects(scene) if batch == 0 else ()
-            pairs = order_pairs(scene) if batch == 0 else ()
-            st = judge_view(scene)
-            qs = tuple(question_for(r, st) for r in part)
-            qs += tuple(probe_question(kind) for kind in probes)
-            qs += tuple(colour_probe_question(k, st.objects[k].color) for k in colours)
-            qs += tuple(order_probe(st, a, b) for a, b in pairs)
-            people = people_count(scene) if batch == 0 else 0
-            lost = tuple(
-                (r.subject, unrecognised_label(st, r.subject))
-                for r in part
-                if r.attribute == "present" and r.expected is True and r.subject in st.characters
-            )
-            qs += (people_question(people),) if people else ()
-            extra = absent_people(scene) if people else ()
-            qs += tuple(people_question(people + j) for j in range(1, len(extra) + 1))
-            single = batch == 1
-            system = SYSTEM_PROMPT_SINGLE if single else SYSTEM_PROMPT
-            prompt = qs[0].text if single else scene_prompt(qs)
+            if (id(scene), start) not in asked:  # the same for every model's frame of it
+                asked[id(scene), start] = _scene_questions(
+                    scene, tuple(reqs[start : start + size]), batch
+                )
+            part, qs, system, prompt, probes, colours, pairs, people, lost, extra, unsure = asked[
+                id(scene), start
+            ]
             key = call_key(judge_model, system, prompt, sha, endpoint)
             calls.append(
                 JudgeCall(
@@ -214,10 +202,36 @@ def plan_calls(
                     people,
                     lost,
                     extra,
-                    tuple(unsure_label(r, st) for r in part),
+                    unsure,
                 )
             )
     return calls
+
+
+def _scene_questions(scene: Scene, part: tuple[Requirement, ...], batch: int) -> tuple[Any, ...]:
+    """What ``plan_calls`` asks of any image of ``scene`` about ``part``: (part, questions,
+    system prompt, prompt, probes, colours, pairs, people, lost, extra, unsure labels)."""
+    probes = _probes(scene) if batch == 0 else ()
+    colours = held_objects(scene) if batch == 0 else ()
+    pairs = order_pairs(scene) if batch == 0 else ()
+    st = judge_view(scene)
+    qs = tuple(question_for(r, st) for r in part)
+    qs += tuple(probe_question(kind) for kind in probes)
+    qs += tuple(colour_probe_question(k, st.objects[k].color) for k in colours)
+    qs += tuple(order_probe(st, a, b) for a, b in pairs)
+    people = people_count(scene) if batch == 0 else 0
+    lost = tuple(
+        (r.subject, unrecognised_label(st, r.subject))
+        for r in part
+        if r.attribute == "present" and r.expected is True and r.subject in st.characters
+    )
+    qs += (people_question(people),) if people else ()
+    extra = absent_people(scene) if people else ()
+    qs += tuple(people_question(people + j) for j in range(1, len(extra) + 1))
+    system = SYSTEM_PROMPT_SINGLE if batch == 1 else SYSTEM_PROMPT
+    prompt = qs[0].text if batch == 1 else scene_prompt(qs)
+    unsure = tuple(unsure_label(r, st) for r in part)
+    return part, qs, system, prompt, probes, colours, pairs, people, lost, extra, unsure
 
 
 def plan_pair_calls(

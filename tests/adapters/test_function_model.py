@@ -206,7 +206,13 @@ class _Seen(ImageModelAdapter):
         return GenerationResult(buf.getvalue())
 
 
-def test_plug_in_adapters_get_the_same_request_fields(suite: Path, tmp_path: Path) -> None:
+def test_plug_in_adapters_get_the_same_request_fields(
+    suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vsb.adapters import registry as adapters
+
+    # registered for this test only: a later test lists the process's models
+    monkeypatch.setattr(adapters, "_REGISTERED", dict(adapters._REGISTERED))
     register_adapter(_Seen.name)(_Seen)
     assert _run(suite, tmp_path, _Seen.name, "r") == 0
     export = {(r.story_id, r.scene, r.condition) for r in suite_prompts(suite, CONDS.split(","))}

@@ -13,6 +13,7 @@ real judges, so a reader sees what a useless judge scores.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -157,14 +158,34 @@ def judge_slices(
     shutil.rmtree(sub, ignore_errors=True)
     models = present_models(run_dir, models, condition)
     n_frames = _slice(Path(run_dir), sub / "slice", models, condition)
-    folders: dict[str, Path] = {}
-    for name in names or list(REFERENCE_JUDGES):
-        note(f"reference judge {name}")
-        folder = sub / "judged" / name
-        shutil.copytree(sub / "slice", folder, copy_function=link_or_copy)
-        judge_folder(folder, name, REFERENCE_JUDGES[name](folder), served)
-        folders[name] = folder
+    names = list(names or REFERENCE_JUDGES)
+    folders = {name: sub / "judged" / name for name in names}
+    jobs = [(str(sub), name, served) for name in names]
+    forks = "fork" in multiprocessing.get_all_start_methods()
+    if _WORKERS > 1 and len(jobs) > 1 and forks and not multiprocessing.current_process().daemon:
+        note(f"reference judges {', '.join(names)} ({_WORKERS} at once)")
+        with multiprocessing.get_context("fork").Pool(_WORKERS) as pool:
+            pool.map(_judge_one, jobs, chunksize=1)  # each judge in its own folder
+    else:
+        for job in jobs:
+            note(f"reference judge {job[1]}")
+            _judge_one(job)
     return JudgedSlices(models=models, condition=condition, n_frames=n_frames, folders=folders)
+
+
+#: Reference judges asked at once (forked workers): each answers the whole slice alone, in a
+#: folder of its own, so the figures do not depend on it.
+_WORKERS = 2
+
+
+def _judge_one(job: tuple[str, str, bool]) -> None:
+    """Judge ``name``'s copy of the slice under ``sub`` (a forked worker of ``judge_slices``)."""
+    from vsb.validation.reference_judges import REFERENCE_JUDGES
+
+    sub, name, served = Path(job[0]), job[1], job[2]
+    folder = sub / "judged" / name
+    shutil.copytree(sub / "slice", folder, copy_function=link_or_copy)
+    judge_folder(folder, name, REFERENCE_JUDGES[name](folder), served)
 
 
 def reference_report(judged: JudgedSlices) -> ReferenceReport:

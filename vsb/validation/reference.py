@@ -162,30 +162,33 @@ def judge_slices(
     folders = {name: sub / "judged" / name for name in names}
     jobs = [(str(sub), name, served) for name in names]
     forks = "fork" in multiprocessing.get_all_start_methods()
-    if _WORKERS > 1 and len(jobs) > 1 and forks and not multiprocessing.current_process().daemon:
-        note(f"reference judges {', '.join(names)} ({_WORKERS} at once)")
-        with multiprocessing.get_context("fork").Pool(_WORKERS) as pool:
-            pool.map(_judge_one, jobs, chunksize=1)  # each judge in its own folder
+    if len(jobs) > 1 and forks and not multiprocessing.current_process().daemon:
+        # half the judges in a child forked while this process is small, half here
+        note(f"reference judges {', '.join(names)} (two at once)")
+        child = multiprocessing.get_context("fork").Process(target=_judge_all, args=(jobs[1::2],))
+        child.start()
+        try:
+            _judge_all(jobs[::2])
+        finally:
+            child.join()
+        if child.exitcode != 0:
+            raise RuntimeError(f"reference judges {[j[1] for j in jobs[1::2]]} failed")
     else:
         for job in jobs:
             note(f"reference judge {job[1]}")
-            _judge_one(job)
+            _judge_all([job])
     return JudgedSlices(models=models, condition=condition, n_frames=n_frames, folders=folders)
 
 
-#: Reference judges asked at once (forked workers): each answers the whole slice alone, in a
-#: folder of its own, so the figures do not depend on it.
-_WORKERS = 2
-
-
-def _judge_one(job: tuple[str, str, bool]) -> None:
-    """Judge ``name``'s copy of the slice under ``sub`` (a forked worker of ``judge_slices``)."""
+def _judge_all(jobs: list[tuple[str, str, bool]]) -> None:
+    """Judge each ``(sub, name, served)``: ``name``'s own copy of the slice under ``sub``, so
+    the figures do not depend on which process asked which judge."""
     from vsb.validation.reference_judges import REFERENCE_JUDGES
 
-    sub, name, served = Path(job[0]), job[1], job[2]
-    folder = sub / "judged" / name
-    shutil.copytree(sub / "slice", folder, copy_function=link_or_copy)
-    judge_folder(folder, name, REFERENCE_JUDGES[name](folder), served)
+    for sub, name, served in jobs:
+        folder = Path(sub) / "judged" / name
+        shutil.copytree(Path(sub) / "slice", folder, copy_function=link_or_copy)
+        judge_folder(folder, name, REFERENCE_JUDGES[name](folder), served)
 
 
 def reference_report(judged: JudgedSlices) -> ReferenceReport:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from served import serving
 from site_synth import make_release
 
 from vsb.site.build import build_site
@@ -83,15 +83,8 @@ def built_base_url(built_release_site: Path) -> Iterator[str]:
     """``built_release_site`` served on 127.0.0.1 by `vsb site serve`'s server."""
     from vsb.site.serve import make_server
 
-    server = make_server(built_release_site, 0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(make_server(built_release_site, 0)) as url:
+        yield url + "/"
 
 
 def page_kinds(site: Path) -> dict[str, str]:

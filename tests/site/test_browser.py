@@ -6,12 +6,12 @@ Python package; no Playwright browser download is used. Screenshots go to a pyte
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from served import serving
 from site_synth import RELEASE
 
 from vsb.site.serve import make_server
@@ -38,15 +38,8 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def base_url(synth_site: Path) -> Iterator[str]:
-    server = make_server(synth_site, 0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(make_server(synth_site, 0)) as url:
+        yield url + "/"
 
 
 @pytest.fixture(scope="module")

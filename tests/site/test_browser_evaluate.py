@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from served import serving
 from site_synth import HOSTILE_MODEL, make_release
 from test_browser import CHROMIUM, CHROMIUM_ARGS
 
@@ -99,29 +99,15 @@ def _assert_blind(where: str, text: str) -> None:
 
 @pytest.fixture(scope="module")
 def served(release_and_site: tuple[Path, Path]) -> Iterator[str]:
-    server = make_server(release_and_site[1], 0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(make_server(release_and_site[1], 0)) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 def rating_served(release_and_site: tuple[Path, Path]) -> Iterator[str]:
     """`vsb human serve`'s server: the rating page alone, at /."""
-    server = make_rating_server(release_and_site[1], 0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(make_rating_server(release_and_site[1], 0)) as url:
+        yield url
 
 
 @pytest.mark.parametrize("how", ["file", "server", "rating"])

@@ -9,7 +9,6 @@ import hashlib
 import io
 import json
 import re
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 from PIL import Image
+from served import serving
 from site_synth import HOSTILE_MODEL, make_release
 from test_browser import CHROMIUM, CHROMIUM_ARGS
 
@@ -39,15 +39,8 @@ def release_and_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Pa
 
 @pytest.fixture(scope="module")
 def rating_url(release_and_site: tuple[Path, Path]) -> Iterator[str]:
-    server = make_rating_server(release_and_site[1], 0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(make_rating_server(release_and_site[1], 0)) as url:
+        yield url + "/"
 
 
 def _payload(site: Path) -> dict[str, Any]:

@@ -203,14 +203,8 @@ def http(args: argparse.Namespace) -> None:
         root = Path(tempfile.mkdtemp(prefix="kill-rerun-")) if args.keep else Path(tmp)
         suite = _suite(root)
         log = root / "server.log"
-        server = subprocess.Popen(
-            [sys.executable, str(SERVER), "--log", str(log), "--latency", str(args.latency),
-             "--p429", str(args.p429), "--seed", str(args.seed)],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        )  # fmt: skip
+        server, url = _billing_server(log, args, "--p429", str(args.p429))
         try:
-            assert server.stdout is not None
-            url = f"http://127.0.0.1:{int(server.stdout.readline().split()[1])}/v1"
             cmd = [
                 sys.executable, "-m", "vsb.cli.main", "run", "--suite", str(suite),
                 "--model", "openai:test-model", "--base-url", url,
@@ -386,14 +380,8 @@ def paths(args: argparse.Namespace) -> None:
         for name in names:
             rng = np.random.default_rng([args.seed, names.index(name)])
             log = root / f"server-{name}.log"
-            server = subprocess.Popen(
-                [sys.executable, str(SERVER), "--log", str(log), "--latency", str(args.latency),
-                 "--seed", str(args.seed), "--p500", str(args.p500)],
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-            )  # fmt: skip
+            server, url = _billing_server(log, args, "--p500", str(args.p500))
             try:
-                assert server.stdout is not None
-                url = f"http://127.0.0.1:{int(server.stdout.readline().split()[1])}/v1"
                 cmd, ledger, prefix = _path_commands(root, suite, url)[name]
                 # further answers before each kill: the 40 imports and 210 judge calls
                 # in smaller steps than the run's 550 requests, so every kill hits a live one
@@ -459,6 +447,20 @@ def paths(args: argparse.Namespace) -> None:
             print(f"{h:>15} " + " ".join(f"{table[n][i]:>9}" for n in names))
         if args.keep:
             print(f"{'kept':>15} {root}")
+
+
+def _billing_server(
+    log: Path, args: argparse.Namespace, *extra: str
+) -> tuple[subprocess.Popen[str], str]:
+    """The billing server (SERVER) on 127.0.0.1, logging each request to ``log``, and its
+    OpenAI-compatible base URL."""
+    server = subprocess.Popen(
+        [sys.executable, str(SERVER), "--log", str(log), "--latency", str(args.latency),
+         "--seed", str(args.seed), *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    assert server.stdout is not None
+    return server, f"http://127.0.0.1:{int(server.stdout.readline().split()[1])}/v1"
 
 
 def main() -> None:

@@ -92,3 +92,20 @@ def test_ray_address_needs_the_ray_executor(
 ) -> None:
     assert main(["evaluate", str(world / "run"), "--ray-address", "auto"]) == 1
     assert "--ray-address needs --executor ray" in capsys.readouterr().err
+
+
+def test_following_run_dir_on_ray_enters_no_module_more_than_twice(
+    cluster: None, world: Path, tmp_path: Path
+) -> None:
+    """Issue #40: on Ray as locally, following run_dir from ``vsb evaluate`` enters no module
+    of the evaluation pass more than twice (``scripts/follow_run_dir.py``)."""
+    from tests.evaluators.test_one_pass import follow
+
+    run = tmp_path / "run"
+    shutil.copytree(world / "run", run)
+    argv = ["evaluate", str(run), "--evaluator", "rules,pairwise,clip,dino", "--clip-model",
+            str(world / "clip"), "--dino-model", str(world / "dino"), "--cache",
+            str(tmp_path / "cache"), "--batch-size", "4", "--executor", "ray"]  # fmt: skip
+    entered = {m: c for m, c in follow.follow(argv).items() if m.startswith(follow.PASS)}
+    assert "evaluators/evaluate_ray.py" in entered or "evaluators/machinery.py" in entered
+    assert not {m: c for m, c in entered.items() if len(c) > 2}

@@ -13,6 +13,7 @@ from test_evaluate import make_run
 
 from vsb.cli.main import main
 from vsb.evaluators.evaluate import evaluate_run
+from vsb.evaluators.vlm.transports import build_transport
 from vsb.scores.compute import score_run
 from vsb.scores.stats.bootstrap import Resampling
 from vsb.story.models import Story
@@ -196,3 +197,30 @@ def test_image_problem_takes_a_hard_link_for_the_same_file(
     os.link(path, tmp_path / "b.png")
     assert decode.image_problem(path) == decode.image_problem(tmp_path / "b.png") == ""
     assert len(opened) == 1
+
+
+def test_unreadable_images_get_the_same_rows_whichever_evaluators_share_the_pass(
+    run: tuple[Path, list[Story]], tmp_path: Path
+) -> None:
+    """Issue #40: with a later stage in the pass the images are checked while the run is read
+    (before any item is planned), alone the frames stage finds them while it decodes; every
+    evaluator's rows are the same either way."""
+    import shutil
+
+    root, stories = run
+    _spoil(root, stories)
+    apart = tmp_path / "apart"
+    shutil.copytree(root, apart)
+    judge = build_transport("mock")
+    evaluate_run(root, evaluators=["rules", "pairwise", "vlm", "vlm_xframe"], judge=judge)
+    evaluate_run(apart, evaluators=["rules", "pairwise"])
+    evaluate_run(apart, evaluators=["vlm", "vlm_xframe"], judge=judge)
+
+    def key(r: dict) -> tuple:
+        return (r["evaluator"], *_where(r), r.get("req_id") or r.get("signal"))
+
+    for name in ("requirements", "signals"):
+        together, alone = _rows(root, name), _rows(apart, name)
+        assert sorted(together, key=key) == sorted(alone, key=key)
+    verdicts = {(r["evaluator"], r["verdict"]) for r in _rows(root)}
+    assert {(e, "unreadable") for e in ("rules", "vlm", "vlm_xframe")} <= verdicts

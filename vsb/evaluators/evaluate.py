@@ -125,8 +125,7 @@ def plan_judge(
 
     names = resolve_evaluators(evaluators, judge)
     evs = [get_evaluator(n, options=options) for n in names if evaluator_info(n).stage == "calls"]
-    view = read_run(run_dir, models, conditions)
-    view = view.without(view.unreadable())  # an unreadable image is never sent
+    view = read_run(run_dir, models, conditions, check_images=True)  # one never sent
     opts = EvaluateOptions(judge=judge)
     calls = [item.payload for ev in evs for item in ev.plan(view, opts)]
     return plan_cost(calls, judge, options)
@@ -269,8 +268,9 @@ def _evaluate_run(
     options: EvaluateOptions,
 ) -> EvaluationResult:
     # plan: the run's frames, the earlier rows this evaluation keeps, what each evaluator needs
-    view = read_run(run_dir, models, conditions)
-    images = Counter(s.model for s, _k, _p in view.frames())  # unreadable ones too
+    later = any(evaluator_info(n).stage != "frames" for n in names)
+    view = read_run(run_dir, models, conditions, check_images=later)
+    images = Counter(s.model for s, _k, _p in view.frames) + Counter(i[0] for i in view.unreadable)
     kept_req, kept_sig, kept_calls = _kept(view, names)
     given = options.of
     chosen: list[Evaluator] = [

@@ -64,7 +64,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
@@ -174,42 +174,22 @@ def content_key(*parts: Any) -> str:
 
 @dataclass(frozen=True)
 class RunView:
-    """What an evaluator plans from: the selected frames of a run and its suite."""
+    """What an evaluator plans from: the selected frames of a run and its suite, read once
+    (``read_run``). ``frames``: (sequence, scene, path) of every frame that has a picture, in
+    order; ``all_sequences``: the run's frames of any model, selected or not (e.g. reference
+    renders); ``unreadable``: image -> why, for the images ``read_run(check_images=True)``
+    found cannot be read (frames without a picture in ``sequences``)."""
 
     root: Path
     stories: dict[str, Story]
     sequences: tuple[FrameSequence, ...]
-    #: The run's frames of any model, selected or not (e.g. reference renders).
-    all_sequences: Callable[[], list[FrameSequence]] = field(default=lambda: [], repr=False)
+    all_sequences: tuple[FrameSequence, ...] = ()
+    unreadable: Mapping[Image, str] = field(default_factory=dict)
+    frames: tuple[tuple[FrameSequence, int, str], ...] = field(init=False, repr=False)
 
-    def frames(self) -> Iterator[tuple[FrameSequence, int, str]]:
-        """(sequence, scene, path) of every frame that has a picture, in order."""
-        for seq in self.sequences:
-            for k, p in seq.images:
-                if p is not None:
-                    yield seq, k, p
-
-    def unreadable(self) -> dict[Image, str]:
-        """Image -> why it cannot be read, for every image of the run that cannot."""
-        from vsb.evaluators.render.decode import image_problem
-
-        whys = {
-            (s.model, s.condition, s.story_id, k): image_problem(p) for s, k, p in self.frames()
-        }
-        return {image: why for image, why in whys.items() if why}
-
-    def without(self, unreadable: Mapping[Image, str]) -> RunView:
-        """The run with the unreadable images as frames without a picture."""
-        if not unreadable:
-            return self
-        seqs = tuple(
-            FrameSequence(s.model, s.condition, s.story_id, tuple(
-                (k, None if (s.model, s.condition, s.story_id, k) in unreadable else p)
-                for k, p in s.images
-            ))
-            for s in self.sequences
-        )  # fmt: skip
-        return replace(self, sequences=seqs)
+    def __post_init__(self) -> None:
+        frames = tuple((s, k, p) for s in self.sequences for k, p in s.images if p is not None)
+        object.__setattr__(self, "frames", frames)
 
 
 def _read_records(run_dir: Path) -> list[dict[str, Any]]:
@@ -242,8 +222,12 @@ def _select(records: list[dict[str, Any]], key: str, wanted: Sequence[str] | Non
 
 
 def _tasks(
-    run_dir: Path, records: list[dict[str, Any]], stories: dict[str, Story]
+    run_dir: Path,
+    records: list[dict[str, Any]],
+    stories: dict[str, Story],
+    selected: Callable[[dict[str, Any]], bool],
 ) -> list[FrameSequence]:
+    """The records' sequences; a selected record's image must exist."""
     groups: dict[tuple[str, str, str], list[tuple[int, str | None]]] = {}
     for rec in records:
         sid = rec["story_id"]
@@ -255,7 +239,7 @@ def _tasks(
         path: str | None = None
         if rec.get("error") is None:
             p = run_dir / str(rec.get("path", ""))
-            if not rec.get("path") or not p.is_file():
+            if selected(rec) and (not rec.get("path") or not p.is_file()):
                 raise RunError("image listed in records.jsonl is missing", file=p)
             path = str(p)
         groups.setdefault((rec["model"], rec["condition"], sid), []).append(
@@ -271,9 +255,14 @@ def read_run(
     run_dir: str | Path,
     models: Sequence[str] | None = None,
     conditions: Sequence[str] | None = None,
+    *,
+    check_images: bool = False,
 ) -> RunView:
     """The run's frames (of the given models and conditions) and its suite: RUN/manifest.json,
-    records.jsonl and suite/ (docs/CONTRACTS.md), checked."""
+    records.jsonl and suite/ (docs/CONTRACTS.md), checked. ``check_images``: decode every
+    selected image now; one that cannot be read becomes a frame without a picture and its
+    reason goes to ``unreadable`` (evaluators that run after the frames stage, and dry runs,
+    need this before planning; the frames stage finds them while it decodes)."""
     root = Path(run_dir)
     if not root.is_dir():
         raise RunError("run directory not found", file=root)
@@ -286,13 +275,20 @@ def read_run(
     records = _read_records(root)
     keep_m = _select(records, "model", models)
     keep_c = _select(records, "condition", conditions)
-    records = [r for r in records if r["model"] in keep_m and r["condition"] in keep_c]
-    tasks = _tasks(root, records, stories)
+    cells = {(m, c) for m in keep_m for c in keep_c}
+    every = _tasks(root, records, stories, lambda r: (r["model"], r["condition"]) in cells)
+    tasks = tuple(s for s in every if (s.model, s.condition) in cells)
+    if not check_images:
+        return RunView(root, stories, tasks, tuple(every))
+    from vsb.evaluators.render.decode import image_problem
 
-    def everything() -> list[FrameSequence]:
-        return _tasks(root, _read_records(root), stories)
-
-    return RunView(root, stories, tuple(tasks), everything)
+    why = {(s.model, s.condition, s.story_id, k): image_problem(p) for s in tasks
+           for k, p in s.images if p is not None}  # fmt: skip
+    bad = {image: w for image, w in why.items() if w}
+    tasks = tuple(replace(s, images=tuple(
+        (k, None if (s.model, s.condition, s.story_id, k) in bad else p) for k, p in s.images
+    )) for s in tasks)  # fmt: skip
+    return RunView(root, stories, tasks, tuple(every), bad)
 
 
 @dataclass(frozen=True)

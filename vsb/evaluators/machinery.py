@@ -1,7 +1,7 @@
 """The one machinery that runs every evaluator's work items and returns their rows.
 
-``run_evaluators(evaluators, run, options)`` plans each evaluator's items
-(``Evaluator.plan``) and runs them by stage (vsb.evaluators.interface), in this order:
+``run_evaluators(evaluators, run, options)`` plans every evaluator's items
+(``Evaluator.plan``), before any work, then runs them by stage (vsb.evaluators.interface):
 
 1. ``frames``: one task per story: its (model, condition) sequences, each decoded and run
    through every frames evaluator planned on it, with one ``ExtractionMemo`` so that each
@@ -16,8 +16,8 @@
 3. ``models``: the embedding passes (``vsb.evaluators.embed.signals.run_embeddings``), cached per
    image and text by content;
 4. known outcomes: images with no picture get ``generation_failed`` rows, and images that
-   cannot be read (found by the frames stage's decoding, else by ``unreadable_images``;
-   no later stage sees them) ``unreadable`` rows (``vsb.evaluators.failed``), from every
+   cannot be read (found by ``read_run(check_images=True)`` when a later stage runs, else by
+   the frames stage's decoding) ``unreadable`` rows (``vsb.evaluators.failed``), from every
    ``verdicts`` evaluator.
 
 Rows come back in that order, so an evaluation writes the same bytes whichever evaluators
@@ -397,22 +397,18 @@ def _models_stage(
 def run_evaluators(
     evaluators: Sequence[Evaluator], run: RunView, options: EvaluateOptions
 ) -> Outputs:
-    """Plan and run the evaluators' items, stage by stage; their rows, in stage order."""
-    acc = Outputs()
+    """Plan every evaluator's items, before any work, then run them stage by stage; their
+    rows, in stage order. ``run`` was read with ``check_images`` when any evaluator runs
+    after the frames stage (no later stage sees an unreadable image)."""
+    acc = Outputs(unreadable=dict(run.unreadable))
     failed = [(s.model, s.condition, s.story_id, k) for s in run.sequences
               for k, p in s.images if p is None]  # fmt: skip
-    frames = by_stage(evaluators, "frames")
-    if frames:
-        _frames_stage(
-            frames, [it for ev in frames for it in ev.plan(run, options)], run, options, acc
-        )
-    else:  # issue #23: no frames stage decoded the images; look for unreadable ones here
-        acc.unreadable = run.unreadable()
-    run = run.without(acc.unreadable)  # an unreadable image is no picture for any evaluator
-    for stage, execute in (("calls", _calls_stage), ("models", _models_stage)):
-        evs = by_stage(evaluators, stage)  # type: ignore[arg-type]
-        if evs:
-            execute(evs, [it for ev in evs for it in ev.plan(run, options)], run, options, acc)
+    failed = [i for i in failed if i not in run.unreadable]  # unreadable: rows of their own
+    stages = {"frames": _frames_stage, "calls": _calls_stage, "models": _models_stage}
+    plans = [(execute, evs, [it for ev in evs for it in ev.plan(run, options)])
+             for stage, execute in stages.items() if (evs := by_stage(evaluators, stage))]  # type: ignore[arg-type]  # fmt: skip
+    for execute, evs, items in plans:
+        execute(evs, items, run, options, acc)
     if failed or acc.unreadable:
         jm = options.judge.judge_model if options.judge is not None else ""
         acc.out.requirements = replace_failed(

@@ -148,7 +148,7 @@ class VlmJudge(EvaluatorBase):
         """The judge calls of the run's frames."""
         frames = [
             (s.model, s.condition, s.story_id, k, p, run.stories[s.story_id].scenes[k - 1])
-            for s, k, p in run.frames()
+            for s, k, p in run.frames
         ]
         return plan_calls(frames, judge.judge_model, options.batch, endpoint_of(judge))
 

@@ -338,7 +338,7 @@ class _EmbedEvaluator(EvaluatorBase):
     def plan(self, run: RunView, options: EvaluateOptions) -> list[WorkItem]:
         """One item: every frame through the model (payload: the reference frames)."""
         model = self.options.model(_kind(self.name))
-        frames = [(s.model, s.condition, s.story_id, k, p) for s, k, p in run.frames()]
+        frames = [(s.model, s.condition, s.story_id, k, p) for s, k, p in run.frames]
         return [WorkItem(self.name, content_key(self.name, model, frames), 0.0, [])]
 
     def requirements_at(self, story: Story, scene: int) -> list[Requirement]:
@@ -391,7 +391,7 @@ class ClipEvaluator(_EmbedEvaluator):
     def plan(self, run: RunView, options: EvaluateOptions) -> list[WorkItem]:
         """One item whose payload is the reference model's frames (clip_image_rr)."""
         ref = self.options.reference_model
-        refs = [s for s in run.all_sequences() if s.model == ref]
+        refs = [s for s in run.all_sequences if s.model == ref]
         (item,) = super().plan(run, options)
         return [WorkItem(item.evaluator, item.key, 0.0, refs)]
 

@@ -321,3 +321,72 @@ def test_a_budget_on_paid_models_is_refused_before_any_request(
     with pytest.raises(InputError, match="workers cannot share one spending limit"):
         run(config)
     assert not (tmp_path / "c" / "objects").exists()
+
+
+PIPE = """
+import io
+{head}
+from PIL import Image
+
+
+def make(req):
+    {body}
+    img = Image.new("RGB", (32, 32), ((req.scene or 0) * 30 % 256, len(req.prompt) % 256, 9))
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    return buf.getvalue()
+"""
+
+
+def _pipe(folder: Path, name: str, head: str = "", body: str = "pass") -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.py").write_text(PIPE.format(head=head, body=body), "utf-8")
+
+
+def test_a_python_model_on_the_drivers_path_only_runs_on_ray_workers(
+    cluster: None, suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``python:`` model whose module only the driver can import (a folder on its path, as
+    in a notebook or with a remote cluster) travels by value: the same records and images as
+    the local executor (every task failed with ModuleNotFoundError on the workers before)."""
+    _pipe(tmp_path / "mods", "raypipe")
+    monkeypatch.syspath_prepend(str(tmp_path / "mods"))
+    monkeypatch.delitem(sys.modules, "raypipe", raising=False)
+    common = ["run", "--suite", str(suite), "--model", "python:raypipe:make", "--condition",
+              "independent,previous_image"]  # fmt: skip
+    assert main([*common, "--out", str(tmp_path / "local"), "--cache", str(tmp_path / "c1")]) == 0
+    remote = [*common, "--out", str(tmp_path / "ray"), "--cache", str(tmp_path / "c2")]
+    assert main([*remote, "--executor", "ray"]) == 0
+    local, remote = _records(tmp_path / "local"), _records(tmp_path / "ray")
+    # which of two identical requests was made first (and which served from it) is the order
+    # the tasks ran in; the requests, keys and images are the same
+    assert sum(r.pop("cache_hit") for r in local) == sum(r.pop("cache_hit") for r in remote)
+    assert local == remote and not any(r["error"] for r in remote)
+    assert _images(tmp_path / "local") == _images(tmp_path / "ray") and _images(tmp_path / "ray")
+
+
+def test_a_python_model_that_does_not_pickle_by_value_goes_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """By value where it pickles and is small; by name where its function holds a lock or a
+    large object (a loaded pipeline: workers that import the module load their own)."""
+    import pickle
+
+    from vsb.adapters.function import FunctionModel, load_function
+    from vsb.run import executors_ray
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _pipe(tmp_path, "plain_pipe")
+    _pipe(tmp_path, "locked_pipe", "import threading\nLOCK = threading.Lock()", "with LOCK: pass")
+    _pipe(tmp_path, "heavy_pipe", "WEIGHTS = bytes(20 << 20)", "assert WEIGHTS")
+    specs = {}
+    for name in ("plain_pipe", "locked_pipe", "heavy_pipe"):
+        adapter = FunctionModel(load_function(f"{name}:make"), f"python:{name}:make")
+        specs[name] = executors_ray._adapter_spec(adapter)
+    for name in specs:  # a worker that cannot import the modules
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(tmp_path)])
+    assert pickle.loads(specs["plain_pipe"]).fn.__module__ == "plain_pipe"
+    for name in ("locked_pipe", "heavy_pipe"):
+        with pytest.raises(ModuleNotFoundError, match=name):
+            pickle.loads(specs[name])

@@ -54,6 +54,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import pickle
+import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -229,13 +230,33 @@ class RayExecutor:
 
 def _adapter_spec(adapter: ImageModelAdapter) -> bytes | None:
     """The adapter pickled for the workers (cloudpickle: what ``pickle.loads`` reads back);
-    None when it does not pickle (an HTTP client)."""
+    None when it does not pickle (an HTTP client). A ``python:`` model's module travels by
+    value where it can (else every task failed where the workers cannot import it: a folder
+    on the driver's path only, a remote cluster), and by name where its function holds what
+    does not pickle (a lock) or is large (a loaded pipeline: the workers load their own)."""
     from ray import cloudpickle
 
-    try:
-        return bytes(cloudpickle.dumps(adapter))
-    except (pickle.PicklingError, TypeError, AttributeError):
-        return None
+    from vsb.adapters.function import FunctionModel
+
+    fn = adapter.fn if isinstance(adapter, FunctionModel) else None
+    own = sys.modules.get(getattr(fn, "__module__", "") or "")
+    for by_value in ([own] if own is not None and own.__name__ != "__main__" else []) + [None]:
+        try:
+            if by_value is not None:
+                cloudpickle.register_pickle_by_value(by_value)
+            spec = bytes(cloudpickle.dumps(adapter))
+        except (pickle.PicklingError, TypeError, AttributeError):
+            continue
+        finally:
+            if by_value is not None:
+                cloudpickle.unregister_pickle_by_value(by_value)
+        if by_value is None or len(spec) <= BY_VALUE_MAX:
+            return spec
+    return None
+
+
+#: The largest pickle of a ``python:`` model sent by value (bytes); larger ones go by name.
+BY_VALUE_MAX = 16 << 20
 
 
 def _walk(st: _Shared, task: Pair) -> tuple[TaskOutput | None, dict[str, GenerationResult]]:

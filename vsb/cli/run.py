@@ -160,7 +160,9 @@ def run(
             given[m] = get_adapter(m, root=samples_dir)
         elif m.startswith("openai:") and base_url:
             given[m] = get_adapter(m, base_url=base_url, client=_client(ctx, timeout_s))
-        elif timeout_s is not None and m.split(":")[0] in _HTTP_PROVIDERS:
+        elif timeout_s is not None and (
+            m.split(":")[0] in _HTTP_PROVIDERS or _plugin_takes_client(m)
+        ):
             given[m] = get_adapter(m, client=_client(ctx, timeout_s))
     given.update(local_adapters(config.models, **model_options))
     if dry_run:
@@ -207,6 +209,26 @@ def run(
 
 #: The model prefixes of HTTP providers (their client takes ``--timeout``).
 _HTTP_PROVIDERS = ("openai", "replicate", "stability", "imagen")
+
+
+def _plugin_takes_client(name: str) -> bool:
+    """Whether plug-in model ``name``'s factory takes ``client=`` (an httpx.Client, which then
+    carries ``--timeout``); a warning says so when it does not (a built-in: False, silent)."""
+    import inspect
+
+    from vsb.adapters.registry import adapter_entry, get_factory
+
+    entry = adapter_entry(name)
+    if entry is None or entry.source == "vsb":
+        return False
+    if "client" in inspect.signature(get_factory(name)).parameters:
+        return True
+    click.echo(
+        f"warning: --timeout does not reach {name}: its factory takes no client= (an "
+        "httpx.Client, docs/PLUGINS.md), so its requests wait as long as it lets them",
+        err=True,
+    )
+    return False
 
 
 def _client(ctx: click.Context, timeout_s: float | None) -> Any:

@@ -134,3 +134,20 @@ def test_a_title_with_a_word_longer_than_the_chart_wraps_inside_it() -> None:
     spans = re.findall(r"<tspan[^>]*>([^<]*)</tspan>", title.group(1))
     assert "".join(spans).replace(" ", "") == "Globalscore:" + "x" * 120
     assert all(4 + len(s) * (CHAR_W + 0.8) <= _width(svg) for s in spans), spans
+
+
+def test_the_ablation_heat_map_is_drawn_narrow_enough_for_a_phone() -> None:
+    """Metrics down, removed groups across: at most 400 units wide, so on a 390 px screen its
+    11 px text stays legible (drawn 750 units wide, it shrank to half on a phone), and no row
+    label runs off its left edge."""
+    from vsb.site.analysis import ABLATION_METRICS, Cell, ablation_plot
+
+    groups = ("identity", "clothing", "objects", "environment")
+    grid = {g: {m: Cell(0.05, -0.01, 0.1, 40) for m in ABLATION_METRICS} for g in groups}
+    svg = str(ablation_plot("procedural-drift-mid", grid))
+    assert _width(svg) <= 400
+    rows = re.findall(r'<text x="([\d.]+)" y="[\d.]+" text-anchor="end"[^>]*>([^<]+)</text>', svg)
+    assert len(rows) == len(ABLATION_METRICS)
+    assert all(float(x) - len(text) * CHAR_W * 11 / 12 >= 0 for x, text in rows), rows
+    assert len(re.findall(r"rotate\(-45\)\">no ", svg)) == len(groups)
+    assert svg.count("<rect") == len(groups) * len(ABLATION_METRICS)

@@ -22,10 +22,11 @@ from vsb.scores.analysis import Effect, effects_from_comparisons
 from vsb.scores.implicit import IMPLICIT_FILE, ImplicitReport, ImplicitRow
 from vsb.scores.sensitivity import SENSITIVITY_FILE, SensitivityReport, SensitivityRow
 from vsb.site.data import SiteData
+from vsb.site.svg import CHAR_W
 from vsb.story.context.predicted import DEFAULT_ERROR_RATE, suite_reading_errors
 from vsb.story.models import DIMENSION_LABELS, DIMENSIONS
 
-#: Columns of the ablation table and plot: the ten dimensions, then two summaries.
+#: Columns of the ablation table (rows of its plot): the ten dimensions, then two summaries.
 ABLATION_METRICS: tuple[tuple[str, str], ...] = (
     *(("dimension", d) for d in DIMENSIONS),
     ("summary", "coherence"),
@@ -81,12 +82,14 @@ def _fill(diff: float, scale: float) -> str:
 
 
 def ablation_plot(model: str, grid: dict[str, dict[tuple[str, str], Cell]]) -> Markup:
-    """A heat map: one row per removed group, one column per metric; the cell holds Δ
-    (structured_memory − ablation), a frame where the paired CI excludes 0, and the CI in
-    its tooltip."""
-    cw, ch, left, top = 54.0, 28.0, 96.0, 92.0
-    cols = ABLATION_METRICS
-    width, height = left + cw * len(cols) + 8, top + ch * len(grid) + 8
+    """A heat map: one row per metric, one column per removed group (narrow enough for a
+    phone); the cell holds Δ (structured_memory − ablation), a frame where the paired CI
+    excludes 0, and the CI in its tooltip."""
+    groups, char_w, cw, ch = list(grid), CHAR_W * 11 / 12, 50.0, 24.0  # 11 px text
+    left = max(len(_label(*m)) for m in ABLATION_METRICS) * char_w + 12
+    rise = max((len(f"no {g}") * char_w * 0.71 for g in groups), default=0.0)  # at −45°
+    top, tail = rise + 12, max(8.0, rise - cw / 2 + 8)
+    width, height = left + cw * len(groups) + tail, top + ch * len(ABLATION_METRICS) + 8
     values = [abs(c.diff) for row in grid.values() for c in row.values()]
     scale = max([*values, 0.05])
     title = f"{model}: what remembering each group of facts buys (structured_memory − ablation)"
@@ -96,22 +99,22 @@ def ablation_plot(model: str, grid: dict[str, dict[tuple[str, str], Cell]]) -> M
         f'aria-label="{escape(title)}" style="font-family:system-ui,sans-serif;font-size:11px">'
         f"<title>{escape(title)}</title>"
     ]
-    for j, (kind, metric) in enumerate(cols):
+    for j, group in enumerate(groups):
         x = left + cw * j + cw / 2
-        weight = "700" if kind == "summary" else "400"
         body.append(
-            f'<text transform="translate({x:.1f},{top - 6:.1f}) rotate(-45)" '
-            f'font-weight="{weight}">{escape(_label(kind, metric))}</text>'
-        )
-    for i, (group, row) in enumerate(grid.items()):
-        y = top + ch * i
-        body.append(
-            f'<text x="{left - 6:.0f}" y="{y + ch / 2 + 4:.1f}" text-anchor="end">'
+            f'<text transform="translate({x:.1f},{top - 6:.1f}) rotate(-45)">'
             f"no {escape(group)}</text>"
         )
-        for j, key in enumerate(cols):
+    for i, (kind, metric) in enumerate(ABLATION_METRICS):
+        y = top + ch * i
+        weight = "700" if kind == "summary" else "400"
+        body.append(
+            f'<text x="{left - 6:.0f}" y="{y + ch / 2 + 4:.1f}" text-anchor="end" '
+            f'font-weight="{weight}">{escape(_label(kind, metric))}</text>'
+        )
+        for j, group in enumerate(groups):
             x = left + cw * j
-            c = row.get(key)
+            c = grid[group].get((kind, metric))
             if c is None:
                 body.append(
                     f'<rect x="{x:.1f}" y="{y:.1f}" width="{cw:.0f}" height="{ch:.0f}" '
@@ -120,7 +123,7 @@ def ablation_plot(model: str, grid: dict[str, dict[tuple[str, str], Cell]]) -> M
                 continue
             stroke = ' stroke="#222" stroke-width="2"' if c.excludes_zero else ' stroke="#fff"'
             tip = (
-                f"no {group}, {_label(*key)}: Δ {_fmt(c.diff)}, 95% CI "
+                f"no {group}, {_label(kind, metric)}: Δ {_fmt(c.diff)}, 95% CI "
                 f"[{_fmt(c.low)}, {_fmt(c.high)}], {c.n} stories"
             )
             body.append(

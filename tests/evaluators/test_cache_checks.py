@@ -217,3 +217,97 @@ def test_embedding_vectors_shuffled_between_keys_are_embedded_again(
     assert _rows(work, "signals.parquet") == clean
     assert _noted(out) == changed, out
     assert failed_checks_under(cache) == changed
+
+
+# --- entries written before seals: served, sealed on that read, checked from then on -------
+
+
+def _unseal(db_path: Path, table: str) -> int:
+    """Make every row of ``table`` look written before seals (seal NULL); how many."""
+    with sqlite3.connect(db_path) as db:
+        n = db.execute(f"UPDATE {table} SET seal = NULL").rowcount
+    assert n > 2
+    return int(n)
+
+
+def _still_unsealed(db_path: Path, table: str) -> int:
+    db = sqlite3.connect(db_path)
+    try:
+        return int(db.execute(f"SELECT COUNT(*) FROM {table} WHERE seal IS NULL").fetchone()[0])
+    finally:
+        db.close()
+
+
+def test_generation_entries_from_before_seals_are_served_then_sealed(
+    suite: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = tmp_path / "cache"
+    assert main(_run(suite, tmp_path / "clean", cache)) == 0
+    clean = _images(tmp_path / "clean")
+    _unseal(cache / INDEX_NAME, "entries")
+    capsys.readouterr()
+    assert main(_run(suite, tmp_path / "old", cache)) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"\(0 generated, \d+ from cache", out) and _noted(out) == 0, out
+    assert _still_unsealed(cache / INDEX_NAME, "entries") == 0  # sealed on that first read
+    changed = _rotate(cache / INDEX_NAME, "entries", "sha256")  # a later change is caught
+    assert main(_run(suite, tmp_path / "later", cache)) == 0
+    assert _noted(capsys.readouterr().out) == changed
+    assert _images(tmp_path / "later") == clean
+
+
+def test_judge_answers_from_before_seals_are_served_then_sealed(
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache, work = tmp_path / "cache", tmp_path / "run"
+    shutil.copytree(run, work)
+    with JudgeHttpServer(say("YES")) as server:
+        argv = ["evaluate", str(work), "--evaluator", "vlm", "--judge", "openai-compatible:sim",
+                "--base-url", server.url, "--cache", str(cache)]  # fmt: skip
+        assert main(argv) == 0
+        clean, asked = _rows(work), server.requests
+        _unseal(cache / JUDGE, "answers")
+        assert main(argv) == 0
+        assert server.requests == asked and _rows(work) == clean  # served, nothing asked
+        assert _still_unsealed(cache / JUDGE, "answers") == 0
+        with sqlite3.connect(cache / JUDGE) as db:
+            db.execute("UPDATE answers SET text = replace(text, 'YES', 'NO')")
+        capsys.readouterr()
+        assert main(argv) == 0
+        assert server.requests == 2 * asked and _rows(work) == clean
+        assert _noted(capsys.readouterr().out) == asked
+
+
+def test_embedding_vectors_from_before_seals_are_served_then_sealed(
+    run: Path, suite: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from embed_helpers import save_tiny_clip
+
+    from vsb.evaluators.embed.cache import CACHE_NAME as EMBEDDINGS
+    from vsb.story.io import load_suite
+
+    clip = save_tiny_clip(
+        tmp_path / "clip", [sc.text for s in load_suite(suite) for sc in s.scenes]
+    )
+    cache, work = tmp_path / "cache", tmp_path / "run"
+    shutil.copytree(run, work)
+    argv = ["evaluate", str(work), "--evaluator", "clip", "--clip-model", str(clip), "--cache",
+            str(cache), "--batch-size", "8"]  # fmt: skip
+    assert main(argv) == 0
+    clean = _rows(work, "signals.parquet")
+    _unseal(cache / EMBEDDINGS, "vectors")
+    assert main(argv) == 0
+    assert _rows(work, "signals.parquet") == clean
+    assert _still_unsealed(cache / EMBEDDINGS, "vectors") == 0
+    with sqlite3.connect(cache / EMBEDDINGS) as db:  # a later change is caught
+        rows = db.execute("SELECT key, data FROM vectors WHERE kind = 'image' ORDER BY key")
+        rows = rows.fetchall()
+        moved = [(rows[(i + 1) % len(rows)][1], rows[i][0]) for i in range(len(rows))]
+        db.executemany("UPDATE vectors SET data = ? WHERE key = ?", moved)
+    changed = sum(new != rows[i][1] for i, (new, _) in enumerate(moved))
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert _noted(capsys.readouterr().out) == changed > 0
+    assert _rows(work, "signals.parquet") == clean

@@ -27,8 +27,8 @@ its key, image hash, metadata and cost (``entry_seal``), so a well-formed entry 
 belong to another key (hashes shuffled between rows, metadata edited) fails its check on read:
 it is dropped, logged in ``failed_checks`` (``failed_checks()`` counts them, so a command can
 report how many it recomputed) and regenerated. Entries written before seals (``seal`` NULL)
-are read as before. Each process and thread opens its own SQLite connection (after
-a fork the child opens a fresh one).
+are served and sealed on their first read, so a later change to one is caught. Each process
+and thread opens its own SQLite connection (after a fork the child opens a fresh one).
 """
 
 from __future__ import annotations
@@ -210,7 +210,11 @@ class GenerationCache:
         if row is None:
             return None
         entry: _Row = (row[0], row[1], row[2], row[3])
-        if row[4] is not None and row[4] != entry_seal(entry):
+        if row[4] is None:  # written before seals: sealed on this first read (TOFU)
+            with _immediate(self._db()) as db:
+                db.execute("UPDATE entries SET seal = ? WHERE key = ? AND sha256 = ? AND seal "
+                           "IS NULL", (entry_seal(entry), *entry[:2]))  # fmt: skip
+        elif row[4] != entry_seal(entry):
             self._drop(entry, row[4])
             return None
         return entry

@@ -8,7 +8,7 @@ little-endian bytes with their dimension, so a rerun computes nothing. A row is 
 (``vector_seal``: sha256 over its key, model, kind, dimension and bytes), so a well-formed
 vector moved to another key fails its check on read: it is dropped, logged in
 ``failed_checks`` (``failed_checks`` counts this cache's drops) and computed again. Rows
-stored before seals (``seal`` NULL) are read as before.
+stored before seals (``seal`` NULL) are served and sealed on their first read.
 
 A model directory's digest (sha256 over its files' names and contents) is memoized by the
 files' sizes and modification times, so a large checkpoint is hashed once.
@@ -101,15 +101,20 @@ class EmbeddingCache:
                 part = list(keys[i : i + _CHUNK])
                 marks = ",".join("?" * len(part))
                 q = f"SELECT key, model, kind, dim, data, seal FROM vectors WHERE key IN ({marks})"
-                failed = []
+                failed, unsealed = [], []
                 for key, model, kind, dim, data, seal in self._db.execute(q, part):
                     if not (isinstance(data, bytes) and len(data) == 4 * int(dim) > 0):
                         continue
-                    if seal is not None and seal != vector_seal(key, model, kind, dim, data):
+                    if seal is None:  # stored before seals: sealed on this first read
+                        unsealed.append((vector_seal(key, model, kind, dim, data), key))
+                    elif seal != vector_seal(key, model, kind, dim, data):
                         failed.append((key, seal))
                         continue
                     out[key] = np.frombuffer(data, dtype="<f4").astype(np.float32)
                 self._drop(failed)
+                with self._db:
+                    q = "UPDATE vectors SET seal = ? WHERE key = ? AND seal IS NULL"
+                    self._db.executemany(q, unsealed)
         except sqlite3.Error as err:
             raise CacheError(f"cannot read the embedding cache: {err}", file=self.path) from None
         return out

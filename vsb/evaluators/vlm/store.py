@@ -9,8 +9,8 @@ nothing. Only answers that parse are stored (``vlm_judge`` decides; an unparsabl
 asked again on the next run). A stored answer is sealed (``answer_seal``: sha256 over its key,
 judge model, raw text and token counts), so an answer edited or moved to another key (YES and
 NO swapped) fails its check on lookup: it is dropped, logged in ``failed_checks`` (counted by
-``failed_checks()``) and asked again. Answers stored before seals (``seal`` NULL) are read as
-before.
+``failed_checks()``) and asked again. Answers stored before seals (``seal`` NULL) are served
+and sealed on their first lookup, so a later change to one is caught.
 
 ``JudgePricing`` reads the ``judges`` section of ``config/pricing.json``: USD per million
 input and output tokens and the tokens an image costs, per judge model. A judge that is
@@ -116,7 +116,12 @@ class JudgeCache:
         )
         if row is None:
             return None
-        if row[4] is not None and row[4] != answer_seal(key, row[3], row[0], row[1], row[2]):
+        seal = answer_seal(key, row[3], row[0], row[1], row[2])
+        if row[4] is None:  # stored before seals: sealed on this first read
+            with self._db() as db:
+                db.execute("UPDATE answers SET seal = ? WHERE key = ? AND seal IS NULL",
+                           (seal, key))  # fmt: skip
+        elif row[4] != seal:
             with self._db() as db:
                 if db.execute("DELETE FROM answers WHERE key = ? AND seal = ?",
                               (key, row[4])).rowcount:  # fmt: skip

@@ -118,3 +118,66 @@ def test_judged_in_a_process_of_their_own_then_validated_gives_the_same_report(
     split = json.loads((report / written[0]).read_text())
     whole = validate_reference_judges(small_run, tmp_path / "whole")
     assert split == whole.model_dump(mode="json")
+
+
+def test_the_judges_answer_one_after_another_in_this_process(
+    small_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No process is started (a second would hold its own copy of every import and table:
+    the main job's memory bound counts each process's pages); the six judges' plans build
+    each scene's questions once; each judge's copy links the slice's folders, and judges
+    as a full copy of the slice does."""
+    import os
+    import shutil
+    from collections import Counter
+    from typing import Any
+
+    from vsb.evaluators.vlm import plan
+    from vsb.validation.judge import validate_run
+    from vsb.validation.reference import JUDGED, judge_folder, judge_slices
+
+    def no_fork() -> int:
+        raise AssertionError("the reference judges started a process")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    built: Counter[int] = Counter()
+    inner = plan._scene_questions
+
+    def counted(scene: Any, *args: Any) -> Any:
+        built[id(scene)] += 1
+        return inner(scene, *args)
+
+    monkeypatch.setattr(plan, "_scene_questions", counted)
+    sub = tmp_path / "reference"
+    judged = judge_slices(small_run, sub)
+    assert list(judged.folders) == list(REFERENCE_JUDGES)
+    assert built and set(built.values()) == {1}  # once for all six judges
+    for folder in judged.folders.values():
+        for name in ("images", "suite", "oracle"):
+            assert (folder / name).is_symlink()
+            assert (folder / name).resolve() == (sub / "slice" / name).resolve()
+        assert (folder / "evaluations" / "requirements.parquet").is_file()
+    full = tmp_path / "full"
+    shutil.copytree(sub / "slice", full)
+    judge_folder(full, "literal", REFERENCE_JUDGES["literal"](full), False)
+    ours = validate_run(judged.folders["literal"], evaluators=JUDGED)
+    theirs = validate_run(full, evaluators=JUDGED)
+    assert ours.section("vlm").model_dump() == theirs.section("vlm").model_dump()
+    assert ours.section("vlm").verdicts.n_checks > 0
+    shutil.rmtree(judged.folders["literal"])  # a judge's copy goes, the slice stays
+    assert (sub / "slice" / "images").is_dir() and any((sub / "slice" / "images").iterdir())
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_an_endpoint_keeps_the_bodies_only_when_asked(keep: bool) -> None:
+    body = {"messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,cG5n"}},
+        {"type": "text", "text": "Is it night?"},
+    ]}]}  # fmt: skip
+    judge = REFERENCE_JUDGES["always-no"](Path("."))
+    with JudgeEndpoint(judge, keep_bodies=keep) as endpoint, endpoint.client() as client:
+        for _ in range(2):
+            reply = client.post(f"{endpoint.url}/chat/completions", json=body)
+            assert reply.json()["choices"][0]["message"]["content"] == "NO"
+    assert endpoint.requests == 2
+    assert endpoint.bodies == ([body, body] if keep else [])

@@ -13,7 +13,6 @@ real judges, so a reader sees what a useless judge scores.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -152,6 +151,7 @@ def judge_slices(
     """The first step: copy the (models, condition) slice of ``run_dir`` to ``sub`` (replaced)
     and evaluate one copy of it per reference judge, each asked through the wire format.
     The judging needs no statistics library (the main job runs it beside score)."""
+    from vsb.evaluators.vlm.plan import shared_questions
     from vsb.validation.reference_judges import REFERENCE_JUDGES
 
     note = progress or (lambda _msg: None)
@@ -160,35 +160,31 @@ def judge_slices(
     n_frames = _slice(Path(run_dir), sub / "slice", models, condition)
     names = list(names or REFERENCE_JUDGES)
     folders = {name: sub / "judged" / name for name in names}
-    jobs = [(str(sub), name, served) for name in names]
-    forks = "fork" in multiprocessing.get_all_start_methods()
-    if len(jobs) > 1 and forks and not multiprocessing.current_process().daemon:
-        # half the judges in a child forked while this process is small, half here
-        note(f"reference judges {', '.join(names)} (two at once)")
-        child = multiprocessing.get_context("fork").Process(target=_judge_all, args=(jobs[1::2],))
-        child.start()
-        try:
-            _judge_all(jobs[::2])
-        finally:
-            child.join()
-        if child.exitcode != 0:
-            raise RuntimeError(f"reference judges {[j[1] for j in jobs[1::2]]} failed")
-    else:
-        for job in jobs:
-            note(f"reference judge {job[1]}")
-            _judge_all([job])
+    # One after another in this process: what they share is built once (the questions of
+    # each scene: ``shared_questions``), and a second process would hold its own copy of
+    # every import and table (the main job's memory bound counts each process's pages).
+    with shared_questions():
+        for name, folder in folders.items():
+            note(f"reference judge {name}")
+            _judged_copy(sub / "slice", folder)
+            judge_folder(folder, name, REFERENCE_JUDGES[name](folder), served)
     return JudgedSlices(models=models, condition=condition, n_frames=n_frames, folders=folders)
 
 
-def _judge_all(jobs: list[tuple[str, str, bool]]) -> None:
-    """Judge each ``(sub, name, served)``: ``name``'s own copy of the slice under ``sub``, so
-    the figures do not depend on which process asked which judge."""
-    from vsb.validation.reference_judges import REFERENCE_JUDGES
-
-    for sub, name, served in jobs:
-        folder = Path(sub) / "judged" / name
-        shutil.copytree(Path(sub) / "slice", folder, copy_function=link_or_copy)
-        judge_folder(folder, name, REFERENCE_JUDGES[name](folder), served)
+def _judged_copy(slice_dir: Path, folder: Path) -> None:
+    """A judge's own copy of the slice: its files linked, its folders (images, suite, oracle:
+    only read) linked to the slice's, so making and removing a copy costs a few entries
+    however many frames it has (a copy of each file where links cannot be made)."""
+    folder.mkdir(parents=True)
+    for entry in sorted(slice_dir.iterdir()):
+        dest = folder / entry.name
+        if not entry.is_dir():
+            link_or_copy(entry, dest)
+            continue
+        try:
+            dest.symlink_to(Path("..", "..", slice_dir.name, entry.name), target_is_directory=True)
+        except OSError:
+            shutil.copytree(entry, dest, copy_function=link_or_copy)
 
 
 def reference_report(judged: JudgedSlices) -> ReferenceReport:
@@ -265,7 +261,7 @@ def judge_folder(sub: Path, name: str, judge: Answerer, served: bool) -> None:
 
     shutil.rmtree(sub / "evaluations", ignore_errors=True)
     (sub / "ledger.sqlite").unlink(missing_ok=True)
-    with (JudgeServer if served else JudgeEndpoint)(judge) as endpoint:
+    with (JudgeServer if served else JudgeEndpoint)(judge, keep_bodies=False) as endpoint:
         client = default_client() if served else endpoint.client()
         with client:
             evaluate_run(

@@ -24,6 +24,7 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from vsb.evaluators.extractor import extract
@@ -171,6 +172,12 @@ class _Tiered:
         return next((found for t in self.tiers if (found := t.find(d))), [])
 
 
+@lru_cache(maxsize=1024)
+def _tiered(text: str) -> _Tiered:
+    """``_Tiered.parse(text)``, parsed once per wording (a ``_Tiered`` is immutable)."""
+    return _Tiered.parse(text)
+
+
 class LiteralJudge:
     """Answers questions from what the picture shows, read through their own wording."""
 
@@ -223,7 +230,7 @@ class LiteralJudge:
     def answer(self, d: DetectedState, q: str) -> Answer:
         """The literal answer to question ``q`` about ``d``."""
         if m := re.fullmatch(r"Is there a person with (.+) in the picture\?", q):
-            return _yes(bool(_Tiered.parse(m.group(1)).find(d)))
+            return _yes(bool(_tiered(m.group(1)).find(d)))
         if q.startswith(ORDER_LEAD):
             names = q[len(ORDER_LEAD) : -1].strip().split("; then ")
             return self._order(d, [n.removeprefix("the person with ") for n in names])
@@ -235,11 +242,11 @@ class LiteralJudge:
         return self._about_scene(d, q)
 
     def _one(self, d: DetectedState, locator: str) -> DetectedPerson | None:
-        found = _Tiered.parse(locator).find(d)
+        found = _tiered(locator).find(d)
         return d.people[found[0]] if len(found) == 1 else None
 
     def _order(self, d: DetectedState, locators: list[str]) -> Answer:
-        found = [_Tiered.parse(t).find(d) for t in locators]
+        found = [_tiered(t).find(d) for t in locators]
         if any(len(f) > 1 for f in found):
             return "UNSURE"
         if any(not f for f in found):

@@ -246,12 +246,22 @@ class JudgeEndpoint:
 
     ``latency_s`` delays every answer (throughput benchmarks); ``fail_first`` answers the
     first N requests with HTTP 429 and ``Retry-After: 0`` (retry tests); ``requests``
-    counts the chat requests that got an answer, ``attempts`` every POST."""
+    counts the chat requests that got an answer, ``attempts`` every POST; ``bodies`` holds
+    each answered request's JSON body, images included (``keep_bodies=False``: none, for a
+    long pass whose requests no one reads back)."""
 
-    def __init__(self, judge: Answerer, *, latency_s: float = 0.0, fail_first: int = 0) -> None:
+    def __init__(
+        self,
+        judge: Answerer,
+        *,
+        latency_s: float = 0.0,
+        fail_first: int = 0,
+        keep_bodies: bool = True,
+    ) -> None:
         self.judge = judge
         self.latency_s = latency_s
         self.fail_first = fail_first
+        self.keep_bodies = keep_bodies
         self.requests = 0
         self.attempts = 0
         self.bodies: list[dict[str, Any]] = []
@@ -294,7 +304,8 @@ class JudgeEndpoint:
         )
         with self._lock:
             self.requests += 1
-            self.bodies.append(body)
+            if self.keep_bodies:
+                self.bodies.append(body)
         usage = {"prompt_tokens": 300 + len(text) // 4, "completion_tokens": 4 * n}
         if (wait := due - time.monotonic()) > 0:
             time.sleep(wait)
@@ -316,8 +327,15 @@ class JudgeEndpoint:
 class JudgeServer(JudgeEndpoint):
     """A ``JudgeEndpoint`` served over HTTP on 127.0.0.1 (a free port, a daemon thread)."""
 
-    def __init__(self, judge: Answerer, *, latency_s: float = 0.0, fail_first: int = 0) -> None:
-        super().__init__(judge, latency_s=latency_s, fail_first=fail_first)
+    def __init__(
+        self,
+        judge: Answerer,
+        *,
+        latency_s: float = 0.0,
+        fail_first: int = 0,
+        keep_bodies: bool = True,
+    ) -> None:
+        super().__init__(judge, latency_s=latency_s, fail_first=fail_first, keep_bodies=keep_bodies)
         self.httpd = serve_json(self.handle)
 
     @property

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
@@ -363,9 +364,16 @@ def _cause(err: Unreachable) -> str:
 
 def call_answers(call: JudgeCall, reply: JudgeReply) -> list[Answer | None]:
     """The parsed answer to each question of a call (None: a parse failure)."""
-    if len(call.questions) == 1 and call.system == SYSTEM_PROMPT_SINGLE:
-        return [parse_answer(reply.text)]
-    return parse_batch(reply.text, len(call.questions))
+    single = len(call.questions) == 1 and call.system == SYSTEM_PROMPT_SINGLE
+    return list(_parsed(reply.text, len(call.questions), single))
+
+
+@lru_cache(maxsize=4096)
+def _parsed(text: str, n: int, single: bool) -> tuple[Answer | None, ...]:
+    """``parse_answer`` or ``parse_batch`` of a reply, kept for the next call with the same
+    text: a reply is parsed when it arrives and again for its rows, and a judge that answers
+    alike (the same words to the same number of questions) is parsed once."""
+    return (parse_answer(text),) if single else tuple(parse_batch(text, n))
 
 
 def unparsed(call: JudgeCall, reply: JudgeReply) -> int:

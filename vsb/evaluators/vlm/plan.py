@@ -1,14 +1,21 @@
 """The judge's work items: which calls a run's frames need (``plan_calls``: one per scene
 with its probes; ``plan_pair_calls``: one per pair of consecutive frames), their content
 keys (judge model, endpoint, prompts, image sha256) and cost estimates (``estimate_cost``).
+
+Within ``shared_questions()`` both keep what they build from the story alone (a scene's
+questions, prompts and probes; a pair's questions) for every later plan of the same scenes:
+the reference judges plan the same frames once per judge, and only the judge model (so the
+keys) differs between their plans.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -157,6 +164,37 @@ def probe_question(kind: str) -> Question:
     return Question(f"Is there {article} {kind} of any colour in the picture?", "YES")
 
 
+@dataclass
+class QuestionMemo:
+    """What ``plan_calls`` and ``plan_pair_calls`` built from scenes alone, by the scenes'
+    identity (stories are frozen models, loaded once per file content: ``vsb.story.io``);
+    each entry holds its scenes, so an id is never reused while it is kept."""
+
+    #: (id(scene), first requirement, batch) -> (scene, ``_scene_questions``'s tuple)
+    scenes: dict[tuple[int, int, int], tuple[Scene, tuple[Any, ...]]] = field(default_factory=dict)
+    #: (id(earlier scene), id(later scene)) -> (scenes, ``pair_questions``, their prompt)
+    pairs: dict[tuple[int, int], tuple[Scene, Scene, tuple[Any, ...]]] = field(default_factory=dict)
+
+
+_SHARED: ContextVar[QuestionMemo | None] = ContextVar("vsb_vlm_question_memo", default=None)
+
+
+@contextmanager
+def shared_questions() -> Iterator[QuestionMemo]:
+    """Within: every ``plan_calls`` and ``plan_pair_calls`` of this thread keeps and reuses
+    the questions it builds from a scene (the calls it plans are the same as without)."""
+    memo = _SHARED.get()
+    if memo is not None:  # nested: the outer memo serves
+        yield memo
+        return
+    memo = QuestionMemo()
+    token = _SHARED.set(memo)
+    try:
+        yield memo
+    finally:
+        _SHARED.reset(token)
+
+
 def plan_calls(
     frames: Iterable[tuple[str, str, str, int, str, Scene]],
     judge_model: str,
@@ -167,7 +205,7 @@ def plan_calls(
     per scene (with the object probes) unless ``batch`` caps the questions per call;
     ``endpoint`` (the transport's) is part of every key."""
     calls = []
-    asked: dict[tuple[int, int], tuple[Any, ...]] = {}  # a scene's questions, by (scene, start)
+    memo = _SHARED.get() or QuestionMemo()  # the same for every model's frame of a scene
     for model, condition, story_id, k, path, scene in frames:
         reqs = list(scene.requirements)
         if not reqs:
@@ -175,13 +213,11 @@ def plan_calls(
         sha = hashlib.sha256(Path(path).read_bytes()).hexdigest()
         size = batch if batch > 0 else len(reqs)
         for start in range(0, len(reqs), size):
-            if (id(scene), start) not in asked:  # the same for every model's frame of it
-                asked[id(scene), start] = _scene_questions(
-                    scene, tuple(reqs[start : start + size]), batch
-                )
-            part, qs, system, prompt, probes, colours, pairs, people, lost, extra, unsure = asked[
-                id(scene), start
-            ]
+            hit = memo.scenes.get((id(scene), start, batch))
+            if hit is None:
+                hit = scene, _scene_questions(scene, tuple(reqs[start : start + size]), batch)
+                memo.scenes[id(scene), start, batch] = hit
+            part, qs, system, prompt, probes, colours, pairs, people, lost, extra, unsure = hit[1]
             key = call_key(judge_model, system, prompt, sha, endpoint)
             calls.append(
                 JudgeCall(
@@ -242,18 +278,25 @@ def plan_pair_calls(
     """One cross-frame call per pair of consecutive frames that both exist:
     ``(model, condition, story_id, [(scene, image_path)], scenes)`` sequences."""
     calls = []
+    memo = _SHARED.get() or QuestionMemo()
     for model, condition, story_id, images, scenes in sequences:
         paths = dict(images)
         for k in sorted(paths):
             a, b = paths.get(k - 1), paths[k]
             if a is None or b is None:
                 continue
-            pairs = pair_questions(scenes[k - 2], scenes[k - 1])
-            if not pairs:
+            before, after = scenes[k - 2], scenes[k - 1]
+            hit = memo.pairs.get((id(before), id(after)))
+            if hit is None:
+                asked = pair_questions(before, after)
+                reqs = tuple(r for r, _ in asked)
+                qs = tuple(q for _, q in asked)
+                hit = before, after, (reqs, qs, scene_prompt(qs) if asked else "")
+                memo.pairs[id(before), id(after)] = hit
+            reqs, qs, prompt = hit[2]
+            if not reqs:
                 continue
             sha = ":".join(hashlib.sha256(Path(x).read_bytes()).hexdigest() for x in (a, b))
-            qs = tuple(q for _, q in pairs)
-            prompt = scene_prompt(qs)
             calls.append(
                 JudgeCall(
                     model,
@@ -262,7 +305,7 @@ def plan_pair_calls(
                     k,
                     b,
                     sha,
-                    tuple(r for r, _ in pairs),
+                    reqs,
                     qs,
                     SYSTEM_PROMPT_PAIRS,
                     prompt,

@@ -4,11 +4,12 @@ the probes, and the transcript rows of ``judge_calls.jsonl``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vsb.evaluators.rules import RequirementResult
+from vsb.evaluators.rules import RequirementResult, Verdict
 from vsb.evaluators.vlm.answers import verdict_of
 from vsb.evaluators.vlm.execute import CallOutcome, call_answers
 from vsb.story.models import Requirement
@@ -72,6 +73,22 @@ def _knock_on(req: Requirement, p: _Probed, verdict: str, unsure: str = "") -> s
 
 def outcome_results(out: CallOutcome, judge_model: str) -> list[RequirementResult]:
     """One result per requirement of a finished call (a failed call gives none)."""
+    return [
+        RequirementResult.of(
+            req,
+            answer,
+            v == "passed",
+            label,
+            out.call.evaluator,
+            verdict=v,
+            judge_model=judge_model,
+        )
+        for req, answer, v, label in _judged(out)
+    ]
+
+
+def _judged(out: CallOutcome) -> list[tuple[Requirement, Any, Verdict, str]]:
+    """(requirement, answer, verdict, failure label) per requirement of a finished call."""
     if out.reply is None:
         return []
     call = out.call
@@ -111,40 +128,44 @@ def outcome_results(out: CallOutcome, judge_model: str) -> list[RequirementResul
         dict(call.lost_labels),
         located,
     )
-    results = []
+    judged: list[tuple[Requirement, Any, Verdict, str]] = []
     unsure = call.unsure_labels or ("",) * n
     for req, answer, v, why in zip(call.requirements, answers, verdicts, unsure, strict=False):
         if v == "passed" and req.subject in probed.missing and req.attribute != "present":
             v = "failed"  # every fact of a missing person fails with them (truth.py)
         label = req.taxonomy if v == "passed" else _knock_on(req, probed, v, why)
-        results.append(
-            RequirementResult.of(
-                req,
-                answer,
-                v == "passed",
-                label,
-                call.evaluator,
-                verdict=v,
-                judge_model=judge_model,
-            )
-        )
-    return results
+        judged.append((req, answer, v, label))
+    return judged
 
 
 def rows_from_outcomes(
     outcomes: Sequence[CallOutcome], judge_model: str
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Requirement rows and ``vlm_pass_rate`` signal rows of finished calls."""
+    """Requirement rows and ``vlm_pass_rate`` signal rows of finished calls: each row is
+    ``outcome_results``' ``RequirementResult.row``, written out directly (its JSON texts
+    made once per requirement and per answer)."""
     req_rows: list[dict[str, Any]] = []
     frames: dict[tuple[str, str, str, str, int], list[bool]] = {}
+    expected: dict[int, str] = {}  # id(requirement) -> its expected value as JSON text
+    observed: dict[Any, str] = {}  # answer -> JSON text
     for out in outcomes:
         c = out.call
-        for r in outcome_results(out, judge_model):
-            req_rows.append(
-                r.row(model=c.model, condition=c.condition, story_id=c.story_id, scene=c.scene)
-            )
-            key = (c.evaluator, c.model, c.condition, c.story_id, c.scene)
-            frames.setdefault(key, []).append(r.passed)
+        key = (c.evaluator, c.model, c.condition, c.story_id, c.scene)
+        for req, answer, v, label in _judged(out):
+            if (want := expected.get(id(req))) is None:
+                want = expected[id(req)] = json.dumps(req.expected, sort_keys=True)
+            if (seen := observed.get(answer)) is None:
+                seen = observed[answer] = json.dumps(answer, sort_keys=True)
+            passed = v == "passed"
+            req_rows.append({
+                "model": c.model, "condition": c.condition, "story_id": c.story_id,
+                "scene": c.scene, "req_id": req.id, "dimension": req.dimension,
+                "taxonomy": req.taxonomy, "source": req.source, "subject": req.subject,
+                "attribute": req.attribute, "expected": want, "observed": seen,
+                "passed": passed, "failure": "" if passed else label,
+                "evaluator": c.evaluator, "verdict": v, "judge_model": judge_model,
+            })  # fmt: skip
+            frames.setdefault(key, []).append(passed)
     sig_rows = [
         {
             "model": m,

@@ -65,7 +65,7 @@ def test_the_fast_path_and_jsonschema_agree(suite_dir: Path) -> None:
     for doc in docs:
         assert fast.is_valid(doc) and not list(slow.iter_errors(doc))
         for mutant in _mutants(doc, rng, 60):
-            valid = not list(slow.iter_errors(mutant))
+            valid = slow.is_valid(mutant)  # stops at the first error: half the time
             assert fast.is_valid(mutant) == valid, mutant.get("id")
             seen[valid] += 1
     assert seen[False] > 200  # most mutants are invalid: the refusals are what is compared

@@ -63,8 +63,9 @@ def test_the_judge_page_shows_the_reference_judges(tmp_path: Path) -> None:
     from vsb.validation.reference import REFERENCE_FILE, ReferenceReport
 
     cfg = BuildConfig(
-        name="vR", out=tmp_path, models=("procedural-drift-mid",), conditions=("independent",)
-    )
+        name="vR", out=tmp_path, models=("procedural-drift-mid",), conditions=("independent",),
+        paraphrase=False, implicit=False,  # the suite variants, judged by rules only: not here
+    )  # fmt: skip
     built = build_release(cfg)
     assert built.manifest is not None
     assert REFERENCE_FILE in {f.path for f in load_manifest(built.release_dir).files}

@@ -31,11 +31,16 @@ def suite_dir(tmp_path_factory: pytest.TempPathFactory, default_suite: list[Stor
 #: costly session fixture or a resource form one unit together (listed here by module: the
 #: test ids are all the scheduler sees); the tests of a SPREAD module are units of their own.
 UNITS = {
-    # they read built_release_site (a release built by the main job's code path, ~25 s)
-    "built-site": (
+    # they build releases, each stage in worker processes of its own (two builds at once
+    # only contend for the cores: tests/release 119 s in one process, 138 s on two workers),
+    # or read built_release_site (a release built by the main job's code path, ~25 s)
+    "builds": (
         "tests/site/test_accessibility.py", "tests/site/test_built_plots.py",
         "tests/site/test_site.py", "tests/site/test_site_helper.py",
         "tests/site/test_methodology_inventory.py", "tests/site/test_board_site.py",
+        "tests/release/test_build_judge.py", "tests/release/test_build_variants.py",
+        "tests/release/test_main_job.py", "tests/release/test_build_corrected.py",
+        "tests/release/test_release_own_models.py",
     ),
     # they start a Ray cluster: one at a time
     "ray": (

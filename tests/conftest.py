@@ -7,9 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from vsb.generator.generate import generate_suite, write_suite
 from vsb.story.models import Story
+
+# No property test fails for taking long: on two workers sharing two cores an example can
+# take seconds (Hypothesis's 200 ms deadline would make it a flaky failure, not a finding).
+settings.register_profile("vsb", deadline=None)
+settings.load_profile("vsb")
 
 
 @pytest.fixture(scope="session")

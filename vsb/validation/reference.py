@@ -13,6 +13,7 @@ real judges, so a reader sees what a useless judge scores.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -182,7 +183,7 @@ def _judged_copy(slice_dir: Path, folder: Path) -> None:
             link_or_copy(entry, dest)
             continue
         try:
-            dest.symlink_to(Path("..", "..", slice_dir.name, entry.name), target_is_directory=True)
+            dest.symlink_to(os.path.relpath(entry, folder), target_is_directory=True)
         except OSError:
             shutil.copytree(entry, dest, copy_function=link_or_copy)
 

@@ -30,19 +30,12 @@ from typing import TYPE_CHECKING, Any
 from vsb.errors import InputError
 from vsb.evaluators.failed import LABEL as FAILED_LABEL
 from vsb.evaluators.failed import Image
-from vsb.evaluators.interface import EvaluateOptions, Evaluator, RunView, read_run
+from vsb.evaluators.interface import EvaluateOptions, Evaluator, read_run
 from vsb.evaluators.machinery import JudgeSummary, run_evaluators
 from vsb.evaluators.registry import DEFAULT_EVALUATORS, evaluator_info, get_evaluator
-from vsb.fsio import UniqueKeys, atomic_write_json, atomic_write_text, iter_jsonl
-from vsb.tables import (
-    iter_rows,
-    requirements_file,
-    signals_file,
-    unit,
-    write_requirements,
-    write_signals,
-)
-from vsb.tables.io import EVALUATIONS_DIR
+from vsb.tables import requirements_file, signals_file
+from vsb.tables.columns import REQUIREMENT_KEY, SIGNAL_KEY
+from vsb.tables.io import EVALUATIONS_DIR, kept_rows, row_evaluator, write_evaluation
 
 if TYPE_CHECKING:
     from vsb.evaluators.embed.signals import EmbedSummary
@@ -75,23 +68,6 @@ class EvaluationResult:
     #: What the frames stage decoded and extracted, and what it found done already
     #: (``ExtractionMemo.stats``: decoded, decode_hits, extracted, extract_hits, disk_hits).
     extraction: dict[str, int] = field(default_factory=dict)
-
-
-def _jsonl(rows: Sequence[dict[str, Any]]) -> str:
-    return "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows)
-
-
-def _images(*tables: Sequence[dict[str, Any]]) -> int:
-    """Distinct images (model, condition, story, scene) that rows evaluated, across every
-    evaluation of the run (rows of images that failed to generate left out; unreadable
-    images count: they exist)."""
-    seen = {
-        (r["model"], r["condition"], r["story_id"], r["scene"])
-        for rows in tables
-        for r in rows
-        if r.get("failure") != FAILED_LABEL
-    }
-    return len(seen)
 
 
 def resolve_evaluators(
@@ -129,60 +105,6 @@ def plan_judge(
     opts = EvaluateOptions(judge=judge)
     calls = [item.payload for ev in evs for item in ev.plan(view, opts)]
     return plan_cost(calls, judge, options)
-
-
-#: The fields that identify a requirement row / a signal row of an evaluation (each key
-#: appears once in its file; ``vsb.scores.inputs`` refuses a file where one repeats).
-REQUIREMENT_KEY = (
-    "model", "condition", "story_id", "scene", "req_id", "evaluator", "judge_model",
-)  # fmt: skip
-SIGNAL_KEY = ("model", "condition", "story_id", "scene", "signal", "evaluator")
-
-
-def _row_evaluator(row: dict[str, Any]) -> str:
-    ev = row.get("evaluator")
-    if ev:
-        return str(ev)
-    sig = str(row.get("signal", ""))
-    return sig.split("_", 1)[0] if sig else "rules"
-
-
-def _kept(view: RunView, names: tuple[str, ...]) -> tuple[list[dict[str, Any]], ...]:
-    """The requirement rows, signal rows and (when a judge runs) judge calls of earlier
-    evaluations that this one keeps (not of its evaluators, models and conditions); an
-    ``InputError`` names the first kept row that repeats the key of an earlier one (issue
-    #23: a duplicate verdict is never carried forward)."""
-    cells = {(s.model, s.condition) for s in view.sequences}
-    files = (requirements_file(view.root), signals_file(view.root))
-    calls = view.root / EVALUATIONS_DIR / TRANSCRIPT_FILE
-    out = []
-    for path, key in zip((*files, calls), (REQUIREMENT_KEY, SIGNAL_KEY, ()), strict=True):
-        judged = key or any(evaluator_info(n).stage == "calls" for n in names)
-        old = (
-            [] if not (judged and path.is_file()) else iter_rows(path) if key else iter_jsonl(path)
-        )
-        kept = [
-            (n, r) for n, r in old
-            if not (_row_evaluator(r) in names and (r.get("model"), r.get("condition")) in cells)
-        ]  # fmt: skip
-        keys = [(tuple(_key_value(r, f) for f in key), n) for n, r in kept if key]
-        unique = UniqueKeys(path, key, "row", unit(path))
-        for k, n in keys:
-            unique.add(k, n)
-        out.append([r for _, r in kept])
-    return tuple(out)
-
-
-def _key_value(row: dict[str, Any], name: str) -> Any:
-    if name == "evaluator":
-        return _row_evaluator(row)
-    if name == "judge_model":
-        return str(row.get("judge_model") or "")
-    return row.get(name)
-
-
-#: The files an evaluation wrote before the tables were Parquet (replaced when it rewrites them).
-LEGACY_FILES = ("requirements.jsonl", "requirements.csv", "signals.jsonl", "signals.csv")
 
 
 def _warnings(
@@ -271,7 +193,12 @@ def _evaluate_run(
     later = any(evaluator_info(n).stage != "frames" for n in names)
     view = read_run(run_dir, models, conditions, check_images=later)
     images = Counter(s.model for s, _k, _p in view.frames) + Counter(i[0] for i in view.unreadable)
-    kept_req, kept_sig, kept_calls = _kept(view, names)
+    cells = {(s.model, s.condition) for s in view.sequences}
+    judged = any(evaluator_info(n).stage == "calls" for n in names)
+    out_dir = view.root / EVALUATIONS_DIR
+    kept_req = kept_rows(requirements_file(view.root), names, cells, REQUIREMENT_KEY)
+    kept_sig = kept_rows(signals_file(view.root), names, cells, SIGNAL_KEY)
+    kept_calls = kept_rows(out_dir / TRANSCRIPT_FILE, names, cells, None) if judged else []
     given = options.of
     chosen: list[Evaluator] = [
         get_evaluator(n, **({"options": given[n]} if n in given else {})) for n in names
@@ -283,8 +210,7 @@ def _evaluate_run(
     # write: RUN/evaluations/, the kept rows and then the new ones
     req_rows, sig_rows = done.out.requirements, done.out.signals
     all_req, all_sig = kept_req + req_rows, kept_sig + sig_rows
-    out_dir, summary = view.root / EVALUATIONS_DIR, done.judge
-    cells = {(s.model, s.condition) for s in view.sequences}
+    summary = done.judge
     warnings = _warnings(done.not_renders, images, names)
     warnings += _unreadable_warnings(done.unreadable, images)
     result = EvaluationResult(
@@ -300,7 +226,9 @@ def _evaluate_run(
         embed=done.embed,
         extraction=dict(done.extraction),
     )
-    present = list(dict.fromkeys(_row_evaluator(r) for r in [*all_req, *all_sig]))
+    present = list(dict.fromkeys(row_evaluator(r) for r in [*all_req, *all_sig]))
+    shown = {(r["model"], r["condition"], r["story_id"], r["scene"])  # failed ones left out
+             for r in [*all_req, *all_sig] if r.get("failure") != FAILED_LABEL}  # fmt: skip
     manifest = {
         "version": EVALUATIONS_FORMAT_VERSION,
         "evaluators": present,
@@ -313,16 +241,13 @@ def _evaluate_run(
             "warnings": warnings,
             "images": result.images,
         },
-        "images": _images(all_req, all_sig),
+        "images": len(shown),  # distinct images of every evaluation (unreadable ones count)
         "requirements": len(all_req),
         "passed": sum(bool(r["passed"]) for r in all_req),
         "signals": len(all_sig),
     }
-    write_requirements(out_dir / "requirements.parquet", all_req)
-    write_signals(out_dir / "signals.parquet", all_sig)
-    for name in LEGACY_FILES:  # an older evaluation's tables, now carried into the Parquet files
-        (out_dir / name).unlink(missing_ok=True)
-    if summary is not None:
-        atomic_write_text(out_dir / TRANSCRIPT_FILE, _jsonl(kept_calls + done.transcript))
-    atomic_write_json(out_dir / "manifest.json", manifest)
+    calls = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n"
+                    for r in kept_calls + done.transcript)  # fmt: skip
+    texts = {TRANSCRIPT_FILE: calls} if summary is not None else {}
+    write_evaluation(out_dir, all_req, all_sig, manifest, texts)
     return result

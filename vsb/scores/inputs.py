@@ -24,6 +24,7 @@ from vsb.errors import InputError, RunError
 from vsb.fsio import UniqueKeys, load_json
 from vsb.story.models import DIMENSIONS
 from vsb.tables import iter_rows, read_columns, requirements_file, signals_file, unit, where
+from vsb.tables.columns import REQUIREMENT_KEY, SIGNAL_KEY
 
 
 @dataclass
@@ -158,11 +159,6 @@ def _signal_evaluator(signal: str) -> str:
 
 
 _REQ_KEYS = ("model", "condition", "story_id", "scene", "dimension", "source", "passed")
-#: The fields that identify a requirement row / a signal row (each key appears once).
-REQUIREMENT_KEY = (
-    "model", "condition", "story_id", "scene", "req_id", "evaluator", "judge_model",
-)  # fmt: skip
-SIGNAL_KEY = ("model", "condition", "story_id", "scene", "signal", "evaluator")
 _SIG_KEYS = ("model", "condition", "story_id", "scene", "signal", "value")
 
 

@@ -23,6 +23,11 @@ REQUIREMENT_COLUMNS: tuple[str, ...] = (
 SIGNAL_COLUMNS: tuple[str, ...] = (
     "model", "condition", "story_id", "scene", "signal", "value", "evaluator",
 )  # fmt: skip
+#: The fields that identify a requirement row / a signal row (each key appears once in its file).
+REQUIREMENT_KEY = (
+    "model", "condition", "story_id", "scene", "req_id", "evaluator", "judge_model",
+)  # fmt: skip
+SIGNAL_KEY = ("model", "condition", "story_id", "scene", "signal", "evaluator")
 #: The columns that are not text (every other column is a UTF-8 string).
 _NOT_TEXT = {"scene": "int64", "passed": "bool", "value": "float64"}
 #: Columns holding JSON text: a value that is not text yet (an older row) is written as JSON.

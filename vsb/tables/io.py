@@ -14,14 +14,20 @@ pyarrow is imported inside the functions that need it (it costs ~0.2 s to import
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from itertools import repeat
 from operator import is_not
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vsb.errors import InputError
-from vsb.fsio import atomic_write_bytes, iter_jsonl
+from vsb.fsio import (
+    UniqueKeys,
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    iter_jsonl,
+)
 from vsb.tables.columns import (
     JSON_COLUMNS,
     REQUIREMENT_COLUMNS,
@@ -345,3 +351,60 @@ def write_requirements(path: Path, rows: Iterable[dict[str, Any]]) -> None:
 def write_signals(path: Path, rows: Iterable[dict[str, Any]]) -> None:
     """Write signal rows, in the order given, as ``path`` (Parquet)."""
     write_rows(path, rows, SIGNAL_COLUMNS)
+
+
+def row_evaluator(row: dict[str, Any]) -> str:
+    """The evaluator of a row (a row of an older evaluation names none: a signal row's is the
+    signal's prefix, a requirement row's the rule checker)."""
+    if row.get("evaluator"):
+        return str(row["evaluator"])
+    sig = str(row.get("signal", ""))
+    return sig.split("_", 1)[0] if sig else "rules"
+
+
+def kept_rows(
+    path: Path, evaluators: Collection[str], cells: Collection[tuple[str, str]],
+    key: tuple[str, ...] | None,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """The rows of an earlier evaluation's file (a table; JSON lines when ``key`` is None)
+    that are not of ``evaluators`` at ``cells`` (model, condition), none where it is absent;
+    an ``InputError`` names the first kept row whose ``key`` an earlier row has (issue #23: a
+    duplicate verdict is never carried forward)."""
+    if not path.is_file():
+        return []
+    kept = [
+        (n, r) for n, r in (iter_rows(path) if key is not None else iter_jsonl(path))
+        if not (row_evaluator(r) in evaluators and (r.get("model"), r.get("condition")) in cells)
+    ]  # fmt: skip
+    unique, fields = UniqueKeys(path, key or (), "row", unit(path)), key or ()
+    for n, r in kept if fields else ():
+        unique.add(tuple(_key_value(r, f) for f in fields), n)
+    return [r for _, r in kept]
+
+
+def _key_value(row: dict[str, Any], name: str) -> Any:
+    if name == "evaluator":
+        return row_evaluator(row)
+    if name == "judge_model":
+        return str(row.get("judge_model") or "")
+    return row.get(name)
+
+
+#: The files an evaluation wrote before the tables were Parquet (replaced when it rewrites them).
+LEGACY_FILES = ("requirements.jsonl", "requirements.csv", "signals.jsonl", "signals.csv")
+
+
+def write_evaluation(
+    out_dir: Path, requirements: list[dict[str, Any]], signals: list[dict[str, Any]],
+    manifest: dict[str, Any], texts: dict[str, str],
+) -> None:  # fmt: skip
+    """An evaluation's files, each atomically: its two tables (an older evaluation's JSON lines
+    or CSV removed: their rows are carried into them), ``texts`` (file name -> text: the judge's
+    transcript), then ``manifest.json``, last."""
+    write_requirements(out_dir / "requirements.parquet", requirements)
+    write_signals(out_dir / "signals.parquet", signals)
+    for name in LEGACY_FILES:
+        (out_dir / name).unlink(missing_ok=True)
+    for name, text in texts.items():
+        atomic_write_text(out_dir / name, text)
+    atomic_write_json(out_dir / "manifest.json", manifest)

@@ -376,9 +376,10 @@ def kept_rows(
         (n, r) for n, r in (iter_rows(path) if key is not None else iter_jsonl(path))
         if not (row_evaluator(r) in evaluators and (r.get("model"), r.get("condition")) in cells)
     ]  # fmt: skip
-    unique, fields = UniqueKeys(path, key or (), "row", unit(path)), key or ()
-    for n, r in kept if fields else ():
-        unique.add(tuple(_key_value(r, f) for f in fields), n)
+    keys = [(tuple(_key_value(r, f) for f in key), n) for n, r in kept] if key else []
+    unique = UniqueKeys(path, key or (), "row", unit(path))
+    for k, n in keys:
+        unique.add(k, n)
     return [r for _, r in kept]
 
 
@@ -401,10 +402,13 @@ def write_evaluation(
     """An evaluation's files, each atomically: its two tables (an older evaluation's JSON lines
     or CSV removed: their rows are carried into them), ``texts`` (file name -> text: the judge's
     transcript), then ``manifest.json``, last."""
-    write_requirements(out_dir / "requirements.parquet", requirements)
-    write_signals(out_dir / "signals.parquet", signals)
+    tables = {name: parquet_bytes(to_arrow(rows, columns, out_dir / name)) for name, rows, columns
+              in (("requirements.parquet", requirements, REQUIREMENT_COLUMNS),
+                  ("signals.parquet", signals, SIGNAL_COLUMNS))}  # fmt: skip
     for name in LEGACY_FILES:
         (out_dir / name).unlink(missing_ok=True)
+    for name, data in tables.items():
+        atomic_write_bytes(out_dir / name, data)
     for name, text in texts.items():
         atomic_write_text(out_dir / name, text)
     atomic_write_json(out_dir / "manifest.json", manifest)

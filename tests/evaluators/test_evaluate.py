@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -179,3 +180,27 @@ def test_manifest_counts_the_images_of_every_evaluation(
     assert m["last"]["models"] == ["b"] and m["last"]["images"] == n_img
     assert m["images"] == 2 * n_img
     assert m["requirements"] == 2 * sum(len(sc.requirements) for s in stories for sc in s.scenes)
+
+
+def test_a_table_that_fails_to_convert_leaves_the_earlier_evaluation_whole(
+    small_run: tuple[Path, list[Story]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both tables are converted before any file is written: when the signals fail, the
+    earlier evaluation's requirements, signals and manifest are all still there, unchanged
+    (a new requirements file beside the old signals was written before)."""
+    from vsb.tables import io
+
+    run, _ = small_run
+    evaluate_run(run, evaluators=["pairwise"])  # signals only: the rules would add requirements
+    before = {p.name: p.read_bytes() for p in (run / "evaluations").iterdir()}
+    real = io.to_arrow
+
+    def failing(rows: Any, columns: tuple[str, ...], path: Path) -> Any:
+        if path.name == "signals.parquet":
+            raise OSError("disk full while converting")
+        return real(rows, columns, path)
+
+    monkeypatch.setattr(io, "to_arrow", failing)
+    with pytest.raises(OSError, match="disk full"):
+        evaluate_run(run, evaluators=["rules", "pairwise"])
+    assert {p.name: p.read_bytes() for p in (run / "evaluations").iterdir()} == before

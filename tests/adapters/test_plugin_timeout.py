@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import sys
-import textwrap
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,6 +18,7 @@ from typing import ClassVar
 
 import pytest
 
+from tests.plugins.demo_plugin import write_module_plugin
 from vsb.cli.main import main
 from vsb.generator.generate import generate_story, write_suite
 
@@ -105,13 +105,11 @@ def hanging() -> Iterator[str]:
 
 @pytest.fixture
 def plugin(tmp_path: Path, hanging: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    site = tmp_path / "site"
-    info = site / "vsb_hang-0.1.dist-info"
-    info.mkdir(parents=True)
-    (site / "vsb_hang.py").write_text(textwrap.dedent(PLUGIN.format(url=hanging)))
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vsb-hang\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(
+    entry_points = (
         "[vsb.adapters]\nhang-client = vsb_hang:WithClient\nhang-own = vsb_hang:NoClient\n"
+    )
+    site = write_module_plugin(
+        tmp_path / "site", "vsb_hang", PLUGIN.format(url=hanging), entry_points
     )
     monkeypatch.syspath_prepend(str(site))
     yield site

@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from tests.evaluators.test_evaluate import make_run
+from tests.plugins.demo_plugin import write_module_plugin
 from vsb.cli.main import main
 from vsb.errors import InputError
 from vsb.evaluators import registry
@@ -49,14 +49,8 @@ class Brightness(StoryEvaluator):
 
 @pytest.fixture
 def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    site = tmp_path / "site"
-    (site / "vsb_brightness-0.1.dist-info").mkdir(parents=True)
-    (site / "vsb_brightness.py").write_text(textwrap.dedent(PLUGIN))
-    info = site / "vsb_brightness-0.1.dist-info"
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vsb-brightness\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(
-        "[vsb.evaluators]\nbrightness = vsb_brightness:Brightness\n"
-    )
+    points = "[vsb.evaluators]\nbrightness = vsb_brightness:Brightness\n"
+    site = write_module_plugin(tmp_path / "site", "vsb_brightness", PLUGIN, points)
     monkeypatch.syspath_prepend(str(site))
     yield site
     sys.modules.pop("vsb_brightness", None)

@@ -153,3 +153,16 @@ def write_plugin(root: Path, *, entry_points: str | None = None) -> Path:
         + "".join(f"{info.name}/{f},,\n" for f in ("METADATA", "entry_points.txt", "RECORD"))
     )
     return root
+
+
+def write_module_plugin(site: Path, module: str, source: str, entry_points: str) -> Path:
+    """A one-module distribution in ``site`` (made if needed): ``module``.py holding
+    ``source`` and a ``*.dist-info`` whose ``entry_points.txt`` is ``entry_points``; the
+    tests put ``site`` on sys.path. Returns ``site``."""
+    info = site / f"{module}-0.1.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (site / f"{module}.py").write_text(textwrap.dedent(source))
+    name = module.replace("_", "-")
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(entry_points)
+    return site

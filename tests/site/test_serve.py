@@ -3,12 +3,12 @@ byte in the path answered 400 (no dropped connection, no traceback)."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from served import serving
 
 from vsb.site.serve import make_server
 
@@ -21,15 +21,8 @@ def served(tmp_path: Path) -> Iterator[str]:
     (site / "evaluate.html").write_text("<p>the evaluate page</p>")
     (site / "stories" / "index.html").write_text("<p>stories</p>")
     (site / "stories" / "s1" / "plain.html").write_text("<p>plain</p>")
-    server = make_server(site, 0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(make_server(site, 0)) as url:
+        yield url
 
 
 def test_extensionless_paths_serve_their_page(served: str) -> None:

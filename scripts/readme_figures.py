@@ -84,7 +84,7 @@ def fig_root_hash(rel: Path) -> str:
     root = manifest["root_hash"]
     return (
         "```bash\n"
-        f"vsb release verify build/{manifest['release']}/release --expect-root {root}"
+        f"vsb release verify ../build/{manifest['release']}/release --expect-root {root}"
         "  # needs: release build\n"
         "```\n"
     )

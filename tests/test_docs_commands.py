@@ -151,6 +151,19 @@ def test_the_quick_start_prints_what_the_readme_shows_in_a_used_checkout(tmp_pat
     _assert_printed(" ".join((proc.stdout + proc.stderr).split()))
 
 
+def test_paths_into_the_build_are_right_from_the_scratch_folder() -> None:
+    """Issue 45, item 13: the documented commands run in scratch/ (the README's quick start),
+    so the main job's build, made in the checkout, is ``../build/``, not ``build/``."""
+    wrong = [
+        f"{doc.name}: {cmd}"
+        for doc in documents()
+        for cmd in commands(doc.read_text("utf-8"))
+        if re.search(r"(^|[\s=])build/v", cmd)
+    ]
+    assert not wrong, "paths from the checkout root, not scratch/: " + "; ".join(wrong)
+    assert any("../build/v0.1.0/release" in c for c in commands((ROOT / "README.md").read_text()))
+
+
 def test_the_readme_stays_short() -> None:
     """Issue 38, item 7: at most 150 lines; tables of timings live in docs/performance.md."""
     text = (ROOT / "README.md").read_text("utf-8")

@@ -129,6 +129,17 @@ def test_cli_verify_without_manifest(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "no MANIFEST.json" in capsys.readouterr().err
 
 
+def test_cli_verify_a_missing_folder_says_it_does_not_exist(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 45, item 13: a wrong path is named as one, not as an unfrozen release."""
+    missing = tmp_path / "build" / "v0.1.0" / "release"
+    assert main(["release", "verify", str(missing)]) == 1
+    err = capsys.readouterr().err
+    assert "no such release folder" in err and str(missing) in err
+    assert "freeze" not in err
+
+
 def test_edited_release_name_breaks_the_root_hash(rel: Path) -> None:
     path = rel / "MANIFEST.json"
     obj = json.loads(path.read_text())

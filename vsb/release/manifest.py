@@ -299,6 +299,8 @@ def freeze(
 def load_manifest(release_dir: str | Path) -> Manifest:
     """Read and validate ``MANIFEST.json`` (raises ReleaseError naming the problem)."""
     path = Path(release_dir) / MANIFEST_NAME
+    if not Path(release_dir).is_dir():
+        raise ReleaseError("no such release folder (check the path)", file=release_dir)
     if not path.is_file():
         raise ReleaseError("no MANIFEST.json; run `vsb release freeze` first", file=path)
     try:

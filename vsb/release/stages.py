@@ -85,6 +85,7 @@ def run_models(
         seed=config.seed,
         workers=config.workers,
         cache_dir=cache,
+        add=False,  # the release holds the models it is built with, no other
     )
     given = {m: get_adapter(m, root=config.samples) for m in models if m.startswith("stored:")}
     return run(cfg, lambda done, total: progress.advance("run", done, total), adapters=given)

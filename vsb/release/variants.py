@@ -100,7 +100,7 @@ def run_variant(
     write_suite(_variant_suite(config.seed, style), suite, seed=config.seed)
     cfg = RunConfig(
         suite_dir=suite, models=models, conditions=conditions, out=run_dir, seed=config.seed,
-        workers=config.workers, cache_dir=root / "cache",
+        workers=config.workers, cache_dir=root / "cache", add=False,
     )  # fmt: skip
     run(cfg, lambda done, total: progress.advance(style, done, total))
     shutil.rmtree(run_dir / "evaluations", ignore_errors=True)

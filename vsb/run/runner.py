@@ -13,8 +13,10 @@ otherwise; an executor runs them (``vsb.run.executors``: the local one runs proc
 adapters in a fork pool and every other model in its own thread pool, ``--concurrency``
 requests at a time, HTTP providers 8 by default). A model without image input is not run
 under previous_image (the manifest's ``not_supported``). The manifest is written last: a
-run directory without one is incomplete. Progress goes to a callback
-``progress(done_images, total_images)``; the library never prints.
+run directory without one is incomplete. A run into a directory that holds other models
+adds to it, keeping their records and faults (``vsb.run.existing``: or refuses in one line
+when they were made with another suite, seed, prompt style or conditions). Progress goes to
+a callback ``progress(done_images, total_images)``; the library never prints.
 
 What one task does — its scene loop, the calls, the records — is in ``vsb.run.tasks``.
 Paid calls (``vsb.store.calls``, the one retry layer): each attempt is written to the ledger
@@ -61,6 +63,7 @@ from vsb.conditions import get_condition
 from vsb.errors import CredentialMissing, InputError
 from vsb.fsio import atomic_write_json, atomic_write_text, sha256_file
 from vsb.run.executors import Task, TaskOutput, get_executor
+from vsb.run.existing import check_addable, read_earlier
 from vsb.run.tasks import (  # noqa: F401 - re-exported: vsb.run.executors_ray and tests use them
     REFUSED_PREFIX,
     _run_scenes,
@@ -104,6 +107,9 @@ class RunConfig:
     #: stop before a paid attempt that could take this run's spending past it (USD)
     budget_usd: float | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    #: keep what the directory holds of models this run does not run (``vsb.run.existing``);
+    #: False: the run is all the directory holds (a release build's run of its own models)
+    add: bool = True
 
 
 @dataclass
@@ -232,19 +238,32 @@ def _run_locked(
 ) -> None:
     suite_dir, run_dir = Path(config.suite_dir), Path(config.out)
     with DirectoryLock(run_dir):
+        # What the directory holds of other models stays (vsb.run.existing): checked first.
+        earlier = read_earlier(run_dir)
+        now = {
+            "suite_sha256": sha256_file(suite_dir / "suite.json"), "seed": config.seed,
+            "prompt_style": index.prompt_style, "conditions": list(config.conditions),
+        }  # fmt: skip
+        if config.add:
+            check_addable(run_dir, earlier, config.models, now)
         _copy_suite(suite_dir, run_dir / "suite")
         records, faults = _generate(config, stories, active, result, progress)
         # A model skipped half-way (credential vanished, quota spent) is dropped entirely.
         records = [r for r in records if r["model"] not in result.skipped]
         faults = [f for f in faults if f["model"] not in result.skipped]
-        records.sort(key=lambda r: (r["model"], r["condition"], r["story_id"], r["scene"]))
+        models = [m for m in active if m not in result.skipped]
+        same = earlier.same(now) is None
+        keep = [m for m in earlier.listed() if config.add
+                and m not in models and (same or m not in config.models)]  # fmt: skip
+        every = earlier.kept_rows(earlier.records, keep) + records
+        every.sort(key=lambda r: (r["model"], r["condition"], r["story_id"], r["scene"]))
         atomic_write_text(
             run_dir / "records.jsonl",
-            "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records),
+            "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in every),
         )
-        models = [m for m in active if m not in result.skipped]
-        if any(writes_oracle(active[m]) for m in models):
-            write_faults(run_dir, faults)
+        kept_faults = earlier.kept_rows(earlier.faults, keep)
+        if kept_faults or any(writes_oracle(active[m]) for m in models):
+            write_faults(run_dir, kept_faults + faults)
         result.images = sum(r["error"] is None for r in records)
         result.calls = sum(not r["cache_hit"] for r in records)
         result.hits = sum(bool(r["cache_hit"]) for r in records)
@@ -264,16 +283,16 @@ def _run_locked(
             manifest = {
                 "version": RUN_FORMAT_VERSION,
                 "suite": suite_dir.resolve().name,
-                "suite_sha256": sha256_file(suite_dir / "suite.json"),
+                "suite_sha256": now["suite_sha256"],
                 "models": models,
                 "conditions": list(config.conditions),
                 "seed": config.seed,
                 "prompt_style": index.prompt_style,
-                "images": result.images,
+                "images": sum(r["error"] is None for r in every),
                 "not_supported": {m: c for m, c in result.not_supported.items() if m in models},
                 "oracle_models": [m for m in models if writes_oracle(active[m])],
             }
-            atomic_write_json(run_dir / "manifest.json", manifest)
+            atomic_write_json(run_dir / "manifest.json", earlier.merged_manifest(manifest, keep))
 
 
 def plan_tasks(

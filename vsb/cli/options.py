@@ -116,6 +116,19 @@ def report_waits(timeout_s: float | None, enabled: bool = True) -> Any:
     return watch(lambda line: click.echo(line, err=True), every=watch_every(timeout_s))
 
 
+def stories_options(f: F) -> F:
+    """Decorator: ``--stories ID,…`` and ``--limit N``, a few stories of the suite, passed as
+    ``stories`` (a string or None) and ``limit`` (``vsb.run.selection`` resolves them)."""
+    f = click.option(
+        "--limit", type=click.IntRange(min=1), default=None, metavar="N",
+        help="Only the first N stories in suite order (after --stories, when given).",
+    )(f)  # fmt: skip
+    return click.option(
+        "--stories", "stories", default=None, metavar="ID[,ID…]",
+        help="Only these stories (comma-separated ids, as in suite.json).",
+    )(f)  # fmt: skip
+
+
 def workers_option(help: str) -> Callable[[F], F]:
     """Decorator: ``--workers N`` (N ≥ 1, default 2); ``help`` says what the workers do."""
     return click.option(

@@ -20,6 +20,7 @@ from vsb.cli.options import (
     local_adapters,
     local_model_options,
     report_waits,
+    stories_options,
     timeout_option,
     workers_option,
 )
@@ -100,6 +101,7 @@ INCOMPLETE = 3
     "--samples-source", default=None,
     help="With --model stored: the source (the same as --model stored:SOURCE).",
 )  # fmt: skip
+@stories_options
 @timeout_option
 @local_model_options
 @click.pass_context
@@ -122,6 +124,8 @@ def run(
     samples_dir: Path | None,
     samples_source: str | None,
     timeout_s: float | None,
+    stories: str | None,
+    limit: int | None,
     **model_options: Any,
 ) -> None:
     """Generate every (story, scene, model, condition) image into OUT (resumable via the cache).
@@ -135,7 +139,12 @@ def run(
     from vsb.conditions import resolve_conditions
     from vsb.run.runner import RunConfig
     from vsb.run.runner import run as run_suite
+    from vsb.run.selection import chosen_ids, parse_ids, subset_suite
     from vsb.store.calls import RetryPolicy
+
+    # --stories / --limit: a suite of those stories alone, removed when the command ends
+    ids = chosen_ids(suite_dir, parse_ids(stories), limit)
+    suite_dir = ctx.with_resource(subset_suite(suite_dir, ids))
 
     names = resolve_models(models)
     if samples_source:  # the older spelling: --model stored --samples-source SOURCE

@@ -10,7 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from vsb.cli.options import report_waits, timeout_option
+from vsb.cli.options import report_waits, stories_options, timeout_option
 from vsb.story.models import (
     CATEGORIES,
     DIFFICULTIES,
@@ -189,7 +189,11 @@ def stats(suite_dir: Path) -> None:
     help="The folder every path starts with: serve the images back with --model "
     "stored:SOURCE --samples DIR.",
 )  # fmt: skip
-def prompts(suite_dir: Path, conditions: str, out_file: Path, fmt: str, source: str) -> None:
+@stories_options
+def prompts(
+    suite_dir: Path, conditions: str, out_file: Path, fmt: str, source: str,
+    stories: str | None, limit: int | None,
+) -> None:  # fmt: skip
     """Export the exact request of every (story, scene, condition) for a pipeline outside vsb.
 
     One row each: story_id, scene, condition, prompt (what a text-only model is sent, context
@@ -200,8 +204,11 @@ def prompts(suite_dir: Path, conditions: str, out_file: Path, fmt: str, source: 
     so make only the rows whose same_as is empty)."""
     from vsb.conditions import resolve_conditions
     from vsb.run.prompts import suite_prompts, write_prompts
+    from vsb.run.selection import chosen_ids, parse_ids, subset_suite
 
-    rows = list(suite_prompts(suite_dir, resolve_conditions(conditions), source))
+    ids = chosen_ids(suite_dir, parse_ids(stories), limit)
+    with subset_suite(suite_dir, ids) as suite:
+        rows = list(suite_prompts(suite, resolve_conditions(conditions), source))
     write_prompts(rows, out_file, fmt)
     distinct = sum(r.same_as is None for r in rows)
     click.echo(

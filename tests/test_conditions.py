@@ -28,6 +28,7 @@ from vsb.fsio import canonical_json
 from vsb.generator.generate import generate_story
 from vsb.story import vocab
 from vsb.story.models import Story
+from vsb.story.words import in_words
 
 SIX = [
     "independent",
@@ -69,7 +70,7 @@ def test_contexts(default_suite: list[Story]) -> None:
     assert get_condition("independent").context(story, k).is_empty()
     assert get_condition("previous_text").context(story, k).text == prev.text
     data = get_condition("structured_memory").context(story, k).data
-    assert data == state_json(prev.state)
+    assert data == in_words(state_json(prev.state))
     assert json.loads(canonical_json(data)) == data  # plain JSON
     assert data is not None and data["location"] == prev.state.location
     assert set(data["characters"]) == {n for n, c in prev.state.characters.items() if c.seen}
@@ -197,7 +198,7 @@ def test_fact_groups_cover_the_requirements(default_suite: list[Story]) -> None:
 def test_ablation_contexts_drop_exactly_their_group(default_suite: list[Story]) -> None:
     story = next(s for s in default_suite if s.id == "object_persistence-hard")
     k = 4
-    full = state_json(story.scenes[k - 2].state)
+    full = in_words(state_json(story.scenes[k - 2].state))
     removed = {
         "identity": {"skin", "hair"},
         "clothing": {"top", "trousers", "accessory"},
@@ -252,8 +253,8 @@ def test_placebo_is_another_storys_memory(default_suite: list[Story]) -> None:
         assert placebo.context(story, 1).is_empty()
         for k in range(2, len(story.scenes) + 1):
             ctx = placebo.context(story, k)
-            assert ctx.data == state_json(partner.scenes[k - 2].state)
-            assert ctx.data != state_json(story.scenes[k - 2].state)
+            assert ctx.data == in_words(state_json(partner.scenes[k - 2].state))
+            assert ctx.data != in_words(state_json(story.scenes[k - 2].state))
             assert not set(ctx.data["characters"]) & names
             for r in story.scenes[k - 1].requirements:
                 assert not placebo.supplies(story, k, r)

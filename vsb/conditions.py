@@ -99,7 +99,7 @@ from vsb.story.context.facts import (
     supplies_previous_text,
     supplies_without,
 )
-from vsb.story.context.memory import state_json, state_summary
+from vsb.story.context.memory import memory_context, state_json, state_summary
 from vsb.story.context.predicted import (
     DEFAULT_ERROR_RATE,
     Extractor,
@@ -107,6 +107,7 @@ from vsb.story.context.predicted import (
     simulated_extractor,
 )
 from vsb.story.models import Story
+from vsb.story.words import in_words
 
 __all__ = [
     "ABLATIONS",
@@ -127,6 +128,7 @@ __all__ = [
     "fact_value",
     "get_condition",
     "is_condition",
+    "memory_context",
     "placebo_partner",
     "placebo_seed",
     "register",
@@ -159,7 +161,7 @@ def _previous_text(story: Story, k: int) -> ConditionContext:
     context_factor=1.0,
 )
 def _structured_memory(story: Story, k: int) -> ConditionContext:
-    return ConditionContext("structured_memory", data=state_json(story.scenes[k - 2].state))
+    return ConditionContext("structured_memory", data=memory_context(story.scenes[k - 2].state))
 
 
 @register(
@@ -203,12 +205,12 @@ def _full_context(story: Story, k: int) -> ConditionContext:
 )
 def _random_context(story: Story, k: int) -> ConditionContext:
     partner = placebo_partner(story)
-    return ConditionContext(PLACEBO_CONDITION, data=state_json(partner.scenes[k - 2].state))
+    return ConditionContext(PLACEBO_CONDITION, data=memory_context(partner.scenes[k - 2].state))
 
 
 def _register_ablation(name: str, group: str) -> None:
     def build(story: Story, k: int) -> ConditionContext:
-        return ConditionContext(name, data=state_json(story.scenes[k - 2].state, without=group))
+        return ConditionContext(name, data=memory_context(story.scenes[k - 2].state, without=group))
 
     register(
         name,
@@ -231,7 +233,7 @@ def predicted_condition(name: str, description: str, extract: Extractor) -> Cond
     reading = PredictedMemory(name, extract)
 
     def build(story: Story, k: int) -> ConditionContext:
-        return ConditionContext(name, data=copy.deepcopy(reading.memory(story, k)))
+        return ConditionContext(name, data=in_words(copy.deepcopy(reading.memory(story, k))))
 
     return Condition(
         name,

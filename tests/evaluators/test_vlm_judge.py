@@ -109,7 +109,7 @@ WORDING = [
     ("apple", "state", "whole", "Are the apples whole?", "YES"),
     ("scene", "order", ["Ama", "Bo"],
      f"From left to right, do these people stand in this order: {AMA}; then {BO}?", "YES"),
-    ("scene", "time", "noon", "Is it midday?", "YES"),
+    ("scene", "time", "noon", "Is it noon?", "YES"),
 ]  # fmt: skip
 
 

@@ -30,7 +30,14 @@ NOUNS = {k.name: k.name for k in vocab.OBJECT_KINDS.values()} | {
     k.plural: k.name for k in vocab.OBJECT_KINDS.values()
 }
 NUMBERS = {"no": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
-POSES = "|".join(vocab.POSES)
+#: How the text names each pose and skin tone (the words a model reads, ``vsb.story.words``).
+POSE_OF = {"cheering with both arms raised": "cheering"} | {p: p for p in vocab.POSES}
+POSES = "|".join(sorted(POSE_OF, key=len, reverse=True))
+SKIN_OF = {
+    "very light": "tone-1", "light": "tone-2", "medium-light": "tone-3",
+    "medium-dark": "tone-4", "dark": "tone-5", "very dark": "tone-6",
+}  # fmt: skip
+SKINS = "|".join(sorted(SKIN_OF, key=len, reverse=True))
 
 FALLING = re.compile(
     r"\b(slips?|falls?|fell|drops?|dropped|tumbles?|tips over|hits the (floor|ground)|"
@@ -49,9 +56,10 @@ SHAPES: dict[str, re.Pattern[str]] = {
     for name, p in {
         "opening": r"(In|On) the (?P<loc>\w+)(, (at|in the) (?P<time>\w+); the weather"
         r"(:| is) (?P<weather>\w+))?\.",
-        "describe": r"(?P<n>\w+) has (?P<skin>\S+) skin and (?P<hc>.+?) hair worn (?P<hs>\w+), "
+        "describe": rf"(?P<n>\w+) has (?P<skin>{SKINS}) skin and ((?P<hs>short|long) "
+        r"(?P<hc>.+?) hair|(?P<hc2>.+?) hair in an? (?P<hs2>bun|ponytail)), "
         r"(wears|is dressed in) an? (?P<top>\w+) top, (?P<tr>\w+) trousers and (?P<acc>.+?), "
-        r"and is (?P<pose>\w+)\.",
+        rf"and is (?P<pose>{POSES})\.",
         "enter": r"(?P<n>\w+) (enters|walks in)\.",
         "come_back": r"(?P<n>\w+) (comes back|returns)\.",
         "leave": r"(?P<n>\w+) (leaves|walks out)\.",
@@ -171,8 +179,9 @@ def _read(scan: _Scan, sentence: str) -> None:
         case "describe":
             assert n is not None
             for attr, value in (
-                ("skin", g["skin"]), ("hair", [g["hc"], g["hs"]]), ("top", g["top"]),
-                ("trousers", g["tr"]), ("accessory", _acc(g["acc"])), ("pose", g["pose"]),
+                ("skin", SKIN_OF[g["skin"]]), ("hair", [g["hc"] or g["hc2"], g["hs"] or g["hs2"]]),
+                ("top", g["top"]), ("trousers", g["tr"]), ("accessory", _acc(g["acc"])),
+                ("pose", POSE_OF[g["pose"]]),
             ):  # fmt: skip
                 scan.state((n, attr), value, sentence)
             scan.state((n, "present"), True, sentence)
@@ -181,7 +190,7 @@ def _read(scan: _Scan, sentence: str) -> None:
         case "leave":
             scan.change((n or "", "present"), False, sentence)
         case "pose":
-            scan.change((n or "", "pose"), g["pose"], sentence, moment=True)
+            scan.change((n or "", "pose"), POSE_OF[g["pose"]], sentence, moment=True)
         case "clothes":
             scan.change((n or "", g["what"]), g["v"], sentence)
         case "put_on":

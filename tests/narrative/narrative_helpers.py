@@ -15,17 +15,17 @@ from vsb.validation.sim_judge import serve_json
 
 #: A short narrative in vsb's sentence shapes: Bo leaves in scene 2, the umbrella breaks in 3.
 PARK = (
-    "In the park, in the morning; the weather is clear. Ama has tone-2 skin and black hair "
-    "worn short, wears a red top, blue trousers and a hat, and is standing. Bo has tone-5 skin "
-    "and blond hair worn long, wears a green top, navy trousers and no accessory, and is "
+    "In the park, in the morning; the weather is clear. Ama has light skin and short black "
+    "hair, wears a red top, blue trousers and a hat, and is standing. Bo has dark skin "
+    "and long blond hair, wears a green top, navy trousers and no accessory, and is "
     "standing. A red umbrella, which is closed, is in Ama's hands. From left to right: Ama, Bo.",
     "In the park. Bo leaves. Ama is here.",
     "In the park. A gust of wind catches the umbrella, so the umbrella is broken now. Ama is here.",
 )
 #: Another: a lantern lit in the kitchen.
 KITCHEN = (
-    "In the kitchen, at night; the weather is rainy. Kai has tone-4 skin and grey hair worn "
-    "bun, wears a yellow top, teal trousers and glasses, and is sitting. A blue lantern, "
+    "In the kitchen, at night; the weather is rainy. Kai has medium-dark skin and grey hair "
+    "in a bun, wears a yellow top, teal trousers and glasses, and is sitting. A blue lantern, "
     "which is unlit, is on the ground.",
     "In the kitchen. Kai lights the lantern with a match, so the lantern is lit now. Kai is here.",
     "In the kitchen. Kai is waving now.",

@@ -14,8 +14,8 @@ from vsb.cli.main import main
 from vsb.story.io import load_suite
 
 THIRD = (
-    "In the garden, at noon; the weather is cloudy. Lu has tone-1 skin and red hair worn "
-    "short, wears a white top, black trousers and no accessory, and is standing.",
+    "In the garden, at noon; the weather is cloudy. Lu has very light skin and short red "
+    "hair, wears a white top, black trousers and no accessory, and is standing.",
     "In the garden. Lu is sitting now.",
 )
 

@@ -16,8 +16,8 @@ from vsb.run.prompts import suite_prompts
 
 CONDS = "independent,structured_memory,previous_image"
 PARK = (
-    "In the park, in the morning; the weather is clear. Ama has tone-2 skin and black hair "
-    "worn short, wears a red top, blue trousers and a hat, and is standing. A red umbrella, "
+    "In the park, in the morning; the weather is clear. Ama has light skin and short black "
+    "hair, wears a red top, blue trousers and a hat, and is standing. A red umbrella, "
     "which is closed, is in Ama's hands.\n\nIn the park. A gust of wind catches the "
     "umbrella, so the umbrella is broken now. Ama is here.\n\nIn the park. Ama is waving now.\n"
 )

@@ -17,7 +17,7 @@ from typing import Any
 
 from vsb.evaluators.vlm.transports import JudgeReply, JudgeRequest
 from vsb.narrative.answer import UNKNOWN, scenes_of_prompt
-from vsb.story import vocab
+from vsb.story import vocab, words
 from vsb.story.text import NUMBER_WORDS, split_sentences
 
 _NOUNS = {k.plural: k.name for k in vocab.OBJECT_KINDS.values()} | {
@@ -25,9 +25,11 @@ _NOUNS = {k.plural: k.name for k in vocab.OBJECT_KINDS.values()} | {
 }
 _NUM = {w: i for i, w in enumerate(NUMBER_WORDS)}
 _OPENING = re.compile(r"^(?:In|On) the (\w+), (?:in the (\w+)|at (\w+)); the weather is (\w+)\.$")
+_SKINS = "|".join(sorted(words.SKIN_CODE, key=len, reverse=True))
+_POSES = "|".join(sorted(words.POSE_CODE, key=len, reverse=True))
 _PERSON = re.compile(
-    r"^(\w+) has (\S+) skin and (.+?) hair worn (\w+), wears an? (\w+) top, (\w+) trousers "
-    r"and (no accessory|glasses|an? \w+), and is (\w+)\.$"
+    rf"^(\w+) has ({_SKINS}) skin and (.+? hair(?: in an? \w+)?), wears an? (\w+) top, "
+    rf"(\w+) trousers and (no accessory|glasses|an? \w+), and is ({_POSES})\.$"
 )
 _WHERE = r"(?:is|are|appears|appear) (?:in (\w+)'s hands|on the ground)\.$"
 _SINGLE = re.compile(rf"^An? (\w+) (\w+),(?: which is (\w+),)? {_WHERE}")
@@ -50,7 +52,7 @@ _EVENTS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"^(\w+) puts on (glasses|an? \w+)\.$"), "put_on"),
     (re.compile(r"^(\w+) changes into (?:an? )?(\w+) (top|trousers)\.$"), "change"),
     (re.compile(r"^(\w+) and (\w+) swap places\.$"), "swap"),
-    (re.compile(r"^(\w+) is (\w+) now\.$"), "set_pose"),
+    (re.compile(rf"^(\w+) is ({_POSES}) now\.$"), "set_pose"),
     (re.compile(r"^From left to right: (.+)\.$"), "order"),
 ]
 
@@ -70,10 +72,12 @@ class _Reader:
         m = _PERSON.match(s)
         if m is None:
             return None
-        name, skin, hair, style, top, trousers, acc, pose = m.groups()
+        name, skin, hair_words, top, trousers, acc, pose = m.groups()
+        hair, style = words.hair_value(hair_words) or (hair_words.removesuffix(" hair"), "")
         self.characters.setdefault(name, {
-            "name": name, "skin": skin, "hair_color": hair, "hair_style": style, "top": top,
-            "trousers": trousers, "accessory": _accessory(acc), "pose": pose,
+            "name": name, "skin": words.SKIN_CODE[skin], "hair_color": hair, "hair_style": style,
+            "top": top, "trousers": trousers, "accessory": _accessory(acc),
+            "pose": words.POSE_CODE[pose],
         })  # fmt: skip
         return name
 
@@ -141,7 +145,7 @@ class _Reader:
                 case "swap":
                     return {"type": "swap", "a": g[0], "b": g[1]}
                 case "set_pose":
-                    return {"type": "set_pose", "character": g[0], "pose": g[1]}
+                    return {"type": "set_pose", "character": g[0], "pose": words.POSE_CODE[g[1]]}
                 case "order":
                     return {"type": "order", "names": [n.strip() for n in g[0].split(",")]}
         return None

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from vsb.story import vocab
+from vsb.story import vocab, words
 from vsb.story.models import (
     Appear,
     ChangeAttr,
@@ -59,10 +59,8 @@ def _a(word: str) -> str:
 
 
 def accessory_phrase(accessory: str) -> str:
-    """'no accessory', 'a hat', 'glasses'."""
-    if accessory == "none":
-        return "no accessory"
-    return accessory if accessory == "glasses" else f"a {accessory}"
+    """'no accessory', 'a hat', 'glasses' (``words.accessory``)."""
+    return words.accessory(accessory)
 
 
 def describe_character(name: str, state: SceneState) -> tuple[str, set[Fact]]:
@@ -70,8 +68,9 @@ def describe_character(name: str, state: SceneState) -> tuple[str, set[Fact]]:
     c = state.characters[name]
     acc = accessory_phrase(c.accessory)
     text = (
-        f"{name} has {c.skin} skin and {c.hair_color} hair worn {c.hair_style}, "
-        f"wears {_a(c.top)} {c.top} top, {c.trousers} trousers and {acc}, and is {c.pose}."
+        f"{name} has {words.skin(c.skin)} and {words.hair(c.hair_color, c.hair_style)}, "
+        f"wears {_a(c.top)} {c.top} top, {c.trousers} trousers and {acc}, "
+        f"and is {words.pose(c.pose)}."
     )
     facts = {(name, a) for a in ("skin", "hair", "top", "trousers", "accessory", "pose", "present")}
     return text, facts
@@ -268,7 +267,7 @@ def _event_sentence(
         case Swap():
             return f"{ev.a} and {ev.b} swap places.", {("scene", "order")}
         case SetPose():
-            return f"{ev.character} is {ev.pose} now.", {(ev.character, "pose")}
+            return f"{ev.character} is {words.pose(ev.pose)} now.", {(ev.character, "pose")}
     return "", set()  # pragma: no cover
 
 
@@ -291,11 +290,10 @@ def fact_cues(subject: str, attribute: str, value: object) -> list[str]:
                 return [r"\btaken away\b"]
             return [r"\bleaves\b", r"\bwalks out\b"]
         case "skin":
-            return [rf"\b{v} skin\b"]
+            return [rf"\b{re.escape(words.skin(str(value)))}\b"]
         case "hair":
             assert isinstance(value, list)
-            color, style = (re.escape(x) for x in value)
-            return [rf"\b{color} hair worn {style}\b"]
+            return [rf"\b{re.escape(words.hair(str(value[0]), str(value[1])))}\b"]
         case "top":
             return [rf"\b{v} top\b"]
         case "trousers":
@@ -303,7 +301,7 @@ def fact_cues(subject: str, attribute: str, value: object) -> list[str]:
         case "accessory":
             return [rf"\b{re.escape(accessory_phrase(str(value)))}\b"]
         case "pose":
-            return [rf"\bis {v}\b"]
+            return [rf"\bis {re.escape(words.pose(str(value)))}\b"]
         case "color":
             return [rf"\b{v} {re.escape(subject)}\b", rf"\ball {v}\b"]
         case "state":

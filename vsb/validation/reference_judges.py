@@ -64,7 +64,7 @@ _WEATHER = {
 }
 _TIME = {
     "Is it morning?": "morning",
-    "Is it midday?": "noon",
+    "Is it noon?": "noon",
     "Is it afternoon?": "afternoon",
     "Is it evening?": "evening",
     "Is it night?": "night",

@@ -27,23 +27,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from vsb.errors import InputError
+from vsb.story import words
 from vsb.story.models import Requirement, Scene, SceneState
 from vsb.story.vocab import OBJECT_KINDS
 
-_SKIN = {
-    "tone-1": "very light",
-    "tone-2": "light",
-    "tone-3": "medium-light",
-    "tone-4": "medium-dark",
-    "tone-5": "dark",
-    "tone-6": "very dark",
-}
-_POSE = {
-    "standing": "standing",
-    "sitting": "sitting",
-    "waving": "waving",
-    "cheering": "cheering with both arms raised",
-}
+_POSE = words.POSE
 _ACCESSORY = {
     "hat": "wearing a hat",
     "scarf": "wearing a scarf",
@@ -59,7 +47,7 @@ _WEATHER = {
 }
 _TIME = {
     "morning": "Is it morning?",
-    "noon": "Is it midday?",
+    "noon": "Is it noon?",
     "afternoon": "Is it afternoon?",
     "evening": "Is it evening?",
     "night": "Is it night?",
@@ -79,17 +67,16 @@ def _a(words: str) -> str:
 
 
 def skin_words(skin: str) -> str:
-    """``tone-2`` -> ``light skin``."""
-    return f"{_SKIN.get(skin, skin)} skin"
+    """``tone-2`` -> ``light skin`` (``vsb.story.words``: the prompt's own words)."""
+    return words.skin(skin)
 
 
 def hair_words(value: Any) -> str:
-    """``["black", "short"]`` -> ``short black hair``; ponytails and buns read naturally."""
+    """``["black", "short"]`` -> ``short black hair``; ponytails and buns read naturally
+    (``vsb.story.words.hair``, as the prompt says it)."""
     parts = [str(v) for v in value] if isinstance(value, list | tuple) else [str(value)]
     color, hair_style = [*parts, "", ""][:2]
-    if hair_style in ("bun", "ponytail"):
-        return f"{color} hair in {_a(hair_style)}"
-    return f"{hair_style} {color} hair".strip()
+    return words.hair(color, hair_style)
 
 
 def _unique(state: SceneState, name: str, attribute: str) -> str:

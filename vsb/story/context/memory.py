@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from vsb.story import vocab, words
 from vsb.story.context.facts import GROUP_KEYS
 from vsb.story.models import SceneState
 
 
 def state_json(state: SceneState, without: str | None = None) -> dict[str, Any]:
     """The state fields a model needs, as plain JSON (characters seen so far, objects that
-    have entered the story), less the keys of the fact group ``without`` (an ablation)."""
+    have entered the story), less the keys of the fact group ``without`` (an ablation), in
+    the story's codes; a model is sent ``words.in_words`` of it (``memory_context``)."""
     chars: dict[str, Any] = {}
     for name, c in state.characters.items():
         if not c.seen:
@@ -57,6 +59,11 @@ def state_json(state: SceneState, without: str | None = None) -> dict[str, Any]:
     return out
 
 
+def memory_context(state: SceneState, without: str | None = None) -> dict[str, Any]:
+    """The structured memory a model is sent: ``state_json`` in words (``vsb.story.words``)."""
+    return words.in_words(state_json(state, without))
+
+
 def _join(names: list[str]) -> str:
     if len(names) <= 1:
         return "".join(names)
@@ -64,7 +71,8 @@ def _join(names: list[str]) -> str:
 
 
 def state_summary(state: SceneState) -> str:
-    """One paragraph stating every persistent fact of ``state`` in plain English."""
+    """One paragraph stating every persistent fact of ``state`` in plain English, each fact
+    in the words of ``vsb.story.words`` (as the scene text and the judge name it)."""
     parts = [
         f"So far: we are in the {state.location}, in the {state.time} of day {state.day}; "
         f"the weather is {state.weather}."
@@ -72,21 +80,30 @@ def state_summary(state: SceneState) -> str:
     for name, c in state.characters.items():
         if not c.seen:
             continue
-        acc = "no accessory" if c.accessory == "none" else f"a {c.accessory}"
-        where = f"is here and {c.pose}" if c.present else "has left"
+        where = f"is here and {words.pose(c.pose)}" if c.present else "has left"
         parts.append(
-            f"{name} has {c.skin} skin and {c.hair_color} hair worn {c.hair_style}, wears a "
-            f"{c.top} top, {c.trousers} trousers and {acc}, and {where}."
+            f"{name} has {words.skin(c.skin)} and {words.hair(c.hair_color, c.hair_style)}, "
+            f"wears {words.article(f'{c.top} top')}, {c.trousers} trousers and "
+            f"{words.accessory(c.accessory)}, and {where}."
         )
     if len(state.order) >= 2:
         parts.append(f"From left to right: {_join(state.order)}.")
     for kind, o in state.objects.items():
         if not o.appeared:
             continue
-        what = f"{o.count} {o.color} {kind}(s)" if o.count is not None else f"the {o.color} {kind}"
+        if o.count is not None:
+            k = vocab.OBJECT_KINDS.get(kind)
+            plural = k.plural if k is not None else f"{kind}s"
+            what = f"{words.count(kind, plural, o.count)}, all {o.color},"
+            be = "is" if o.count == 1 else "are"
+        else:
+            what, be = f"the {o.color} {kind}", "is"
         if o.removed:
-            parts.append(f"{what[0].upper()}{what[1:]} was taken away for good.")
+            parts.append(
+                f"{what[0].upper()}{what[1:]} {'was' if be == 'is' else 'were'} "
+                "taken away for good."
+            )
             continue
         where = f"held by {o.holder}" if o.holder else f"on the ground in the {o.place}"
-        parts.append(f"{what[0].upper()}{what[1:]} is {o.state}, {where}.")
+        parts.append(f"{what[0].upper()}{what[1:]} {be} {o.state}, {where}.")
     return " ".join(parts)

@@ -42,6 +42,7 @@ from vsb.fsio import canonical_json
 from vsb.story import vocab
 from vsb.story.context.memory import state_json
 from vsb.story.models import Requirement, SceneState, Story, Value
+from vsb.story.words import in_codes
 
 #: A memory in ``state_json``'s shape: what an extractor returns for ``(story, k)``.
 Memory = dict[str, Any]
@@ -318,6 +319,7 @@ class PredictedMemory:
                 f"extractor {self.name!r}, story {story.id} scene {k}: expected the memory as "
                 "a JSON object shaped like structured memory's (characters and objects objects)"
             )
+        memory = in_codes(memory)  # a reading in words (a real extractor's) compares as codes
         true = state_json(story.scenes[k - 2].state)
         with self._lock:
             self._memo[key] = (story, memory, true)

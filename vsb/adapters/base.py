@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from vsb.conditions import ConditionContext
 from vsb.errors import CredentialMissing
@@ -94,6 +94,32 @@ class GenerationRequest:
         return "\n\n".join(parts)
 
 
+#: The units a prompt budget is counted in: a text encoder's tokens (CLIP's BPE, start and
+#: end tokens included), a provider's documented character limit, or nothing known.
+PromptUnit = Literal["clip tokens", "tokens", "characters", "unknown"]
+
+
+@dataclass(frozen=True)
+class PromptFit:
+    """How one request's prompt fits its model's text budget (issue #44): its length and the
+    budget in one unit, whether anything of it was not encoded, and how it was encoded.
+    Recorded for every request (``records.jsonl``); ``unknown`` is never a guess."""
+
+    unit: PromptUnit = "unknown"
+    #: the full prompt's length in ``unit`` (None: vsb cannot count it for this model)
+    length: int | None = None
+    #: the model's budget in ``unit`` (None: no documented limit, or unknown)
+    budget: int | None = None
+    #: some of the prompt never reached the model (truncated by its encoder)
+    cut: bool = False
+    #: ``whole`` (fits), ``chunked`` (a long prompt encoded whole in chunks), ``truncated``
+    encoded: Literal["whole", "chunked", "truncated"] = "whole"
+
+    def over(self) -> bool:
+        """The prompt is longer than the budget (whether or not it was encoded whole)."""
+        return self.length is not None and self.budget is not None and self.length > self.budget
+
+
 @dataclass(frozen=True)
 class GenerationResult:
     """A generated image (PNG bytes), provider metadata, and the cost if the provider says."""
@@ -138,6 +164,13 @@ class ImageModelAdapter:
         plus whatever names that request's own input by content, so that it is part of the
         cache key (stored samples add the sha256 of the file they serve)."""
         return parameters
+
+    def prompt_fit(self, request: GenerationRequest) -> PromptFit:
+        """How ``request``'s prompt fits this model's text budget, known before any call: a
+        pipeline counts with its own tokenizer(s), a provider against its documented limit.
+        The default knows nothing (``unit`` unknown); a paid adapter whose prompt is over a
+        hard limit is refused before any call (``vsb run``)."""
+        return PromptFit()
 
     def generate(self, request: GenerationRequest) -> GenerationResult:
         """Produce one image for ``request``; raises ``AdapterError`` on failure."""

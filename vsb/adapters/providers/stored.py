@@ -21,6 +21,10 @@ served if that condition sends the same request (scene 1 under every condition; 
 that equals another's), as ``vsb suite prompts`` marks such rows (``same_as``): an outside
 pipeline makes each distinct image once (issue #36).
 
+Serving a sample costs nothing: its records and ledger rows say 0.0, fresh or from the
+cache (what the images cost to make elsewhere is not vsb's to know; the price list names no
+``stored:`` model, so the model card's regeneration price stays unknown).
+
 Without a directory and a source the model cannot run and is skipped (``CredentialMissing``,
 the runner's skip-and-report path). The bare name ``stored`` with ``source=`` is the older
 spelling of ``stored:SOURCE``.
@@ -154,7 +158,11 @@ class StoredSamples(ImageModelAdapter):
         }
         # to_png decodes every pixel: a file that only looks like an image is refused here,
         # per image, rather than recorded and found by ``vsb evaluate`` (issue #23)
-        return GenerationResult(png=to_png(raw, f"{self.name} {path}"), metadata=meta)
+        # Serving a file costs nothing (cost 0.0, as for simulators and Python functions):
+        # a record says the same whether its image was served now or came from the cache,
+        # so a release rebuilt in place keeps its bytes (issue 45).
+        png = to_png(raw, f"{self.name} {path}")
+        return GenerationResult(png=png, metadata=meta, cost_usd=0.0)
 
 
 def sample_path(source: str, condition: str, story_id: str, scene: int) -> str:

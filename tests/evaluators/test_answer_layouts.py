@@ -10,6 +10,7 @@ against a judge server on 127.0.0.1 that answers on one line.
 from __future__ import annotations
 
 import json
+import re
 import string
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vsb.cli.main import main
-from vsb.evaluators.vlm.answers import Answer, parse_batch
+from vsb.evaluators.vlm.answers import _HEDGE, Answer, parse_batch
 from vsb.generator.generate import write_suite
 from vsb.story.models import Story
 from vsb.tables import iter_rows
@@ -103,7 +104,11 @@ MARKERS = ("{i}: ", "{i}) ", "{i}. ", "**{i}**: ", "Q{i}: ", "q{i} - ", "- {i}: 
 #: Words put last on a numbered line: after a short label or the echoed question.
 LABELS = ("The top: ", "Is it night? ", "Does the person hold the cup? | ", "the hat - ")
 JOINERS = ("\n", "\n\n", ", ", "; ", " ", " | ", ",\n", "\r\n", "\n- ")
-EXPLAIN = st.text(alphabet=string.ascii_letters + " ,", max_size=30)
+#: An explanation after the word: never an answer word or a hedge, which are read
+#: (``yes, the answer is no`` is two answers, ``yes, but …`` UNSURE: test_answer_hedges).
+EXPLAIN = st.text(alphabet=string.ascii_letters + " ,", max_size=30).filter(
+    lambda t: not re.search(r"\b(?:yes|no|unsure)\b", t.lower()) and not _HEDGE.search(t.lower())
+)
 PREAMBLE = st.text(alphabet=string.ascii_letters + " !:.", max_size=40)
 
 

@@ -2,8 +2,11 @@
 
 A batched call asks numbered questions and expects ``N: WORD`` lines; ``parse_batch`` matches
 each answer to its question by its number in any layout (one line, markdown, ``Q1:``, a JSON
-object or array). A single-question call expects one word (``parse_answer``). Anything else
-is a parse failure: counted and shown, never a pass (``verdict_of``).
+object or array). A single-question call expects one word (``parse_answer``). Saying one
+cannot tell ("not sure", "hard to say") or hedging the word ("yes, but it is partly hidden",
+"probably no") is UNSURE; a line with two answers ("yes no", "no: yes", "yes or no") answers
+nothing. Anything else is a parse failure: counted and shown, never a pass (``verdict_of``).
+docs/judge-interop.md tabulates what is read how.
 """
 
 from __future__ import annotations
@@ -49,44 +52,102 @@ _WORD = re.compile(
 _LEAD = re.compile(r"^(?:\d{1,4}\s*[:.)\-]\s*)?(yes|no|unsure)\b")
 _NUMBERED = re.compile(r"^\s*(?:q(?:uestion)?\s*)?(\d{1,4})\s*[:.)\-]\s*(.*)$")
 _STRIP = str.maketrans("", "", "*_`\"'[]()<>#")
+_WORDS: dict[str, Answer] = {"yes": "YES", "no": "NO", "unsure": "UNSURE"}
+
+# Hedges (docs/judge-interop.md, "How answers are read"); apostrophes are stripped before
+# reading (``can't`` is ``cant``), a typographic one is not (``can’t``).
+#: Saying that the picture does not let one tell: UNSURE wherever an answer word may stand.
+_CANNOT_TELL = (
+    r"(?:(?:i\u2019?m|i[ \t]+am|it\u2019?s|it[ \t]+is)[ \t]+)?"
+    r"(?:(?:not|isn\u2019?t)[ \t]+(?:sure|certain|clear)"
+    r"|(?:i[ \t]+)?(?:can[ \t]*not|can\u2019?t|could[ \t]*not|couldn\u2019?t|unable[ \t]+to)"
+    r"[ \t]+(?:tell|say|determine|decide|judge|be[ \t]+sure|be[ \t]+certain)"
+    r"|(?:hard|difficult|impossible)[ \t]+to[ \t]+(?:tell|say|determine|judge)"
+    r"|(?:i[ \t]+)?(?:don\u2019?t|do[ \t]+not)[ \t]+know|no[ \t]+idea|unsure|uncertain|unclear)\b"
+)
+#: A word that qualifies an answer (``yes, but it is partly hidden``, ``probably no``).
+_QUALIFIER = (
+    r"(?:but|although|though|however|partly|partially|mostly|somewhat|maybe|perhaps|probably"
+    r"|possibly|likely|might|could[ \t]+be|may[ \t]+be|seems?|apparently|i[ \t]+think"
+    r"|i[ \t]+believe|i[ \t]+guess|not[ \t]+(?:entirely|fully|completely|clearly))\b"
+)
+_HEDGE = re.compile(rf"\b(?:{_QUALIFIER}|{_CANNOT_TELL})")
+#: What may open an answer, after an optional short label ("Answer:"): saying one cannot
+#: tell (group 1), or an answer word (group 3), maybe after a qualifier (group 2). Never
+#: across a line break: ``1.`` alone on a line does not take the next line's word.
+_OPENS = re.compile(
+    r"[ \t]*(?:(?:the[ \t]+)?(?:final[ \t]+)?(?:answer|verdict)(?:[ \t]+is)?[ \t]*[:\-]?[ \t]*)?"
+    rf"(?:({_CANNOT_TELL})|(?:({_QUALIFIER})[ \t,]*)?(yes|no|unsure)\b)"
+)
+#: A second answer word right after the first (``yes no``, ``no: yes``, ``yes or no``) …
+_NEXT_WORD = re.compile(r"[ \t.,;:!?/|\-]*(?:(?:or|and)\b[ \t,]*)?(yes|no|unsure)\b")
+#: … or later, standing alone (``yes, the answer is no.``; not ``yes, there is no hat``).
+_ALONE_WORD = re.compile(r"\b(yes|no|unsure)[ \t]*(?=[,.;:!?|)]|$)")
+#: Where an answer's explanation ends: its line's end, or a number with a separator.
+_EXPLAINED_UNTIL = re.compile(r"\n|(?<!\w)\d{1,4}[ \t]*[:.)\]}>=|/\-\u2013\u2014\u2192\uff1a]")
+
+
+def _read_opening(m: re.Match[str], text: str, end: int) -> Answer | None:
+    """The answer ``m`` (an ``_OPENS`` match in ``text``) opens: UNSURE where it says it
+    cannot tell or qualifies its word, or where the explanation after the word (up to
+    ``end``, its line's end or the next number) hedges; None where that explanation gives
+    another answer word; else the word."""
+    if m.group(1) or m.group(2):
+        return "UNSURE"
+    word = _WORDS[m.group(3)]
+    stop = _EXPLAINED_UNTIL.search(text, m.end(), end)
+    rest = text[m.end() : stop.start() if stop else end]
+    nxt = _NEXT_WORD.match(rest)
+    others = {w for w in _ALONE_WORD.findall(rest)} | ({nxt.group(1)} if nxt else set())
+    if any(_WORDS[w] != word for w in others):
+        return None  # two answers: which one is meant is not said
+    return "UNSURE" if _HEDGE.search(rest) else word
+
+
+def _read(text: str) -> Answer | None:
+    """The answer that opens ``text`` (lowercase, markdown stripped), read as
+    ``_read_opening`` reads it; None where none does."""
+    m = _OPENS.match(text)
+    return _read_opening(m, text, len(text)) if m else None
 
 
 def _word(text: str) -> Answer | None:
-    m = _WORD.match(text.strip())
-    if not m:
-        return None
-    return "YES" if m.group(1) == "yes" else "NO" if m.group(1) == "no" else "UNSURE"
+    """A line's answer in a one-question reply: the word alone, after an optional short
+    label that is not itself an answer (``no: yes`` answers twice); or UNSURE where the line
+    says it cannot tell or hedges its word (after an optional number). Else None."""
+    line = text.strip()
+    m = _WORD.match(line)
+    if m:
+        return None if _ALONE_WORD.search(line, 0, m.start(1)) else _WORDS[m.group(1)]
+    numbered = _NUMBERED.match(line)
+    said = _read(numbered.group(2) if numbered else line)
+    return "UNSURE" if said == "UNSURE" else None
 
 
 def parse_answer(text: str) -> Answer | None:
     """YES, NO or UNSURE from a one-question reply: the reply must answer the question once.
     Its last line is the word, optionally after a short label ("Answer:", or the number 1);
     lines before it may explain, but none may answer too (``2: NO``, ``Yes, …``). Case,
-    markdown and final punctuation are ignored. Anything else is None (a parse failure):
-    a reply with several answers, or a numbered answer to another question, answers
-    nothing."""
+    markdown and final punctuation are ignored. A line that says it cannot tell or hedges
+    its word is UNSURE. Anything else is None (a parse failure): a reply with several
+    answers (saying twice that it cannot tell is one), a line with two answer words, or a
+    numbered answer to another question, answers nothing."""
     cleaned = text.translate(_STRIP).strip().lower()
     lines = [ln.strip() for ln in cleaned.splitlines() if ln.strip()]
     if not lines:
         return None
     answers = [_word(ln) for ln in lines]
-    mentions = sum(
-        a is not None or bool(_LEAD.match(ln)) for ln, a in zip(lines, answers, strict=True)
-    )
-    if answers[-1] is None or mentions != 1:
-        return None
+    earlier = [
+        a for ln, a in zip(lines[:-1], answers, strict=False) if a is not None or _LEAD.match(ln)
+    ]
+    if answers[-1] is None or any(a != "UNSURE" or answers[-1] != a for a in earlier):
+        return None  # answered twice (only saying twice that one cannot tell is one answer)
     numbered = _NUMBERED.match(lines[-1])
     if numbered and int(numbered.group(1)) != 1:
         return None  # labelled as the answer to a question that was not asked
     return answers[-1]
 
 
-#: An answer word at the start of a text, after an optional short label ("Answer:").
-#: Never across a line break: ``1.`` alone on a line does not take the next line's word.
-_LEAD_WORD = re.compile(
-    r"[ \t]*(?:(?:the[ \t]+)?(?:final[ \t]+)?(?:answer|verdict)(?:[ \t]+is)?[ \t]*[:\-]?[ \t]*)?"
-    r"(yes|no|unsure)\b"
-)
 #: A question number: ``1:``, ``1)``, ``1.``, ``(1)``, ``[1]``, ``Q1:``, ``Question 1 -``,
 #: ``1 =``, ``| 1 |``, ``1 YES`` (markdown already stripped); the separator is group 2.
 _MARKER = re.compile(
@@ -96,7 +157,8 @@ _MARKER = re.compile(
 #: A line that puts the word last, after a short label or an echoed question
 #: (``the cup: yes``, ``is it night? no``, ``is it night? | no |``).
 _LAST_WORD = re.compile(
-    r"[^\n\d]{0,300}?[:?|\-\u2013\u2014\u2192][ \t|]*(yes|no|unsure)[ \t.!|,;]*$"
+    r"[^\n\d]{0,300}?[:?|\-\u2013\u2014\u2192][ \t|]*"
+    rf"(yes|no|unsure|{_CANNOT_TELL})[ \t.!|,;]*$"
 )
 _THINKING = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.S)
 #: What may precede a number at the start of its line: space, bullets, brackets.
@@ -107,15 +169,7 @@ _ANSWER_KEYS = ("answer", "verdict", "response", "a", "result", "value")
 
 #: Brackets tried as the start of a JSON reply (a reply is short; garbage may not be).
 _JSON_TRIES = 64
-_WORDS: dict[str, Answer] = {"yes": "YES", "no": "NO", "unsure": "UNSURE"}
 Pairs = list[tuple[int, "Answer | None"]]
-
-
-def _lead(text: str, pos: int = 0) -> Answer | None:
-    """The answer word that opens ``text[pos:]`` (lowercase), any explanation after it
-    ignored."""
-    m = _LEAD_WORD.match(text, pos)
-    return _WORDS[m.group(1)] if m else None
 
 
 def _number(key: object) -> int | None:
@@ -135,7 +189,7 @@ def _json_value(value: object) -> Answer | None:
     if isinstance(value, bool):
         return "YES" if value else "NO"
     if isinstance(value, str):
-        return _lead(value.translate(_MARKDOWN).lower())
+        return _read(value.translate(_MARKDOWN).lower())
     if isinstance(value, dict):
         low = {str(k).lower(): v for k, v in value.items()}
         for k in _ANSWER_KEYS:
@@ -192,8 +246,8 @@ def _json_reply(text: str, n: int) -> Pairs | None:
 
 def _text_pairs(text: str) -> Pairs:
     """(number, answer) pairs from free text (lowercase, markdown stripped). A number counts
-    as an answer's label where an answer word follows it on its line (anywhere: ``1: yes,
-    2: no``), or where it opens a line with a separator: then the word may end that line
+    as an answer's label where an answer follows it on its line (anywhere: ``1: yes,
+    2: not sure``), or where it opens a line with a separator: then the word may end that line
     after a short label or the echoed question (``1. Is it night? No``), or the answer does
     not parse (``4: maybe``). No word is taken across a line break or from past another
     number."""
@@ -203,17 +257,26 @@ def _text_pairs(text: str) -> Pairs:
         opens_line = bool(m.group(2).strip()) and bool(
             _LINE_HEAD.fullmatch(text, line_start, m.start())
         )
-        if opens_line or _lead(text, m.end()) is not None:
+        if opens_line or _OPENS.match(text, m.end()):
             marks.append(m)
     pairs: Pairs = []
     for i, m in enumerate(marks):
         end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
-        answer = _lead(text, m.end())
-        if answer is None:
-            last = _LAST_WORD.match(text[m.end() : end].split("\n", 1)[0].rstrip())
-            answer = _WORDS[last.group(1)] if last else None
-        pairs.append((int(m.group(1)), answer))
+        pairs.append((int(m.group(1)), _after_number(text, m.end(), end)))
     return pairs
+
+
+def _after_number(text: str, pos: int, end: int) -> Answer | None:
+    """The answer after a question number at ``pos`` (its text ends at ``end``): the one
+    that opens it, or else the word (or saying one cannot tell) that ends its line after a
+    label or the echoed question, unless an answer word ends that label too (``no: yes``)."""
+    if opens := _OPENS.match(text, pos, end):
+        return _read_opening(opens, text, end)
+    line = text[pos:end].split("\n", 1)[0].rstrip()
+    last = _LAST_WORD.match(line)
+    if last is None or _ALONE_WORD.search(line, 0, last.start(1)):
+        return None
+    return _WORDS.get(last.group(1), "UNSURE")
 
 
 def parse_batch(text: str, n: int) -> list[Answer | None]:
@@ -221,9 +284,11 @@ def parse_batch(text: str, n: int) -> list[Answer | None]:
     ``N: WORD`` lines, one line (``1: NO, 2: YES``; commas, semicolons or spaces between),
     ``1)``, ``1.``, ``**1**:``, ``Q1:``, ``- 1: yes``, a JSON object (``{"1": "yes"}``) or
     array (``["YES", "NO"]``: by position, only if it has n words; ``[{"id": 1, "answer":
-    "no"}]``), any case, with or without an explanation after the word. None where a
-    number is missing, given twice with different words, or its answer does not parse; a
-    reply numbered from 0 answers nothing. Never raises."""
+    "no"}]``), any case, with or without an explanation after the word. UNSURE where it
+    says it cannot tell or hedges the word, in the word's place or in its explanation. None
+    where a number is missing, given twice with different words, its line gives two answer
+    words, or its answer does not parse; a reply numbered from 0 answers nothing. Never
+    raises."""
     lowered = _THINKING.sub("", text.lower())  # a reasoning model's thoughts answer nothing
     pairs = _json_reply(lowered, n) if re.search(r"[{\[]", lowered) else None
     if pairs is None:

@@ -44,6 +44,8 @@ BUILTIN: dict[str, str] = {
     "procedural-drift-mid": "vsb.adapters.simulators:procedural_drift_mid",
     "procedural-amnesiac": "vsb.adapters.simulators:procedural_amnesiac",
     "procedural-sloppy": "vsb.adapters.simulators:procedural_sloppy",
+    "procedural-reader": "vsb.adapters.reader:procedural_reader",
+    "procedural-reader-77": "vsb.adapters.reader:procedural_reader_77",
     "imagen:imagen-3.0-generate-002": "vsb.adapters.providers.imagen:imagen_3_0_generate_002",
     "imagen:imagen-3.0-fast-generate-001": (
         "vsb.adapters.providers.imagen:imagen_3_0_fast_generate_001"

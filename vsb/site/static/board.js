@@ -1,7 +1,8 @@
 // Client-side views over tables that hold everything (no request, no CDN):
 // - the condition selector shows one condition's rows of every table[data-conditioned] and
 //   its plots (section.plots[data-condition]);
-// - the column picker shows or hides the columns (th/td[data-col]) of its table;
+// - the column picker shows or hides the columns (th/td[data-col]) of its table (on a phone,
+//   those whose box says data-phone="off" start hidden);
 // - the story filters (category, difficulty, scene count, failing dimension, search) hide
 //   the rows of table#stories that do not match and say how many are shown.
 // Without JavaScript every row and column is in the page.
@@ -32,9 +33,15 @@
     show();
   });
 
+  // on a phone a board leads with memory coherence: the columns marked data-phone="off"
+  // start hidden there (the picker brings them back)
+  var phone = window.matchMedia && window.matchMedia("(max-width: 600px)").matches;
   each(document.querySelectorAll("fieldset[data-table]"), function (fs) {
     var table = document.getElementById(fs.getAttribute("data-table"));
     if (!table) return;
+    if (phone) {
+      each(fs.querySelectorAll('input[data-phone="off"]'), function (box) { box.checked = false; });
+    }
     function apply(box) {
       each(table.querySelectorAll('[data-col="' + box.value + '"]'),
         function (cell) { cell.hidden = !box.checked; });

@@ -126,9 +126,11 @@ def test_tampered_cache_metadata(tmp_path: Path) -> None:
     cache.get("k", lambda: GenerationResult(png=b"\x89PNG fake", metadata={"a": 1}))
     cache.close()
     with sqlite3.connect(tmp_path / INDEX_NAME) as db:
-        # seal NULL: an entry written before seals, whose metadata is parsed as it stands
-        # (a sealed one fails its check and is regenerated: tests/evaluators/test_cache_checks)
+        # seal NULL and no migration recorded: an entry written before seals, sealed when the
+        # index opens, whose metadata is then parsed as it stands (a sealed one fails its
+        # check and is regenerated: tests/evaluators/test_cache_checks)
         db.execute("UPDATE entries SET metadata = ?, seal = NULL", (DEEP,))
+        db.execute("DELETE FROM meta")
     db.close()
     cache = GenerationCache(tmp_path)
     cache.open()

@@ -219,13 +219,15 @@ def test_embedding_vectors_shuffled_between_keys_are_embedded_again(
     assert failed_checks_under(cache) == changed
 
 
-# --- entries written before seals: served, sealed on that read, checked from then on -------
+# --- entries written before seals: sealed once on opening, checked from then on ----------
 
 
 def _unseal(db_path: Path, table: str) -> int:
-    """Make every row of ``table`` look written before seals (seal NULL); how many."""
+    """Make every row of ``table`` look written before seals (seal NULL, and no record of
+    the migration that seals them once: after it a row without a seal is damaged); how many."""
     with sqlite3.connect(db_path) as db:
         n = db.execute(f"UPDATE {table} SET seal = NULL").rowcount
+        db.execute("DELETE FROM meta WHERE name = ?", (f"seals:{table}",))
     assert n > 2
     return int(n)
 

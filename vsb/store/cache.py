@@ -27,7 +27,9 @@ its key, image hash, metadata and cost (``entry_seal``), so a well-formed entry 
 belong to another key (hashes shuffled between rows, metadata edited) fails its check on read:
 it is dropped, logged in ``failed_checks`` (``failed_checks()`` counts them, so a command can
 report how many it recomputed) and regenerated. Entries written before seals (``seal`` NULL)
-are served and sealed on their first read, so a later change to one is caught. Each process
+are sealed once, when the index is first opened, and that is recorded in its ``meta`` table
+(``vsb.store.seals``); after it an entry without a seal is damaged: never served, dropped and
+regenerated like one that fails its check, with one line naming the index and the key. Each process
 and thread opens its own SQLite connection (after a fork the child opens a fresh one).
 """
 
@@ -48,6 +50,7 @@ from vsb.errors import CacheError
 from vsb.fsio import atomic_write_bytes, loads_json, sha256_hex
 from vsb.store.conns import ThreadConnections, what_to_do
 from vsb.store.locks import process_alive, process_token
+from vsb.store.seals import migrate_seals, report_damaged
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +71,6 @@ _MIGRATE = {
     "seal": "ALTER TABLE entries ADD COLUMN seal TEXT",
 }
 _Row = tuple[str, str, str, float | None]
-#: Whether this process has warned of an entry failing its check (later ones: debug).
-_warned_check = False
 #: Polling while another process generates a key: first and longest pause, in seconds.
 _POLL_FIRST, _POLL_MAX = 0.002, 0.1
 
@@ -172,6 +173,8 @@ class GenerationCache:
                 for stmt in _SCHEMA:
                     conn.execute(stmt)
                 _migrate(conn)
+                migrate_seals(conn, "entries", ("key", "sha256", "metadata", "cost_usd"),
+                              lambda *row: entry_seal(row))  # fmt: skip
                 return conn
             except sqlite3.OperationalError as err:
                 if "locked" not in str(err) or attempt == 49:
@@ -210,26 +213,18 @@ class GenerationCache:
         if row is None:
             return None
         entry: _Row = (row[0], row[1], row[2], row[3])
-        if row[4] is None:  # written before seals: sealed on this first read (TOFU)
-            with _immediate(self._db()) as db:
-                db.execute("UPDATE entries SET seal = ? WHERE key = ? AND sha256 = ? AND seal "
-                           "IS NULL", (entry_seal(entry), *entry[:2]))  # fmt: skip
-        elif row[4] != entry_seal(entry):
-            self._drop(entry, row[4])
+        if row[4] is None or row[4] != entry_seal(entry):  # no seal (after the migration),
+            self._drop(entry, row[4])  # or another key's values: damaged, never served
             return None
         return entry
 
-    def _drop(self, entry: _Row, seal: str) -> None:
+    def _drop(self, entry: _Row, seal: str | None) -> None:
         """Delete an entry that failed its check (unless another process already replaced
         it) and log it in ``failed_checks``."""
-        global _warned_check  # one warning a process; the summary line counts them all
-        log.log(logging.DEBUG if _warned_check else logging.WARNING,
-                "cache entry %s fails its check (its values are not its key's): regenerating",
-                entry[0])  # fmt: skip
-        _warned_check = True
+        report_damaged(self.root / INDEX_NAME, entry[0], seal)
         with _immediate(self._db()) as db:
             gone = db.execute(
-                "DELETE FROM entries WHERE key = ? AND sha256 = ? AND seal = ?",
+                "DELETE FROM entries WHERE key = ? AND sha256 = ? AND seal IS ?",
                 (entry[0], entry[1], seal),
             ).rowcount
             if gone:

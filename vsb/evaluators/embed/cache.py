@@ -8,7 +8,9 @@ little-endian bytes with their dimension, so a rerun computes nothing. A row is 
 (``vector_seal``: sha256 over its key, model, kind, dimension and bytes), so a well-formed
 vector moved to another key fails its check on read: it is dropped, logged in
 ``failed_checks`` (``failed_checks`` counts this cache's drops) and computed again. Rows
-stored before seals (``seal`` NULL) are served and sealed on their first read.
+stored before seals (``seal`` NULL) are sealed once, when the cache is first opened
+(``vsb.store.seals``, recorded in its ``meta`` table); after it a row without a seal is
+damaged: never served, dropped and computed again.
 
 A model directory's digest (sha256 over its files' names and contents) is memoized by the
 files' sizes and modification times, so a large checkpoint is hashed once.
@@ -35,6 +37,7 @@ from PIL import Image
 
 from vsb.errors import CacheError, InputError
 from vsb.fsio import canonical_json, sha256_file, sha256_hex
+from vsb.store.seals import migrate_seals, report_damaged
 
 CACHE_NAME = "embeddings.sqlite"
 _SCHEMA = (
@@ -78,6 +81,7 @@ class EmbeddingCache:
                     self._db.execute(stmt)
                 if "seal" not in {r[1] for r in self._db.execute("PRAGMA table_info(vectors)")}:
                     self._db.execute("ALTER TABLE vectors ADD COLUMN seal TEXT")
+            migrate_seals(self._db, "vectors", ("key", "model", "kind", "dim", "data"), vector_seal)
             #: rows this instance dropped for failing their check
             self.failed_checks = 0
         except (OSError, sqlite3.Error) as err:
@@ -101,31 +105,27 @@ class EmbeddingCache:
                 part = list(keys[i : i + _CHUNK])
                 marks = ",".join("?" * len(part))
                 q = f"SELECT key, model, kind, dim, data, seal FROM vectors WHERE key IN ({marks})"
-                failed, unsealed = [], []
+                failed: list[tuple[str, str | None]] = []
                 for key, model, kind, dim, data, seal in self._db.execute(q, part):
                     if not (isinstance(data, bytes) and len(data) == 4 * int(dim) > 0):
                         continue
-                    if seal is None:  # stored before seals: sealed on this first read
-                        unsealed.append((vector_seal(key, model, kind, dim, data), key))
-                    elif seal != vector_seal(key, model, kind, dim, data):
-                        failed.append((key, seal))
+                    if seal is None or seal != vector_seal(key, model, kind, dim, data):
+                        failed.append((key, seal))  # no seal after the migration: damaged
                         continue
                     out[key] = np.frombuffer(data, dtype="<f4").astype(np.float32)
                 self._drop(failed)
-                with self._db:
-                    q = "UPDATE vectors SET seal = ? WHERE key = ? AND seal IS NULL"
-                    self._db.executemany(q, unsealed)
         except sqlite3.Error as err:
             raise CacheError(f"cannot read the embedding cache: {err}", file=self.path) from None
         return out
 
-    def _drop(self, failed: list[tuple[str, str]]) -> None:
+    def _drop(self, failed: list[tuple[str, str | None]]) -> None:
         """Delete rows that failed their check and log them."""
         if not failed:
             return
         with self._db:
             for key, seal in failed:
-                q = "DELETE FROM vectors WHERE key = ? AND seal = ?"
+                report_damaged(self.path, key, seal, "computing again")
+                q = "DELETE FROM vectors WHERE key = ? AND seal IS ?"
                 if self._db.execute(q, (key, seal)).rowcount:
                     self._db.execute("INSERT INTO failed_checks VALUES (?, ?)", (key, time.time()))
                     self.failed_checks += 1

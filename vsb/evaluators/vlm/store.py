@@ -9,8 +9,9 @@ nothing. Only answers that parse are stored (``vlm_judge`` decides; an unparsabl
 asked again on the next run). A stored answer is sealed (``answer_seal``: sha256 over its key,
 judge model, raw text and token counts), so an answer edited or moved to another key (YES and
 NO swapped) fails its check on lookup: it is dropped, logged in ``failed_checks`` (counted by
-``failed_checks()``) and asked again. Answers stored before seals (``seal`` NULL) are served
-and sealed on their first lookup, so a later change to one is caught.
+``failed_checks()``) and asked again. Answers stored before seals (``seal`` NULL) are sealed
+once, when the cache is first opened (``vsb.store.seals``, recorded in its ``meta`` table);
+after it an answer without a seal is damaged: never served, dropped and asked again.
 
 ``JudgePricing`` reads the ``judges`` section of ``config/pricing.json``: USD per million
 input and output tokens and the tokens an image costs, per judge model. A judge that is
@@ -30,6 +31,7 @@ from vsb.evaluators.vlm.transports import JudgeReply
 from vsb.fsio import canonical_json, sha256_hex
 from vsb.store.conns import ThreadConnections, what_to_do
 from vsb.store.ledger import read_pricing
+from vsb.store.seals import migrate_seals, report_damaged
 
 DEFAULT_PRICING = Path(__file__).resolve().parents[3] / "config" / "pricing.json"
 CACHE_NAME = "judge.sqlite"
@@ -45,6 +47,8 @@ _CORRUPT = (
 #: Caches written before answers carried the attempt that paid for them lack ``attempt``.
 _MIGRATE_ATTEMPT = "ALTER TABLE answers ADD COLUMN attempt TEXT"
 _MIGRATE_SEAL = "ALTER TABLE answers ADD COLUMN seal TEXT"
+#: The columns a seal covers, in ``answer_seal``'s order.
+_SEALED = ("key", "judge_model", "text", "input_tokens", "output_tokens")
 
 
 def answer_seal(
@@ -83,6 +87,7 @@ class JudgeCache:
                 if "seal" not in cols:
                     db.execute(_MIGRATE_SEAL)
                 db.execute(_FAILED)
+            migrate_seals(self._db(), "answers", _SEALED, answer_seal)
         except (OSError, sqlite3.Error) as err:
             advice = what_to_do(err, _CORRUPT) if isinstance(err, sqlite3.Error) else ""
             raise CacheError(
@@ -116,14 +121,10 @@ class JudgeCache:
         )
         if row is None:
             return None
-        seal = answer_seal(key, row[3], row[0], row[1], row[2])
-        if row[4] is None:  # stored before seals: sealed on this first read
+        if row[4] is None or row[4] != answer_seal(key, row[3], row[0], row[1], row[2]):
+            report_damaged(self.path, key, row[4], "asking again")
             with self._db() as db:
-                db.execute("UPDATE answers SET seal = ? WHERE key = ? AND seal IS NULL",
-                           (seal, key))  # fmt: skip
-        elif row[4] != seal:
-            with self._db() as db:
-                if db.execute("DELETE FROM answers WHERE key = ? AND seal = ?",
+                if db.execute("DELETE FROM answers WHERE key = ? AND seal IS ?",
                               (key, row[4])).rowcount:  # fmt: skip
                     db.execute("INSERT INTO failed_checks VALUES (?, ?)", (key, time.time()))
             return None

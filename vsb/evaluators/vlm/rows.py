@@ -1,5 +1,7 @@
 """Verdict and signal rows from the judge's answers, with knock-on failure labels read from
-the probes, and the transcript rows of ``judge_calls.jsonl``.
+the probes, and the transcript rows of ``judge_calls.jsonl``. A verdict that hangs on an
+answer the reply leaves unread (a presence answer, a probe) is ``parse_failure``, never
+another question's failure (issue #45).
 """
 
 from __future__ import annotations
@@ -7,11 +9,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import product
 from typing import Any
 
 from vsb.evaluators.rules import RequirementResult, Verdict
-from vsb.evaluators.vlm.answers import verdict_of
+from vsb.evaluators.vlm.answers import Answer, verdict_of
 from vsb.evaluators.vlm.execute import CallOutcome, call_answers
+from vsb.evaluators.vlm.plan import JudgeCall
 from vsb.story.models import Requirement
 
 
@@ -87,31 +91,100 @@ def outcome_results(out: CallOutcome, judge_model: str) -> list[RequirementResul
     ]
 
 
-def _judged(out: CallOutcome) -> list[tuple[Requirement, Any, Verdict, str]]:
-    """(requirement, answer, verdict, failure label) per requirement of a finished call."""
+Judged = tuple[Requirement, Any, Verdict, str]
+#: Unread answers of the people probes (presence, counts) whose readings are all tried; a
+#: reply that leaves more unread has every verdict of its call unreadable.
+_MAX_UNREAD = 6
+#: What an unread answer may have said, as the other verdicts read it (UNSURE reads as NO).
+_READINGS: tuple[Answer, ...] = ("YES", "NO")
+
+
+def _judged(out: CallOutcome) -> list[Judged]:
+    """(requirement, answer, verdict, failure label) per requirement of a finished call. A
+    verdict or label that an unread answer decides (a presence answer or a probe: whether
+    someone is there, how many people, an object of any colour, who stands left) is
+    ``parse_failure`` with its own label: every reading of the unread answers is tried,
+    and a row that is not the same under all of them cannot be read."""
     if out.reply is None:
         return []
     call = out.call
     answers = call_answers(call, out.reply)
+    verdicts = [verdict_of(a, q.expect) for a, q in zip(answers, call.questions, strict=False)]
+    people, groups = _unread_feeds(call, answers)
+    if not people and not groups:
+        return _reading(call, answers, verdicts, answers)
+    if len(people) > _MAX_UNREAD:
+        return [
+            (req, answer, "parse_failure", req.taxonomy)
+            for req, answer in zip(call.requirements, answers, strict=False)
+        ]
+    readings = []
+    for said in product(_READINGS, repeat=len(people) + len(groups)):
+        fed = list(answers)
+        for i, a in zip(people, said, strict=False):
+            fed[i] = a
+        for group, a in zip(groups, said[len(people) :], strict=True):
+            # a check reads one object's probes, or every order probe in an all(): one
+            # word for the whole group reaches every outcome a check can have
+            for i in group:
+                fed[i] = a
+        readings.append(_reading(call, answers, verdicts, fed))
+    return [
+        first
+        if all(r[k][2:] == first[2:] for r in readings[1:])
+        else (first[0], first[1], "parse_failure", first[0].taxonomy)
+        for k, first in enumerate(readings[0])
+    ]
+
+
+def _unread_feeds(
+    call: JudgeCall, answers: Sequence[Answer | None]
+) -> tuple[list[int], list[list[int]]]:
+    """The unread answers other verdicts are read from: those about people (presence,
+    counts), and those of the object, colour and order probes in one group each."""
     n = len(call.requirements)
     n1 = n + len(call.probes)
     n2 = n1 + len(call.colour_probes)
-    seen_any = {kind: a == "YES" for kind, a in zip(call.probes, answers[n:n1], strict=True)}
-    verdicts = [verdict_of(a, q.expect) for a, q in zip(answers, call.questions, strict=False)]
+    n3 = n2 + len(call.order_probes)
+    people = [
+        i
+        for i, r in enumerate(call.requirements)
+        if answers[i] is None and r.attribute == "present"
+        and ((r.expected is True and r.subject not in call.probes) or r.subject in call.absent)
+    ]  # fmt: skip
+    people += [i for i in range(n3, len(answers)) if answers[i] is None]
+    spans = ((n, n1), (n1, n2), (n2, n3))
+    groups = [[i for i in range(a, b) if answers[i] is None] for a, b in spans]
+    return people, [g for g in groups if g]
+
+
+def _reading(
+    call: JudgeCall,
+    answers: Sequence[Answer | None],
+    verdicts: Sequence[Verdict],
+    fed: Sequence[Answer | None],
+) -> list[Judged]:
+    """The rows of a call's own ``answers`` and ``verdicts``, their knock-on labels read
+    from the probes and presence answers in ``fed``."""
+    n = len(call.requirements)
+    n1 = n + len(call.probes)
+    n2 = n1 + len(call.colour_probes)
+    fed_v = [verdict_of(a, q.expect) for a, q in zip(fed, call.questions, strict=False)]
+    seen_any = {kind: a == "YES" for kind, a in zip(call.probes, fed[n:n1], strict=True)}
     missing = {
         r.subject
-        for r, v in zip(call.requirements, verdicts, strict=False)
+        for r, v in zip(call.requirements, fed_v, strict=False)
         if r.attribute == "present" and r.expected is True and r.subject not in seen_any
         and v != "passed"
     }  # fmt: skip
     n3 = n2 + len(call.order_probes)
     seen_absent = sum(  # people seen who should not be there
         r.attribute == "present" and r.subject in call.absent and v == "failed"
-        for r, v in zip(call.requirements, verdicts, strict=False)
+        for r, v in zip(call.requirements, fed_v, strict=False)
     )
     # everyone expected is there when the picture shows as many people as expected, plus
     # those seen who should not be there (the count asked last: N, N+1, …)
-    counts = answers[n3 : n3 + 1 + len(call.absent)] if call.people_probe > 0 else []
+    counts = fed[n3 : n3 + 1 + len(call.absent)] if call.people_probe > 0 else []
     everyone = seen_absent < len(counts) and counts[seen_absent] == "YES"
     located = {  # unrecognised, yet a question about them was answered
         r.subject
@@ -123,12 +196,12 @@ def _judged(out: CallOutcome) -> list[tuple[Requirement, Any, Verdict, str]]:
         set() if everyone else missing,
         missing if everyone else set(),
         seen_any,
-        {k: a == "YES" for k, a in zip(call.colour_probes, answers[n1:n2], strict=True)},
-        {pair: a == "YES" for pair, a in zip(call.order_probes, answers[n2:n3], strict=True)},
+        {k: a == "YES" for k, a in zip(call.colour_probes, fed[n1:n2], strict=True)},
+        {pair: a == "YES" for pair, a in zip(call.order_probes, fed[n2:n3], strict=True)},
         dict(call.lost_labels),
         located,
     )
-    judged: list[tuple[Requirement, Any, Verdict, str]] = []
+    judged: list[Judged] = []
     unsure = call.unsure_labels or ("",) * n
     for req, answer, v, why in zip(call.requirements, answers, verdicts, unsure, strict=False):
         if v == "passed" and req.subject in probed.missing and req.attribute != "present":

@@ -24,7 +24,7 @@ import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from vsb.errors import ConfigError, InputError, RunError
 from vsb.fsio import load_json
@@ -173,9 +173,18 @@ class Ledger:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Only a missing file is a new ledger: one that is there with no ledger in it (0
+        # bytes, or no ledger tables: its write-ahead log lost) lost its calls.
+        existed = self.path.exists()
+        if existed and self.path.is_file() and self.path.stat().st_size == 0:
+            self._damaged("it is empty (0 bytes)")
         self._conns = ThreadConnections(self._connect)
         try:
             db = self._conn()
+            names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if existed and not names & {"sessions", "requests"}:
+                self._conns.close()
+                self._damaged("it holds no ledger (no sessions or requests table)")
             with db:
                 db.execute("PRAGMA journal_mode=WAL")
                 for stmt in _SCHEMA:
@@ -196,6 +205,12 @@ class Ledger:
                 file=self.path,
             ) from None
         self.session: int | None = None
+
+    def _damaged(self, why: str) -> NoReturn:
+        raise RunError(
+            f"the ledger was there but {why}: {CORRUPT_LEDGER.format(name=self.path.name)}",
+            file=self.path,
+        )
 
     def _conn(self) -> sqlite3.Connection:
         """This process's and thread's connection (a forked child opens its own)."""

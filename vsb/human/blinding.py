@@ -6,9 +6,11 @@ from one key with HMAC-SHA256:
 - a *target id* per (story, condition, model) strip (``t`` + 20 hex digits): what a likert
   item rates and what a comparison shows on each side, and what the export holds;
 - an opaque *image name* per rated picture (``rate/<32 hex>.png``), holding the release's
-  image with a keyed nonce written into it (a PNG text chunk, a JPEG comment): the same
-  pixels, never the same bytes as the file under the model's name, so no checksum or
-  file-size-and-hash lookup links the two (``rater_bytes``);
+  image changed imperceptibly (±1 on about 2 % of its colour values, drawn by a generator
+  seeded from the key and the picture: other in every release) and re-encoded, with a keyed
+  nonce written into it (a PNG text chunk, a JPEG comment): neither its bytes nor its decoded
+  pixels are those of any file under a model's name, so no checksum, file-size-and-hash or
+  pixel lookup links the two (``rater_bytes``);
 - a *group* number per model (its rank under the keyed hash, not the leaderboard's order),
   which the page maps to letters shuffled per session, so one model keeps one letter within
   a session;
@@ -137,9 +139,11 @@ class Blinding:
         return f"rate/{_mac(self.key, 'image', rel)[:32]}{suffix}"
 
     def rater_bytes(self, rel: str, data: bytes) -> bytes:
-        """The bytes a rater gets for the release picture ``rel``: ``data`` with a nonce
-        keyed by ``rel`` written into it (same pixels, other bytes)."""
-        return with_nonce(data, _mac(self.key, "nonce", rel)[:32])
+        """The bytes a rater gets for the release picture ``rel``: ``data`` perturbed
+        imperceptibly by a generator seeded from the key and ``rel`` (``perturbed``), with a
+        nonce keyed by ``rel`` written into it (other pixels, other bytes)."""
+        rng = np.random.default_rng(int(_mac(self.key, "perturb", rel)[:16], 16))
+        return with_nonce(perturbed(data, rng), _mac(self.key, "nonce", rel)[:32])
 
     def decks(self, pool: Iterable[PoolStory], n_pairwise: int, n_control: int) -> list[
         list[list[str]]
@@ -194,6 +198,48 @@ def release_blinding(release_dir: str | Path) -> Blinding:
 
 
 _PNG = b"\x89PNG\r\n\x1a\n"
+#: The share of a picture's colour values a rater's copy moves by one.
+PERTURBED_SHARE = 0.02
+
+
+def perturbed(data: bytes, rng: np.random.Generator) -> bytes:
+    """The picture ``data`` with ``PERTURBED_SHARE`` of its colour values (at least one;
+    alpha untouched) moved by ±1, drawn from ``rng``, re-encoded in its own format (PNG
+    losslessly, so every value is within 1 of the original; JPEG at quality 95); bytes that
+    do not decode as a picture come back as they were."""
+    import io
+
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(data)) as opened:
+            fmt = "JPEG" if opened.format == "JPEG" else "PNG"
+            opened.load()
+            im: Image.Image = opened
+            if im.mode not in ("RGB", "RGBA", "L", "LA"):
+                im = im.convert("RGBA" if "transparency" in im.info or "A" in im.mode else "RGB")
+            pixels = np.array(im)
+    except (UnidentifiedImageError, OSError):
+        return data
+    colour = pixels[..., : 3 if pixels.ndim == 3 and pixels.shape[2] == 4 else None]
+    if pixels.ndim == 3 and pixels.shape[2] == 2:  # LA: the grey value alone
+        colour = pixels[..., :1]
+    values = colour.astype(np.int16)
+    n = values.size
+    k = min(n, max(1, round(n * PERTURBED_SHARE)))
+    where = rng.choice(n, size=k, replace=False)
+    step = rng.choice(np.array([-1, 1], dtype=np.int16), size=k)
+    moved = values.reshape(-1)
+    moved[where] += step
+    moved[where] = np.where(moved[where] < 0, 1, np.where(moved[where] > 255, 254, moved[where]))
+    colour[...] = values.astype(np.uint8)
+    out = io.BytesIO()
+    image = Image.fromarray(pixels)
+    if fmt == "JPEG":
+        image.convert("RGB").save(out, "JPEG", quality=95)
+    else:
+        image.save(out, "PNG")
+    return out.getvalue()
 
 
 def with_nonce(data: bytes, nonce: str) -> bytes:

@@ -3,7 +3,9 @@
 
 Beyond ``SimpleHTTPRequestHandler``: a path without an extension is served from the page of
 that name (``/evaluate`` is ``evaluate.html``, as static hosts do), and a path holding a NUL
-byte (``/index.html%00``) is answered 400 instead of dropping the connection.
+byte (``/index.html%00``) is answered 400 instead of dropping the connection. Only files whose
+real path (every symbolic link resolved) lies inside the served folder are served: a link
+that leads out of it (``rate/x.png -> /etc/passwd``) answers 404 like a missing file.
 
 ``make_rating_server`` serves the rating page alone: ``/`` and ``/evaluate.html``, the three
 files it loads from ``static/`` and its opaque pictures under ``rate/``; every other path
@@ -48,7 +50,18 @@ class _QuietHandler(SimpleHTTPRequestHandler):
         if "\x00" in path:
             self.send_error(HTTPStatus.BAD_REQUEST, "NUL byte in the path")
             return None
+        fs = self.translate_path(self.path)
+        if fs and os.path.lexists(fs) and not self._inside(fs):
+            self.send_error(HTTPStatus.NOT_FOUND, "File not found")
+            return None
         return super().send_head()
+
+    def _inside(self, fs: str) -> bool:
+        """Whether ``fs``, every link on its way resolved, lies inside the served folder (a
+        link in the site that leads out of it is never followed: 404)."""
+        root = os.path.realpath(self.directory)
+        real = os.path.realpath(fs)
+        return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
 
 class SiteServer(ThreadingHTTPServer):

@@ -251,7 +251,7 @@ def test_generation_entries_from_before_seals_are_served_then_sealed(
     assert main(_run(suite, tmp_path / "old", cache)) == 0
     out = capsys.readouterr().out
     assert re.search(r"\(0 generated, \d+ from cache", out) and _noted(out) == 0, out
-    assert _still_unsealed(cache / INDEX_NAME, "entries") == 0  # sealed on that first read
+    assert _still_unsealed(cache / INDEX_NAME, "entries") == 0  # sealed once, on opening
     changed = _rotate(cache / INDEX_NAME, "entries", "sha256")  # a later change is caught
     assert main(_run(suite, tmp_path / "later", cache)) == 0
     assert _noted(capsys.readouterr().out) == changed

@@ -107,6 +107,37 @@ def test_csv_holds_the_same_rows(small: Path, tmp_path: Path) -> None:
     assert frame["scene"].tolist() == [r["scene"] for r in rows]
 
 
+def test_max_tokens_adds_clip_tokens_and_cut(
+    small: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--max-tokens N: every row's ``tokens`` is the count of the tokenizer a Stable Diffusion
+    pipeline loads (start and end included) and ``cut`` says it is over N; without it the
+    rows are as before (no such keys)."""
+    from tests.story.clip_helpers import clip_tokenizer_hf
+
+    plain = _export(small, tmp_path / "plain.jsonl", ALL, "mine")
+    capsys.readouterr()
+    rows = _export(small, tmp_path / "p.jsonl", ALL, "mine", "--max-tokens", "77")
+    said = capsys.readouterr().out
+    hf = clip_tokenizer_hf(tmp_path / "tok")
+    assert "tokens" not in plain[0] and "cut" not in plain[0]
+    assert [{k: v for k, v in r.items() if k not in ("tokens", "cut")} for r in rows] == plain
+    for r in rows:
+        assert r["tokens"] == len(hf(r["prompt"])["input_ids"])
+        assert r["cut"] is (r["tokens"] > 77)
+    cut = sum(r["cut"] for r in rows)
+    assert 0 < cut < len(rows)
+    assert f"{cut} of {len(rows)} prompts are over 77 CLIP tokens" in said
+    # another budget, and CSV
+    args = ["suite", "prompts", str(small), "--condition", "structured_memory", "--max-tokens"]
+    assert main([*args, "500", "--out", str(tmp_path / "p.csv"), "--format", "csv"]) == 0
+    frame = pd.read_csv(tmp_path / "p.csv", keep_default_na=False)
+    assert list(frame.columns)[-2:] == ["tokens", "cut"]
+    assert not frame["cut"].any() and frame["tokens"].min() > 2
+    assert main([*args, "1", "--out", str(tmp_path / "bad.csv")]) == 2
+    assert not (tmp_path / "bad.csv").exists()
+
+
 def test_bad_input_is_one_line_and_writes_nothing(
     small: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

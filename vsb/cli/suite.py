@@ -189,10 +189,15 @@ def stats(suite_dir: Path) -> None:
     help="The folder every path starts with: serve the images back with --model "
     "stored:SOURCE --samples DIR.",
 )  # fmt: skip
+@click.option(
+    "--max-tokens", type=click.IntRange(min=2), default=None, metavar="N",
+    help="Add tokens (the prompt's CLIP tokens, start and end included: Stable Diffusion "
+    "1.5's and SDXL's tokenizer) and cut (tokens > N) to every row; 77 for those encoders.",
+)  # fmt: skip
 @stories_options
 def prompts(
     suite_dir: Path, conditions: str, out_file: Path, fmt: str, source: str,
-    stories: str | None, limit: int | None,
+    max_tokens: int | None, stories: str | None, limit: int | None,
 ) -> None:  # fmt: skip
     """Export the exact request of every (story, scene, condition) for a pipeline outside vsb.
 
@@ -201,20 +206,23 @@ def prompts(
     the frame handed along, a path relative to DIR), path (where --model stored:SOURCE
     --samples DIR expects the image, relative to DIR: it starts with SOURCE) and same_as
     (the path of an earlier row with the same request: stored: serves that one file for both,
-    so make only the rows whose same_as is empty)."""
+    so make only the rows whose same_as is empty). With --max-tokens N, also tokens and cut."""
     from vsb.conditions import resolve_conditions
     from vsb.run.prompts import suite_prompts, write_prompts
     from vsb.run.selection import chosen_ids, parse_ids, subset_suite
 
     ids = chosen_ids(suite_dir, parse_ids(stories), limit)
     with subset_suite(suite_dir, ids) as suite:
-        rows = list(suite_prompts(suite, resolve_conditions(conditions), source))
+        rows = list(suite_prompts(suite, resolve_conditions(conditions), source, max_tokens))
     write_prompts(rows, out_file, fmt)
     distinct = sum(r.same_as is None for r in rows)
     click.echo(
         f"wrote {len(rows)} prompts ({distinct} distinct images to make) to {out_file}; "
         f"put each image at DIR/<path>, then: vsb run --model stored:{source} --samples DIR"
     )
+    if max_tokens is not None:
+        cut = sum(bool(r.cut) for r in rows)
+        click.echo(f"{cut} of {len(rows)} prompts are over {max_tokens} CLIP tokens (cut: true)")
 
 
 #: Exit status of an import that rejected some stories (the others are written).

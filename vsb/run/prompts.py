@@ -15,7 +15,11 @@ One ``PromptRow`` per (story, scene, condition), in story order, then condition,
 - ``same_as`` is set when the row sends the same request as an earlier row of the same story
   and scene (scene 1 under every condition, a context equal to another's): the path of that
   row's image, which ``stored:`` serves for this one too. Make each row with ``same_as``
-  empty once; leave the others out.
+  empty once; leave the others out;
+- with a token budget (``--max-tokens N``), ``tokens`` is the prompt's length in CLIP tokens
+  (start and end included, ``vsb.story.tokens.clip_count``: the tokenizer of Stable
+  Diffusion 1.5's and SDXL's text encoders) and ``cut`` whether it is over N (a CLIP encoder
+  of context N reads only ``clip_keep(prompt, N)``). Without one the two columns are absent.
 
 The request is the one ``vsb run`` builds (``vsb.run.tasks``): the same condition contexts,
 the same ``full_prompt``, so what comes back scores like the model that made it.
@@ -25,7 +29,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 from vsb.adapters.base import GenerationRequest
@@ -62,6 +66,10 @@ class PromptRow:
     path: str
     #: the path of an earlier row with the same request (its image serves this row); None
     same_as: str | None
+    #: the prompt's CLIP tokens, start and end included (None: no budget asked for)
+    tokens: int | None = None
+    #: the prompt is over the budget asked for (None: no budget asked for)
+    cut: bool | None = None
 
 
 def full_prompt(scene_text: str, context: ConditionContext) -> str:
@@ -104,27 +112,49 @@ def suite_prompts(
     suite: str | Path | Sequence[Story],
     conditions: Sequence[str],
     source: str = DEFAULT_SOURCE,
+    max_tokens: int | None = None,
 ) -> Iterator[PromptRow]:
-    """Every row of a suite (a directory, or stories already loaded) under ``conditions``."""
+    """Every row of a suite (a directory, or stories already loaded) under ``conditions``;
+    with ``max_tokens``, each with its CLIP ``tokens`` and whether it is ``cut``."""
     if not conditions:
         raise InputError("no condition given (--condition NAME[,…|all])")
     for c in conditions:
         get_condition(c)
+    if max_tokens is not None and max_tokens < 2:
+        raise InputError(f"--max-tokens counts CLIP's start and end tokens: >= 2, not {max_tokens}")
     stories = load_suite(suite) if isinstance(suite, str | Path) else suite
     for story in stories:
-        yield from story_prompts(story, conditions, source)
+        rows = story_prompts(story, conditions, source)
+        yield from (rows if max_tokens is None else (with_tokens(r, max_tokens) for r in rows))
 
 
-COLUMNS = tuple(f.name for f in fields(PromptRow))
+def with_tokens(row: PromptRow, max_tokens: int) -> PromptRow:
+    """``row`` with its prompt's CLIP ``tokens`` and whether it is over ``max_tokens``."""
+    from vsb.story.tokens import clip_count
+
+    n = clip_count(row.prompt)
+    return replace(row, tokens=n, cut=n > max_tokens)
+
+
+#: The columns of every export; ``TOKEN_COLUMNS`` follow them when a budget was asked for.
+TOKEN_COLUMNS = ("tokens", "cut")
+COLUMNS = tuple(f.name for f in fields(PromptRow) if f.name not in TOKEN_COLUMNS)
+
+
+def _columns(rows: Sequence[PromptRow]) -> tuple[str, ...]:
+    return COLUMNS + TOKEN_COLUMNS if any(r.tokens is not None for r in rows) else COLUMNS
 
 
 def prompts_text(rows: Sequence[PromptRow], fmt: str = "jsonl") -> str:
     """``rows`` as JSON lines (the exact text) or CSV (a cell that starts like a formula gets
     a leading quote, as in every CSV vsb writes)."""
+    columns = _columns(rows)
     if fmt == "jsonl":
-        return "".join(json.dumps(asdict(r), ensure_ascii=False) + "\n" for r in rows)
+        return "".join(
+            json.dumps({c: getattr(r, c) for c in columns}, ensure_ascii=False) + "\n" for r in rows
+        )
     if fmt == "csv":
-        return csv_text(COLUMNS, (asdict(r) for r in rows))
+        return csv_text(columns, (asdict(r) for r in rows))
     raise InputError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")
 
 

@@ -132,7 +132,11 @@ def test_layout_records_manifest_and_resume(small_suite: Path, tmp_path: Path) -
     assert keys == sorted(keys)  # type: ignore[type-var]
     for r in recs:
         assert set(r) == {"model", "condition", "story_id", "scene", "key", "path", "sha256",
-                          "cache_hit", "latency_s", "cost_usd", "error", "refused"}  # fmt: skip
+                          "cache_hit", "latency_s", "cost_usd", "error", "refused",
+                          "prompt_unit", "prompt_length", "prompt_budget", "prompt_cut",
+                          "prompt_encoded"}  # fmt: skip
+        # an adapter that knows nothing of its budget: unknown, never a guess
+        assert (r["prompt_unit"], r["prompt_length"], r["prompt_cut"]) == ("unknown", None, False)
         assert r["path"] == image_path("fake-echo", r["condition"], r["story_id"], r["scene"])  # type: ignore[arg-type]
         assert sha256_hex((rd / str(r["path"])).read_bytes()) == r["sha256"]
         # not in the price list: unknown, not zero (a cache hit costs nothing)

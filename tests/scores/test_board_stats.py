@@ -185,7 +185,7 @@ def test_long_horizon_matches_pandas(make_run: Callable[..., Path]) -> None:
 def test_scores_2_0_files_still_load(make_run: Callable[..., Path]) -> None:
     run = make_run(_near_tie_rows(), models=["a", "b", "c"])
     rep = score_run(run, settings=Resampling(n_resamples=50, n_draws=10))
-    assert rep.version == "2.1"
+    assert rep.version == "2.2"
     old = rep.model_dump(mode="json")
     old["version"] = "2.0"
     old.pop("horizon")

@@ -47,7 +47,7 @@ from functools import partial
 
 import numpy as np
 
-from vsb.adapters.base import GenerationRequest, GenerationResult, ImageModelAdapter
+from vsb.adapters.base import GenerationRequest, GenerationResult, ImageModelAdapter, PromptFit
 from vsb.adapters.faults import SceneSim, SimulatorParams, infer_links, simulate_story
 from vsb.conditions import get_condition
 from vsb.errors import AdapterError
@@ -123,6 +123,11 @@ class ProceduralSimulator(ImageModelAdapter):
             if len(self._memo) > _MEMO_SIZE:
                 self._memo.popitem(last=False)
         return sims
+
+    def prompt_fit(self, request: GenerationRequest) -> PromptFit:
+        """The prompt in characters, with no limit: a simulator draws from the story, so
+        nothing of the prompt is ever cut."""
+        return PromptFit("characters", len(request.full_prompt()), None)
 
     def generate(self, request: GenerationRequest) -> GenerationResult:
         p = request.privileged

@@ -206,6 +206,8 @@ def run(
         f"{result.images} images ({result.calls} generated, {result.hits} from cache, "
         f"{result.failures} failed{refused}{checks}) in {result.seconds:.1f} s -> {out_dir}"
     )
+    if cut := result.cut_lines():
+        click.echo(f"prompts cut by the text encoder: {', '.join(cut)}")
     for model, (n, first) in result.errors.items():
         click.echo(f"{model}: {n} failed; first: {first}", err=True)
     problems = result.problems()

@@ -60,6 +60,7 @@ from typing import Any
 
 from vsb.adapters.base import GenerationResult, ImageModelAdapter
 from vsb.errors import InputError, VsbError
+from vsb.run.budgets import UNKNOWN_FIELDS
 from vsb.run.executors import Task, TaskOutput
 from vsb.run.ray_session import connect, import_ray
 from vsb.run.ray_worker import (
@@ -216,7 +217,7 @@ class RayExecutor:
                             "model": s.model, "condition": cname, "story_id": u.story.id,
                             "scene": k, "key": "", "path": None, "sha256": None,
                             "cache_hit": False, "latency_s": 0.0, "cost_usd": None,
-                            "error": reason, "refused": False,
+                            "error": reason, "refused": False, **UNKNOWN_FIELDS,
                         }
                     )  # fmt: skip
                     rows.append(

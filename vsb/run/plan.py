@@ -5,9 +5,11 @@ it, without calling any adapter and without writing anything: a request whose ke
 generation cache costs nothing; a request refused before in the run directory is not sent
 again; under previous_image, a scene whose previous frame is not cached cannot have its
 request known yet (its reference image does not exist), so it and the rest of its chain
-count as to be sent. Costs come from ``config/pricing.json`` (``vsb.run.catalog.PriceList``,
-with the price's as-of date); a model whose price is unknown has an unknown estimate —
-never zero — unless it is not a paid adapter (simulators, stored samples, local models).
+count as to be sent. A paid model's prompt over its provider's limit is refused as the run
+refuses it (``vsb.run.budgets``: one line, exit 1). Costs come from ``config/pricing.json``
+(``vsb.run.catalog.PriceList``, with the price's as-of date); a model whose price is
+unknown has an unknown estimate — never zero — unless it is not a paid adapter
+(simulators, stored samples, local models).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from vsb.adapters.base import GenerationRequest, GenerationResult, ImageModelAda
 from vsb.adapters.registry import get_adapter
 from vsb.conditions import get_condition
 from vsb.errors import CredentialMissing
+from vsb.run.budgets import check_budgets
 from vsb.run.catalog import PriceList
 from vsb.run.runner import REFUSED_PREFIX, RunConfig, not_supported, story_sha256
 from vsb.store.cache import INDEX_NAME, GenerationCache
@@ -91,6 +94,8 @@ def plan_run(config: RunConfig, adapters: Mapping[str, ImageModelAdapter] | None
             except CredentialMissing as err:
                 plan.skipped = str(err)  # planned all the same: what it would cost
             plan.not_supported = not_supported(adapter, config.conditions)
+            runs = [c for c in config.conditions if c not in plan.not_supported]
+            check_budgets(stories, shas, {model: adapter}, {model: runs}, config.seed)
             seen: set[str] = set()
             for i, story in enumerate(stories):
                 for cname in config.conditions:

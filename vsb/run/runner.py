@@ -25,7 +25,9 @@ seeded jitter, honouring Retry-After; a content-policy refusal is a recorded res
 (``refused``: not retried, not sent again by a rerun of this directory); a spent quota
 stops that model (it is skipped, like a model whose credential is missing); ``budget_usd``
 stops the whole run before a paid attempt that could exceed it (records of what was done
-are written, the manifest is not).
+are written, the manifest is not). A paid model's prompt over its provider's documented
+limit stops the run before anything is written or sent (``vsb.run.budgets``); every record
+says how its prompt fit the model's budget, and the result counts the prompts cut.
 
 Crash safety and concurrency:
 
@@ -62,6 +64,7 @@ from vsb.adapters.registry import get_adapter
 from vsb.conditions import get_condition
 from vsb.errors import CredentialMissing, InputError
 from vsb.fsio import atomic_write_json, atomic_write_text, sha256_file
+from vsb.run.budgets import check_budgets, cut_counts
 from vsb.run.executors import Task, TaskOutput, get_executor
 from vsb.run.existing import check_addable, read_earlier
 from vsb.run.tasks import (  # noqa: F401 - re-exported: vsb.run.executors_ray and tests use them
@@ -138,6 +141,17 @@ class RunResult:
     failed_checks: int = 0
     #: model -> (images that failed, the first error): why, said where the count is
     errors: dict[str, tuple[int, str]] = field(default_factory=dict)
+    #: model -> condition -> (prompts cut by the model's text encoder, prompts in all)
+    prompts_cut: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
+
+    def cut_lines(self) -> list[str]:
+        """``MODEL CONDITION cut/all`` for each (model, condition) with a prompt cut."""
+        return [
+            f"{m} {c} {n_cut}/{n}"
+            for m, by in self.prompts_cut.items()
+            for c, (n_cut, n) in by.items()
+            if n_cut
+        ]
 
     def problems(self) -> list[str]:
         """One line per reason the run is not whole (``vsb run`` exits non-zero on any)."""
@@ -217,9 +231,12 @@ def run(
     for m, a in active.items():
         if missing := not_supported(a, config.conditions):
             result.not_supported[m] = missing
-    run_dir = Path(config.out)
-    run_dir.mkdir(parents=True, exist_ok=True)
     try:
+        if any(a.paid for a in active.values()):  # a prompt over a provider's limit: refused
+            runs = {m: [c for c in config.conditions if c not in result.not_supported.get(m, [])]
+                    for m in active}  # fmt: skip
+            check_budgets(stories, [story_sha256(s) for s in stories], active, runs, config.seed)
+        Path(config.out).mkdir(parents=True, exist_ok=True)
         _run_locked(config, stories, index, active, result, progress)
     finally:
         for a in active.values():
@@ -270,6 +287,7 @@ def _run_locked(
         result.failures = sum(r["error"] is not None for r in records)
         result.refused = sum(bool(r.get("refused")) for r in records)
         result.faults = len(faults)
+        result.prompts_cut = cut_counts(records)
         for r in records:
             if r["error"] is not None:
                 n, first = result.errors.get(r["model"], (0, r["error"]))

@@ -7,7 +7,8 @@ through ``vsb.store.paid.paid_attempts`` — every attempt written to the ledger
 sent, a failed one finished after it, a successful one finished only once the cache has
 stored its image (``_cached_call``), the budget reserved before a paid attempt and settled
 after —
-and one record per image (``error`` and ``refused`` for images that did not come). A
+and one record per image (``error`` and ``refused`` for images that did not come; the
+prompt's fit to the model's budget, ``vsb.run.budgets``). A
 refusal is recorded in the ledger with ``REFUSED_PREFIX`` so a rerun of the directory reuses
 it; a spent quota blocks the model; a budget stop halts every task at its next request.
 ``vsb.run.runner`` cuts the run into tasks and writes the run directory; ``vsb.run.executors_ray``
@@ -37,6 +38,7 @@ from vsb.adapters.oracle import fault_row
 from vsb.conditions import get_condition
 from vsb.errors import AdapterError, CredentialMissing
 from vsb.fsio import atomic_write_bytes, canonical_json, sha256_hex
+from vsb.run.budgets import fit_of, record_fields
 from vsb.run.executors import Task, TaskOutput
 from vsb.store.cache import GenerationCache
 from vsb.store.calls import (
@@ -335,6 +337,7 @@ def _run_scenes(
                     "key": key, "path": rel if sha else None, "sha256": sha,
                     "cache_hit": hit, "latency_s": round(latency, 6), "cost_usd": cost,
                     "error": error, "refused": refused,
+                    **record_fields(fit_of(adapter, req, result)),
                 }
             )  # fmt: skip
             if hit:

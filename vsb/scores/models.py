@@ -17,6 +17,9 @@ Format 2.1 adds (all optional, so 2.0 files still load): each model's bootstrap 
 (``rank_low``/``rank_high``), each comparison's bootstrap standard error, minimum detectable
 difference at 80 % power and the stories needed to detect its Δ (``vsb.scores.stats.power``), and
 the long-horizon view (``horizon``: by scene position, difficulty and story length).
+
+Format 2.2 adds ``prompts`` (optional): per model, how its prompts fit its text budget and
+how many were cut (``vsb.scores.compute.prompt_cuts``, from the run's records).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from vsb.fsio import STRICT
 from vsb.scores.horizon import HorizonPoint
 from vsb.scores.signals import SignalScore
 
-SCORES_FORMAT_VERSION = "2.1"
+SCORES_FORMAT_VERSION = "2.2"
 PRIMARY_CONDITION = "structured_memory"
 
 MetricKind = Literal["dimension", "summary"]
@@ -332,6 +335,40 @@ class Resampled(BaseModel):
     confidence: float = Field(description="Confidence level of every interval.")
 
 
+class ConditionCut(BaseModel):
+    """A model's prompts under one condition: in all, and cut."""
+
+    model_config = STRICT
+    condition: str
+    n_prompts: int = Field(ge=0, description="Requests of the model under this condition.")
+    n_cut: int = Field(ge=0, description="Of them, prompts some of which the model never read.")
+
+
+class PromptCut(BaseModel):
+    """How one model's prompts fit its text budget over the run."""
+
+    model_config = STRICT
+    model: str
+    unit: str = Field(
+        description="The budget's unit: 'clip tokens', 'tokens', 'characters' or 'unknown'."
+    )
+    budget: int | None = Field(description="The model's budget in that unit (null: none known).")
+    n_prompts: int = Field(ge=0, description="Requests whose records say how their prompt fit.")
+    n_cut: int = Field(ge=0, description="Prompts some of which the model never read (cut).")
+    cut_share: float = Field(description="n_cut / n_prompts (0 when no prompt is counted).")
+    n_chunked: int = Field(
+        ge=0, description="Prompts over the budget encoded whole, in chunks (not cut)."
+    )
+    conditions: list[ConditionCut] = Field(description="The same counts per condition.")
+
+    def share(self, condition: str) -> float | None:
+        """The share of this model's prompts cut under ``condition`` (None: none counted)."""
+        for c in self.conditions:
+            if c.condition == condition and c.n_prompts:
+                return c.n_cut / c.n_prompts
+        return None
+
+
 class ScoresReport(Resampled):
     """``RUN/scores/scores.json``."""
 
@@ -368,4 +405,10 @@ class ScoresReport(Resampled):
         description="Mean of each continuous signal per (model, condition) with its story "
         "bootstrap CI (clip_rr: text-side MRR; clip_image_rr: image-side MRR as VinaBench "
         "ranks); see vsb.scores.signals.",
+    )
+    prompts: list[PromptCut] = Field(
+        default_factory=list,
+        description="Per model: its prompts' budget, and how many were cut by its text encoder "
+        "(in all and per condition; vsb.scores.compute.prompt_cuts). A model absent here has "
+        "records that do not say.",
     )

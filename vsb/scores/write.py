@@ -1,7 +1,8 @@
 """Writing ``RUN/scores/``: ``scores.json`` plus long-format CSV tables (atomic writes).
 
 Every table starts with an ``evaluator`` column: rows of different evaluators are never
-pooled, so a reader filters on it first.
+pooled, so a reader filters on it first. ``model_scores.csv``'s ``prompts_cut`` is the share
+of the model's prompts under that condition its text encoder cut (empty: not known).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ SCORES_DIR = "scores"
 MODEL_HEADER = (
     "evaluator", "model", "condition", "rank", "metric_kind", "metric", "score", "ci_low",
     "ci_high", "n_stories", "n_unsure", "n_parse_failure", "n_not_applicable", "rank_low",
-    "rank_high", "coverage",
+    "rank_high", "coverage", "prompts_cut",
 )  # fmt: skip
 HORIZON_HEADER = tuple(HorizonPoint.model_fields)
 RANK_HEADER = (
@@ -50,9 +51,11 @@ def _metrics(row: Any) -> list[tuple[str, str, Any]]:
 
 
 def _model_rows(report: ScoresReport) -> Iterable[list[Any]]:
+    cuts = {p.model: p for p in report.prompts}
     for r in report.scores:
         counts: list[Any] = [r.n_unsure, r.n_parse_failure, r.n_not_applicable, r.rank_low]
-        counts += [r.rank_high, r.coverage]
+        cut = cuts[r.model].share(r.condition) if r.model in cuts else None
+        counts += [r.rank_high, r.coverage, cut]
         for kind, metric, e in _metrics(r):
             if isinstance(e, Estimate):
                 yield [r.evaluator, r.model, r.condition, r.rank, kind, metric, *_est(e), *counts]

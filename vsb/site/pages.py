@@ -130,6 +130,7 @@ def leaderboard(data: SiteData) -> dict[str, Any]:
         if p.axis in ("difficulty", "length") and p.metric in ("coherence", "global")
     ]
     scene = board.horizon_points(data.scores, None, "scene", "coherence")
+    cuts = {p.model: p for p in data.scores.prompts}  # prompts cut by the text encoder
     lead_cols = ("condition", "rank", "rank_low", "rank_high", "tied_with_next", "model")
     est_cols = tuple(f"{m}_{x}" for m in ("global", "adherence", "coherence") for x in EST_FIELDS)
     gain_cols = ("memory_gain", "memory_gain_ci_low", "memory_gain_ci_high")
@@ -144,6 +145,7 @@ def leaderboard(data: SiteData) -> dict[str, Any]:
                 "n_stories",
                 "n_images",
                 "n_requirements",
+                "prompts_cut",
             ),
             [
                 (
@@ -162,6 +164,7 @@ def leaderboard(data: SiteData) -> dict[str, Any]:
                     r.n_stories,
                     r.n_images,
                     r.n_requirements,
+                    cuts[r.model].share(r.condition) if r.model in cuts else None,
                 )
                 for r, t in entries
             ],

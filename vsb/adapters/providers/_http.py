@@ -43,6 +43,7 @@ from vsb.adapters.base import (
     GenerationRequest,
     GenerationResult,
     ImageModelAdapter,
+    PromptFit,
     require_env,
 )
 from vsb.errors import AdapterError
@@ -217,6 +218,20 @@ class HttpAdapter(ImageModelAdapter):
 
     def preflight(self) -> None:
         self.credential()
+
+    def prompt_limit(self) -> int | None:
+        """The provider's documented limit on the prompt, in characters, for this model
+        (None: none documented; each provider cites its page)."""
+        return None
+
+    def prompt_fit(self, request: GenerationRequest) -> PromptFit:
+        """The prompt sent (``full_prompt``) in characters against ``prompt_limit``; unknown
+        where no limit is documented. A prompt over it is refused before any call
+        (``vsb run``): the provider would reject it, never cut it."""
+        limit = self.prompt_limit()
+        if limit is None:
+            return PromptFit()
+        return PromptFit("characters", len(request.full_prompt()), limit)
 
     def credential(self) -> str:
         """The API key, read from the environment now (``CredentialMissing`` if unset)."""

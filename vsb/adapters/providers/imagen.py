@@ -13,13 +13,18 @@ import time
 from functools import partial
 from typing import Any
 
-from vsb.adapters.base import GenerationRequest, GenerationResult
+from vsb.adapters.base import GenerationRequest, GenerationResult, PromptFit
 from vsb.adapters.providers._http import HttpAdapter, b64decode
 from vsb.errors import AdapterError, InputError
 from vsb.store.calls import Refused
 
 ROOT = "https://generativelanguage.googleapis.com"
 API = f"{ROOT}/v1beta/models"
+
+#: The documented prompt limit, in Imagen's own tokens (Gemini API, "Generate images using
+#: Imagen", Imagen prompt guide: https://ai.google.dev/gemini-api/docs/imagen — "Maximum prompt
+#: length is 480 tokens"). vsb has no Imagen tokenizer: the length stays unknown, never guessed.
+PROMPT_TOKENS = 480
 
 #: Model id -> its price-list entry.
 PRICING_KEYS = {
@@ -44,6 +49,11 @@ class ImagenModel(HttpAdapter):
 
     def auth_headers(self) -> dict[str, str]:
         return {"x-goog-api-key": self.credential()}
+
+    def prompt_fit(self, request: GenerationRequest) -> PromptFit:
+        """480 of Imagen's tokens, which vsb cannot count: the length is unknown (so no
+        prompt is refused before the call)."""
+        return PromptFit("tokens", None, PROMPT_TOKENS)
 
     def request_image(self, request: GenerationRequest) -> GenerationResult:
         body = {

@@ -36,6 +36,12 @@ MODEL_PARAMETERS: dict[str, dict[str, Any]] = {
 }
 #: Model-name prefixes whose edits endpoint takes a reference image.
 IMAGE_INPUT_PREFIXES = ("gpt-image-",)
+#: The documented prompt limits, in characters (OpenAI API reference, Images, "Create image"
+#: and "Create image edit", ``prompt``: https://platform.openai.com/docs/api-reference/images/create
+#: — "32000 characters for the GPT image models, 1000 characters for dall-e-2 and 4000
+#: characters for dall-e-3"). By exact name; ``gpt-image-*`` by prefix; others unknown.
+PROMPT_LIMITS: dict[str, int] = {"dall-e-2": 1000, "dall-e-3": 4000}
+GPT_IMAGE_PROMPT_LIMIT = 32000
 
 
 class OpenAIImages(HttpAdapter):
@@ -57,6 +63,11 @@ class OpenAIImages(HttpAdapter):
 
     def parameters(self) -> dict[str, Any]:
         return dict(MODEL_PARAMETERS.get(self.model, {"size": "1024x1024"}))
+
+    def prompt_limit(self) -> int | None:
+        if self.model.startswith("gpt-image-"):
+            return GPT_IMAGE_PROMPT_LIMIT
+        return PROMPT_LIMITS.get(self.model)
 
     def preflight(self) -> None:
         if not self.key_optional:

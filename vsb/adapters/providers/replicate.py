@@ -9,7 +9,8 @@ the token never goes anywhere else. The output image URL (or the first of a list
 downloaded with the token only when it is on the API host (``replicate.delivery`` needs
 none). A prediction that failed on the model's safety checker is a refusal (``Refused``).
 Kontext models (a name containing ``kontext``) take the previous frame as ``input_image``
-(a PNG data URI). Key: ``REPLICATE_API_TOKEN``.
+(a PNG data URI). Key: ``REPLICATE_API_TOKEN``. A model's prompt budget depends on the
+model (its own text encoders) and Replicate documents none for the listed ones: unknown.
 """
 
 from __future__ import annotations

@@ -24,6 +24,10 @@ from vsb.store.calls import Refused
 ROOT = "https://api.stability.ai"
 API = f"{ROOT}/v2beta/stable-image/generate"
 _SEED_LIMIT = 4294967295  # seeds are 0..4294967294
+#: The documented prompt limit of every v2beta stable-image generate endpoint, in characters
+#: (Stability AI API reference, Generate: https://platform.stability.ai/docs/api-reference#tag/Generate
+#: — ``prompt``: string, [1 .. 10000] characters).
+PROMPT_LIMIT = 10000
 #: Endpoints with no model field.
 ENDPOINTS = ("core", "ultra", "sd3")
 #: Models of the sd3 endpoint (its ``model`` field).
@@ -55,6 +59,9 @@ class StabilityImage(HttpAdapter):
     @property
     def pricing_key(self) -> str:
         return f"{self.provider}/{self.sd3_model or self.endpoint}"
+
+    def prompt_limit(self) -> int | None:
+        return PROMPT_LIMIT
 
     def parameters(self) -> dict[str, Any]:
         params: dict[str, Any] = {"aspect_ratio": "1:1", "output_format": "png"}

@@ -156,6 +156,41 @@ def not_applicable_models(
     return out
 
 
+def unreadable_cells(
+    rows: RequirementRows,
+    evaluator: str,
+    model_order: Sequence[str],
+    applied: dict[str, set[str]],
+) -> tuple[list[bool], list[NotApplicable]]:
+    """The (model, condition) cells with no readable image (every judged row failed to
+    generate or could not be read), which the evaluator cannot rank: its rows to keep (every
+    other cell's) and one ``NotApplicable`` per such cell (issue 45, item 8: a model with no
+    sample under a condition is not ranked there, never ranked last at 0.000)."""
+    bad = (GENERATION_FAILED, UNREADABLE)
+    cells = list(zip(rows.model, rows.condition, strict=True))
+    judged: Counter[tuple[str, str]] = Counter()
+    failed: Counter[tuple[str, str]] = Counter()
+    for cell, v, f in zip(cells, rows.verdict, rows.failure, strict=True):
+        if v != NOT_APPLICABLE:
+            judged[cell] += 1
+            failed[cell] += f in bad
+    empty = {c for c, n in judged.items() if failed[c] == n}
+    if not empty:
+        return [True] * len(cells), []
+    out: list[NotApplicable] = []
+    for model, cond in sorted(empty, key=lambda c: (_index(model_order, c[0]), c)):
+        idx = [i for i, c in enumerate(cells) if c == (model, cond)]
+        images = {(rows.story_id[i], rows.scene[i]) for i in idx}
+        why = f"no readable image under {cond}: its {len(images)} failed to generate or to read"
+        out.append(
+            NotApplicable(
+                evaluator=evaluator, model=model, conditions=[cond], n_images=len(images),
+                reason=why, instead=[],
+            )
+        )  # fmt: skip
+    return [c not in empty for c in cells], out
+
+
 def unparsable_refusal(rows: RequirementRows, evaluator: str, run_dir: str = "RUN") -> str | None:
     """One line refusing an evaluator most of whose judged checks are ``parse_failure`` (its
     judge's answers could not be read: a ranking would only rank the garbage), else None."""

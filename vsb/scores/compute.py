@@ -3,18 +3,22 @@
 Each evaluator present in the requirements table (``vsb.scores.axis``) is scored on its own
 rows, as if it were the only one: its own story table, bootstrap, comparisons and rank
 stability (``vsb.scores.cells``, which also describes the seeding). Judge-swap stability
-(``vsb.scores.stats.judge_swap``) then sets the evaluators side by side.
+(``vsb.scores.stats.judge_swap``) then sets the evaluators side by side. How each model's
+prompts fit its text budget comes from the run's records (``prompt_cuts``): a model whose
+prompts were cut was scored on what its encoder kept, and every view of its scores says so.
+Records of an older run, without those fields, give no entry: unknown, never "not cut".
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from vsb.errors import InputError, RunError
-from vsb.fsio import sha256_file
+from vsb.fsio import iter_jsonl, sha256_file
 from vsb.scores.axis import (
     evaluator_labels,
     is_all,
@@ -40,7 +44,7 @@ from vsb.scores.inputs import (
     release_name,
     require_run_dir,
 )
-from vsb.scores.models import NotApplicable, RunIdentity, ScoresReport
+from vsb.scores.models import ConditionCut, NotApplicable, PromptCut, RunIdentity, ScoresReport
 from vsb.scores.signals import SignalScore, signal_scores
 from vsb.scores.stats.bootstrap import DEFAULT_DRAWS, DEFAULT_RESAMPLES, Resampling
 from vsb.scores.stats.judge_swap import judge_swap
@@ -79,6 +83,8 @@ class ScoringInput:
     the run has no readable suite index)."""
     signals: SignalRows | None = None
     """The run's signal rows when loaded with the requirement rows (else read on use)."""
+    prompts: list[PromptCut] = field(default_factory=list)
+    """How each model's prompts fit its text budget (``RUN/records.jsonl``)."""
 
     @property
     def evaluators(self) -> list[str]:
@@ -124,15 +130,17 @@ def load_scoring_input(
     manifest = read_manifest(root)
     tables = tables if tables is not None else load_tables(root)
     rows = tables.requirements
+    models = tuple(str(m) for m in manifest.get("models", []))
     return ScoringInput(
         root=root,
         rows=rows,
         signals=tables.signals,
         labels=evaluator_labels(rows),
         run=run_identity(root, release),
-        model_order=tuple(str(m) for m in manifest.get("models", [])),
+        model_order=models,
         condition_order=tuple(str(c) for c in manifest.get("conditions", [])),
         stories=suite_stories(root),
+        prompts=read_prompt_cuts(root, sorted(set(models) | set(rows.model))),
     )
 
 
@@ -159,6 +167,7 @@ def _report(
     model_order: Sequence[str],
     condition_order: Sequence[str],
     signals: Sequence[SignalScore] = (),
+    prompts: Sequence[PromptCut] = (),
 ) -> ScoresReport:
     evaluators = list(parts)
     scores = [r for p in parts.values() for r in p.scores]
@@ -181,6 +190,7 @@ def _report(
         not_applicable=not_applicable,
         judge_swap=judge_swap(scores, evaluators, conditions, models),
         signals=list(signals),
+        prompts=[p for m in models for p in prompts if p.model == m],
     )
 
 
@@ -246,8 +256,9 @@ def score_input(
     signals = inp.signals if inp.signals is not None else load_signals(inp.root)
     sig = signal_scores(signals, settings, model_order=inp.model_order, condition_order=order)
     return _report(
-        inp.run, parts, judge_models, not_applicable, settings, inp.model_order, order, sig
-    )
+        inp.run, parts, judge_models, not_applicable, settings, inp.model_order, order, sig,
+        inp.prompts,
+    )  # fmt: skip
 
 
 def run_identity(run_dir: Path, release: str | None = None) -> RunIdentity:
@@ -287,3 +298,49 @@ def score_run(
         settings=settings,
         progress=progress,
     )
+
+
+def prompt_cuts(records: Iterable[Mapping[str, Any]], models: Sequence[str]) -> list[PromptCut]:
+    """How each model's prompts fit its text budget (issue #44), from the ``prompt_*`` fields
+    of its records (docs/CONTRACTS.md): one ``PromptCut`` per model of ``models`` whose
+    records say (in the order of ``models``); conditions in record order."""
+    seen: dict[str, dict[str, Any]] = {}
+    for r in records:
+        if "prompt_unit" not in r or r.get("model") not in models:
+            continue
+        m = seen.setdefault(
+            str(r["model"]),
+            {"unit": str(r["prompt_unit"]), "budget": r.get("prompt_budget"), "chunked": 0,
+             "by": {}},
+        )  # fmt: skip
+        n, cut = m["by"].get(str(r["condition"]), (0, 0))
+        m["by"][str(r["condition"])] = (n + 1, cut + bool(r.get("prompt_cut")))
+        m["chunked"] += r.get("prompt_encoded") == "chunked"
+    out: list[PromptCut] = []
+    for model in models:
+        if model not in seen:
+            continue
+        m = seen[model]
+        conds = [ConditionCut(condition=c, n_prompts=n, n_cut=k) for c, (n, k) in m["by"].items()]
+        total = sum(c.n_prompts for c in conds)
+        cut = sum(c.n_cut for c in conds)
+        budget = m["budget"]
+        out.append(
+            PromptCut(
+                model=model, unit=m["unit"], budget=budget if isinstance(budget, int) else None,
+                n_prompts=total, n_cut=cut, cut_share=cut / total if total else 0.0,
+                n_chunked=m["chunked"], conditions=conds,
+            )
+        )  # fmt: skip
+    return out
+
+
+def read_prompt_cuts(run_dir: Path, models: Sequence[str]) -> list[PromptCut]:
+    """``prompt_cuts`` of ``RUN/records.jsonl`` (none when the run has no records file)."""
+    path = run_dir / "records.jsonl"
+    if not path.is_file():
+        return []
+    try:
+        return prompt_cuts((r for _, r in iter_jsonl(path)), models)
+    except (KeyError, TypeError) as err:
+        raise InputError(f"a record lacks a field ({err})", file=path) from None

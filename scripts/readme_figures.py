@@ -150,6 +150,54 @@ def fig_leaderboard(rel: Path) -> str:
             f"{_f3(coh['score'])} {_ci(coh['ci_low'], coh['ci_high'])} | {_f3(adh['score'])} | "
             f"{_f3(cond['score'])} |"
         )
+    return "\n".join(out) + "\n" + _reach(rel)
+
+
+READERS = ("procedural-reader", "procedural-reader-77")
+CEILING_CONDITIONS = (
+    "independent", "previous_text", "structured_memory", "summarized_state", "full_context",
+)  # fmt: skip
+
+
+def _reach(rel: Path) -> str:
+    """What the readers reach under the primary condition: the leaderboard's 77-token line."""
+    ev = _primary_evaluator(rel)
+    scores = _scores(rel)
+    try:
+        whole, short = (
+            {m: scores[(ev, r, PRIMARY_CONDITION, m)]["score"] for m in ("adherence", "coherence")}
+            for r in READERS
+        )
+    except KeyError:
+        return ""
+    return (
+        f"\nWhat the prompt carries caps what a model can reach: `procedural-reader`, which "
+        f"draws only what its prompt states, reaches memory coherence {_f3(whole['coherence'])} "
+        f"and adherence {_f3(whole['adherence'])} under `{PRIMARY_CONDITION}`; read through a "
+        f"77-token CLIP encoder (Stable Diffusion 1.5, SDXL without chunked encoding), "
+        f"`procedural-reader-77` reaches only {_f3(short['coherence'])} and "
+        f"{_f3(short['adherence'])}: the structured memory comes first and pushes the scene "
+        "text out ([the ceiling per condition](docs/analysis.md#the-information-ceiling)).\n"
+    )
+
+
+def fig_reader_ceiling(rel: Path) -> str:
+    """The readers' adherence and memory coherence per text condition (docs/analysis.md)."""
+    ev = _primary_evaluator(rel)
+    scores = _scores(rel)
+    out = [
+        "| condition | reader: adherence | reader: memory coherence [95 % CI] | "
+        "reader-77: adherence | reader-77: memory coherence [95 % CI] |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for cond in CEILING_CONDITIONS:
+        cells = []
+        for r in READERS:
+            a, c = scores.get((ev, r, cond, "adherence")), scores.get((ev, r, cond, "coherence"))
+            if a is None or c is None:
+                raise FigureError(f"{rel}: no {ev} scores of {r} under {cond}")
+            cells += [_f3(a["score"]), f"{_f3(c['score'])} {_ci(c['ci_low'], c['ci_high'])}"]
+        out.append(f"| {cond} | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
 
@@ -334,6 +382,7 @@ FIGURES: dict[str, Callable[[Path], str]] = {
     "validation": fig_validation,
     "prompt-sensitivity": fig_prompt_sensitivity,
     "implicit-effects": fig_implicit_effects,
+    "reader-ceiling": fig_reader_ceiling,
 }
 
 

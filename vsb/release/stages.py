@@ -31,10 +31,13 @@ def _files_under(root: Path, folder: str) -> list[str]:
 
 
 def default_models() -> list[str]:
-    """The five procedural simulators (no API key needed)."""
+    """The five procedural simulators and the two readers that see only the prompt (the
+    information ceiling of each condition's text, whole and through a 77-token encoder); no
+    API key needed."""
+    from vsb.adapters.reader import READERS
     from vsb.adapters.simulators import SIMULATORS
 
-    return list(SIMULATORS)
+    return [*SIMULATORS, *READERS]
 
 
 def default_conditions() -> list[str]:

@@ -192,6 +192,25 @@ def implicit_cells(report: ImplicitReport | None) -> dict[tuple[str, str], Cell]
             for r in report.rows}  # fmt: skip
 
 
+#: The readers (models that see only the prompt) and the text budget each reads (None: all).
+READERS: dict[str, int | None] = {"procedural-reader": None, "procedural-reader-77": 77}
+
+
+def ceiling_rows(data: SiteData) -> list[tuple[str, list[Any]]]:
+    """Per condition the readers ran under: each reader's (adherence, memory coherence)
+    estimates, in ``READERS`` order (None where it has no score there)."""
+    by = {(s.model, s.condition): s for s in data.scores.scores}
+    rows = []
+    for cond in data.scores.conditions:
+        cells: list[Any] = []
+        for reader in READERS:
+            s = by.get((reader, cond))
+            cells += [s.adherence if s else None, s.coherence if s else None]
+        if any(c is not None for c in cells):
+            rows.append((cond, cells))
+    return rows
+
+
 def analysis_page(data: SiteData) -> dict[str, Any]:
     """What ``analysis.html`` shows, for the primary evaluator."""
     effects = effects_from_comparisons(data.scores.comparisons)
@@ -246,6 +265,8 @@ def analysis_page(data: SiteData) -> dict[str, Any]:
         "sensitivity_metrics": [_label("summary", m) for m in SENSITIVITY_METRICS],
         "sensitivity_conditions": list(dict.fromkeys(c for _, c, _ in sens_rows)),
         "sensitivity_flat": sens is not None and all(r.diff == 0 for r in sens.rows),
+        "ceiling_rows": ceiling_rows(data),
+        "readers": list(READERS),
         "implicit": (implicit := load_implicit(data)),
         "implicit_rows": [(r, _cell(r)) for r in implicit.rows] if implicit else [],
     }

@@ -4,8 +4,8 @@ A story file keeps its codes (``tone-5``, ``hair: [black, bun]``, ``pose: cheeri
 renderer draws from them and the rule checker compares them. Everything a model is sent (the
 scene text, every condition's context, the structured memory's JSON values, paraphrases)
 and every question the judge asks names a fact through the functions below, so the prompt
-and the question cannot drift apart (``docs/prompts.md``; the design note "What a model
-reads"). Each function passes a value it does not know through unchanged, so a fact an
+and the question cannot drift apart (``tests/story/test_words.py`` walks every fact of the
+default suite). Each function passes a value it does not know through unchanged, so a fact an
 imported story gives in its source's own words stays in those words.
 
 ``in_words`` turns a structured memory (``state_json``'s shape, codes) into what a model is

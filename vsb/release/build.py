@@ -401,7 +401,9 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
         # with a judge, score also corrects its pass rates against the oracle (issue 39)
         corrects = ["oracle/faults.jsonl"] if config.judge else []
         code = ("scores", "tables", *(("validation",) if config.judge else ()))
-        cached("score", [*st.EVALUATION_INPUTS, *corrects], code, lambda: step("score"))
+        # records.jsonl: the prompts cut per model (scores.json's prompts) come from it
+        inputs = [*st.EVALUATION_INPUTS, "records.jsonl", *corrects]
+        cached("score", inputs, code, lambda: step("score"))
         cached("validate", *checked, validate)
     loaded.clear()  # without fork they were read here; no later stage reads them
 

@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import copy
 import re
+from typing import Any
 
 from vsb.errors import InputError
 from vsb.generator.placebo import placebo_partner, placebo_seed
@@ -106,6 +107,7 @@ from vsb.story.context.predicted import (
     PredictedMemory,
     simulated_extractor,
 )
+from vsb.story.context.sourced import sourced_memory, sourced_summary
 from vsb.story.models import Story
 from vsb.story.words import in_words
 
@@ -139,6 +141,30 @@ __all__ = [
 ]
 
 
+def _memory(story: Story, k: int, without: str | None = None) -> dict[str, Any]:
+    """The structured memory before scene ``k``: the previous scene's state in words, or,
+    for an imported story, only what its source gives (``sourced_memory``)."""
+    if story.imported is not None:
+        return sourced_memory(story, k - 1, without=without)
+    return memory_context(story.scenes[k - 2].state, without)
+
+
+def _summary(story: Story, k: int) -> str:
+    """The summary before scene ``k`` (``state_summary``; ``sourced_summary`` for an
+    imported story)."""
+    if story.imported is not None:
+        return sourced_summary(story, k - 1)
+    return state_summary(story.scenes[k - 2].state)
+
+
+def _reading(story: Story, k: int, memory: dict[str, Any]) -> dict[str, Any]:
+    """An extractor's reading (codes) as a model is sent it: in words, or, for an imported
+    story, only the facts its source gives (``sourced_memory``)."""
+    if story.imported is not None:
+        return sourced_memory(story, k - 1, memory=memory)
+    return in_words(memory)
+
+
 @register("independent", "no context", supplies=supplies_nothing)
 def _independent(story: Story, k: int) -> ConditionContext:
     return ConditionContext("independent")
@@ -161,7 +187,7 @@ def _previous_text(story: Story, k: int) -> ConditionContext:
     context_factor=1.0,
 )
 def _structured_memory(story: Story, k: int) -> ConditionContext:
-    return ConditionContext("structured_memory", data=memory_context(story.scenes[k - 2].state))
+    return ConditionContext("structured_memory", data=_memory(story, k))
 
 
 @register(
@@ -181,7 +207,7 @@ def _previous_image(story: Story, k: int) -> ConditionContext:
     context_factor=1.3,
 )
 def _summarized_state(story: Story, k: int) -> ConditionContext:
-    return ConditionContext("summarized_state", text=state_summary(story.scenes[k - 2].state))
+    return ConditionContext("summarized_state", text=_summary(story, k))
 
 
 @register(
@@ -204,13 +230,18 @@ def _full_context(story: Story, k: int) -> ConditionContext:
     stream_of="independent",
 )
 def _random_context(story: Story, k: int) -> ConditionContext:
+    if story.imported is not None:
+        raise InputError(
+            f"{PLACEBO_CONDITION}: story {story.id!r} is imported: its placebo, another story "
+            "of its template, does not exist (run an imported suite without it)"
+        )
     partner = placebo_partner(story)
     return ConditionContext(PLACEBO_CONDITION, data=memory_context(partner.scenes[k - 2].state))
 
 
 def _register_ablation(name: str, group: str) -> None:
     def build(story: Story, k: int) -> ConditionContext:
-        return ConditionContext(name, data=memory_context(story.scenes[k - 2].state, without=group))
+        return ConditionContext(name, data=_memory(story, k, without=group))
 
     register(
         name,
@@ -233,7 +264,9 @@ def predicted_condition(name: str, description: str, extract: Extractor) -> Cond
     reading = PredictedMemory(name, extract)
 
     def build(story: Story, k: int) -> ConditionContext:
-        return ConditionContext(name, data=in_words(copy.deepcopy(reading.memory(story, k))))
+        return ConditionContext(
+            name, data=_reading(story, k, copy.deepcopy(reading.memory(story, k)))
+        )
 
     return Condition(
         name,

@@ -28,7 +28,14 @@ import httpx
 
 from vsb.errors import AdapterError, InputError, TransitionError
 from vsb.evaluators.machinery import LedgerRecorder
-from vsb.evaluators.vlm.execute import CallOutcome, CostPlan, JudgeOptions, execute_calls, plan_cost
+from vsb.evaluators.vlm.execute import (
+    CallOutcome,
+    CostPlan,
+    JudgeOptions,
+    JudgeUnreachable,
+    execute_calls,
+    plan_cost,
+)
 from vsb.evaluators.vlm.plan import JudgeCall
 from vsb.evaluators.vlm.store import call_key
 from vsb.evaluators.vlm.transports import VlmTransport, build_transport, endpoint_of
@@ -137,11 +144,17 @@ def plan_import(narratives: Sequence[Narrative], llm: VlmTransport, options: Jud
                      llm, options)  # fmt: skip
 
 
+def llm_failure(message: str | None) -> str:
+    """A failed call's message as the import's: the judge's transports name their request
+    a "VLM request"; the importer's is an import LLM request."""
+    return (message or "no answer").replace("VLM request", "import LLM request")
+
+
 def _attempt(result: StoryResult, out: CallOutcome, llm: VlmTransport) -> str | None:
     """Build the story from an answer; the error to send back, or None when it worked."""
     n = result.narrative
     if out.reply is None:
-        result.error = f"the LLM call failed: {out.error}"
+        result.error = f"the LLM call failed: {llm_failure(out.error)}"
         return None
     try:
         result.story = _build(n, out.reply.text, llm)
@@ -164,7 +177,11 @@ def _run(calls: list[JudgeCall], llm: VlmTransport, options: JudgeOptions, ledge
         if out.cache_hit:
             recorder.hit(out)
 
-    return execute_calls(calls, llm, options, on_done=on_done, recorder=recorder)
+    try:
+        return execute_calls(calls, llm, options, on_done=on_done, recorder=recorder)
+    except JudgeUnreachable as err:
+        message = err.message.replace("no judge server", "no import LLM server")
+        raise JudgeUnreachable(message) from None
 
 
 def import_narratives(

@@ -207,13 +207,92 @@ def read_story(scenes: list[str]) -> dict[str, Any]:
     }
 
 
+#: Capitalised words that open sentences rather than name people (a sparse reading).
+_NOT_NAMES = frozenset(
+    re.findall(
+        r"\w+",
+        "A An The In On At By To Of For From With Into After Before When While Then Later Soon "
+        "Now Next Finally Meanwhile Suddenly Once As But And So Or Yet Still There Here This "
+        "That These Those It Its He She They We I You His Her Their Our My Your One Two Three "
+        "Some Every Each All Both No Not Mr Mrs Ms Dr Scene",
+    )
+)
+_CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
+_WORD = r"(?<![\w-]){}(?![\w-])"
+
+
+def _names_in(text: str, lower: str) -> list[str]:
+    """Capitalised words of ``text`` that are neither a sentence opener nor a word the
+    narrative also writes in lower case (``lower``): the people it names, in order."""
+    found = (w for w in _CAPITALISED.findall(text) if w not in _NOT_NAMES)
+    return list(dict.fromkeys(w for w in found if not re.search(_WORD.format(w.lower()), lower)))
+
+
+def _first_word(text: str, choices: Any) -> str | None:
+    """The first of ``choices`` (vocabulary words) that ``text`` holds as a word."""
+    hits = [(m.start(), c) for c in choices if (m := re.search(_WORD.format(c), text.lower()))]
+    return min(hits)[1] if hits else None
+
+
+def sparse_story(scenes: list[str]) -> dict[str, Any]:
+    """A valid, sparse answer for a narrative in none of vsb's sentence shapes (most real
+    prose): up to 3 people it names (capitalised words, not sentence openers), present
+    where a scene names them (a scene naming no one keeps who was there), every look
+    unknown; a vocabulary place, time of day or weather where a scene's words hold one,
+    else unknown. The first scene naming no one still needs a character: the first name of
+    the narrative, or ``Someone``."""
+    lower = " ".join(scenes)
+    names = _names_in(" ".join(scenes), lower)[:3] or ["Someone"]
+    unknown = UNKNOWN
+    characters = [
+        {"name": n, "skin": unknown, "hair_color": unknown, "hair_style": unknown,
+         "top": unknown, "trousers": unknown, "accessory": unknown, "pose": unknown}
+        for n in names
+    ]  # fmt: skip
+    here = [n for n in names if re.search(_WORD.format(re.escape(n)), scenes[0])] or names[:1]
+    start = {
+        "place": _first_word(scenes[0], vocab.LOCATIONS) or unknown,
+        "time": _first_word(scenes[0], vocab.TIMES) or unknown,
+        "weather": _first_word(scenes[0], vocab.WEATHERS) or unknown,
+        "present": list(here),
+    }
+    place, when = start["place"], start["time"]
+    out: list[dict[str, Any]] = [{"events": [], "entities": []}]
+    for text in scenes[1:]:
+        named = [n for n in names if re.search(_WORD.format(re.escape(n)), text)]
+        now = named or here
+        events: list[dict[str, Any]] = [{"type": "exit", "character": n} for n in here
+                                        if n not in now]  # fmt: skip
+        new_place = _first_word(text, vocab.LOCATIONS)
+        if new_place is not None and new_place != place:
+            events.append({"type": "move", "location": new_place})
+            place = new_place
+        new_time = _first_word(text, vocab.TIMES)
+        if new_time is not None and new_time != when:
+            back = when in vocab.TIMES and vocab.TIMES.index(new_time) < vocab.TIMES.index(when)
+            events.append({"type": "set_time", "time": new_time, "new_day": back})
+            when = new_time
+        events += [{"type": "enter", "character": n} for n in now if n not in here]
+        here = now
+        out.append({"events": events, "entities": []})
+    return {"characters": characters, "objects": [], "start": start, "scenes": out}
+
+
+def read_any(scenes: list[str]) -> dict[str, Any]:
+    """``read_story`` where the narrative is in vsb's sentence shapes (it describes someone),
+    else ``sparse_story``."""
+    story = read_story(scenes)
+    return story if story["characters"] else sparse_story(scenes)
+
+
 class ReaderLlm:
-    """``--llm mock``: answers every extraction with ``read_story`` of its narrative, in
-    process (free, no server); an answer sent back for repair gets the same reading."""
+    """``--llm mock``: answers every extraction with ``read_any`` of its narrative (vsb's
+    sentence shapes read, other prose read sparsely), in process (free, no server); an
+    answer sent back for repair gets the same reading."""
 
     paid = False
     endpoint: str | None = None
     judge_model = "mock:reader"
 
     def ask(self, request: JudgeRequest) -> JudgeReply:
-        return JudgeReply(json.dumps(read_story(scenes_of_prompt(request.prompt))))
+        return JudgeReply(json.dumps(read_any(scenes_of_prompt(request.prompt))))

@@ -24,6 +24,7 @@ The annotations are read as they are (``Gold``): whether they hold together is f
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,13 +49,15 @@ _PER_SCENE = ("scene_characters", "time", "location")
 @dataclass(frozen=True)
 class Gold:
     """A sample's annotations as read (``None``: the key is absent); per-scene lists are cut
-    with their scenes when a sample is split."""
+    with their scenes when a sample is split, and kept whole when they do not have one entry
+    per scene of the sample (``sample_scenes``), for ``vsb.narrative.gold`` to refuse."""
 
     portion: str
     profile: Any
     scene_characters: Any
     time: Any
     location: Any
+    sample_scenes: int = 0
 
 
 @dataclass(frozen=True)
@@ -112,8 +115,68 @@ def split_sizes(n: int) -> list[int]:
     return [base + (i < extra) for i in range(parts)]
 
 
-def _cut(value: Any, lo: int, hi: int) -> Any:
-    return value[lo:hi] if isinstance(value, list) else value
+def _cut(value: Any, lo: int, hi: int, n: int) -> Any:
+    """A per-scene list's entries for scenes ``lo+1..hi`` of ``n``; a list of another
+    length is kept whole (never shifted or truncated into place)."""
+    return value[lo:hi] if isinstance(value, list) and len(value) == n else value
+
+
+#: Control characters (C0, DEL, C1) and the bidirectional controls (U+202E and its kin).
+_CONTROL = "\x00-\x1f\x7f-\x9f"
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_BAD_IN_NAME = re.compile(f"[{_CONTROL}{_BIDI}]")
+_BAD_IN_TEXT = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f{_BIDI}]")
+
+
+def _clean(text: str, what: str, pattern: re.Pattern[str], path: Path, where: str) -> None:
+    bad = pattern.search(text)
+    if bad is not None:
+        raise InputError(
+            f"{what} {text!r} holds the control character U+{ord(bad.group()):04X} (names "
+            "hold no control or bidirectional character; texts only tab and newline)",
+            file=path,
+            location=where,
+        )
+
+
+def check_sample(item: dict[str, Any], portion: str, path: Path, where: str) -> None:
+    """What must hold of a sample's fields before anything is read from them, or
+    ``InputError`` naming the file, the sample and the field: VWP's ``story_id`` an integer;
+    each scene's ``time`` and ``location`` a string (or null: not given); no control or
+    bidirectional character in a character's name, and none but tab and newline in a
+    profile, a time or a place."""
+    if portion == "vwp" and (
+        not isinstance(item.get("story_id"), int) or isinstance(item.get("story_id"), bool)
+    ):
+        raise InputError(
+            f"expected story_id an integer (VWP's ids are numbers), not {item.get('story_id')!r}",
+            file=path,
+            location=f"{where}/story_id",
+        )
+    for key in ("time", "location"):
+        values = item.get(key)
+        for i, value in enumerate(values if isinstance(values, list) else []):
+            if value is not None and not isinstance(value, str):
+                raise InputError(
+                    f"expected each scene's {key} a string (or null: not given), not {value!r}",
+                    file=path,
+                    location=f"{where}/{key}/{i}",
+                )
+            if isinstance(value, str):
+                _clean(value, key, _BAD_IN_TEXT, path, f"{where}/{key}/{i}")
+    profile = item.get("global_profile")
+    for name, text in profile.items() if isinstance(profile, dict) else []:
+        _clean(name, "character name", _BAD_IN_NAME, path, f"{where}/global_profile")
+        for part in text.values() if isinstance(text, dict) else [text]:
+            if isinstance(part, str):
+                _clean(part, f"{name}'s profile", _BAD_IN_TEXT, path, f"{where}/global_profile")
+    scenes = item.get("scene_characters")
+    for i, entry in enumerate(scenes if isinstance(scenes, list) else []):
+        names = entry.get("present") if isinstance(entry, dict) else None
+        for name in names if isinstance(names, list) else []:
+            if isinstance(name, str):
+                _clean(name, "character name", _BAD_IN_NAME, path,
+                       f"{where}/scene_characters/{i}/present")  # fmt: skip
 
 
 def is_sample_line(row: dict[str, Any]) -> bool:
@@ -151,6 +214,7 @@ def read_samples(
                 file=path,
                 location=f"{where}/narrative",
             )
+        check_sample(item, portion, path, where)
         sizes = split_sizes(len(scenes))
         lo = 0
         for part, size in enumerate(sizes):
@@ -158,7 +222,8 @@ def read_samples(
             gold = Gold(
                 portion=portion,
                 profile=item.get("global_profile"),
-                **{key: _cut(item.get(key), lo, hi) for key in _PER_SCENE},
+                **{key: _cut(item.get(key), lo, hi, len(scenes)) for key in _PER_SCENE},
+                sample_scenes=len(scenes),
             )
             pid = raw_id if len(sizes) == 1 else f"{raw_id}_{part}"
             part_of = "" if len(sizes) == 1 else f" (scenes {lo + 1}-{hi})"

@@ -307,7 +307,8 @@ _DESCRIBED = ("skin", "top", "trousers")
 def judge_view(scene: Scene) -> SceneState:
     """The scene's state as the judge's questions describe it: in an imported story, a
     character attribute told in free text (a ``judged_by`` vlm requirement) takes that text,
-    and one the narrative does not give (no requirement) is empty, never a cue. A generated
+    and one the narrative does not give (no requirement) is empty, never a cue; so is the
+    colour of an object whose presence or holder is judged by VLM only. A generated
     scene has every requirement, none judged by VLM only: its state is returned unchanged."""
     st = scene.state
     reqs = {(r.subject, r.attribute): r for r in scene.requirements}
@@ -328,9 +329,16 @@ def judge_view(scene: Scene) -> SceneState:
                 update[attr] = "" if value is None else str(value)
         if update:
             changes[name] = c.model_copy(update=update)
-    if not changes:
+    colourless = {
+        r.subject
+        for r in scene.requirements
+        if r.subject in st.objects and r.attribute in ("present", "holder") and r.judged_by
+    }  # an object whose colour the narrative does not give: asked about without one
+    if not changes and not colourless:
         return st
-    return st.model_copy(update={"characters": {**st.characters, **changes}})
+    objects = {k: o.model_copy(update={"color": ""}) if k in colourless else o
+               for k, o in st.objects.items()}  # fmt: skip
+    return st.model_copy(update={"characters": {**st.characters, **changes}, "objects": objects})
 
 
 #: Cross-frame facts: (dimension, taxonomy) of each.

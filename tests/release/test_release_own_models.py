@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from vsb.adapters.reader import READERS
 from vsb.adapters.simulators import SIMULATORS
 from vsb.cli.main import main
 from vsb.generator.generate import generate_suite, write_suite
@@ -63,7 +64,8 @@ def test_your_suite_and_models_on_the_board(
     assert "suite variants are off" in err
     rel, site = tmp_path / "b" / "mine" / "release", tmp_path / "b" / "mine" / "site"
     manifest = json.loads((rel / "manifest.json").read_text())
-    assert manifest["models"] == [*SIMULATORS, "stored:ext", "python:mypipe:make"]
+    anchors = [*SIMULATORS, *READERS]  # the readers see only the prompt: no oracle
+    assert manifest["models"] == [*anchors, "stored:ext", "python:mypipe:make"]
     assert manifest["oracle_models"] == list(SIMULATORS)  # the anchors validate the judges
     assert not (rel / "sensitivity").exists()  # the variants reword the default suite only
     scores = json.loads((rel / "scores" / "scores.json").read_text())
@@ -73,7 +75,7 @@ def test_your_suite_and_models_on_the_board(
     for c, row in ours.items():  # made from the oracle's frames: scored like the oracle
         assert row["global_score"] == orc[c]["global_score"], c
     judge = json.loads((rel / "validation" / "judge.json").read_text())
-    assert set(judge["models_without_oracle"]) == {"stored:ext", "python:mypipe:make"}
+    assert set(judge["models_without_oracle"]) == {"stored:ext", "python:mypipe:make", *READERS}
     assert "stored:ext" not in (rel / "validation" / "verdicts.csv").read_text()
     # the site: leaderboard, a model page, the story pages
     index = (site / "index.html").read_text("utf-8")

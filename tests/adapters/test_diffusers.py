@@ -363,3 +363,103 @@ def test_a_model_name_cannot_climb_out_of_the_images_folder(
     outside = [p for p in pngs if not p.is_relative_to(run_dir)]
     assert not outside
     assert "no '..' in a model name" in capsys.readouterr().err
+
+
+# --- a prompt over the CLIP encoder's 77 tokens (issue #44) -----------------------------------
+
+LONG_SCENE = "In the park, Ari waves at a red kite, which is flying."
+
+
+def _long_request(adapter: DiffusersAdapter) -> GenerationRequest:
+    """A request of ~150 CLIP tokens: a long previous_text context, then the scene text."""
+    story = " ".join(
+        f"Scene {i}: Noor walks past {i} green lanterns by the lake." for i in range(12)
+    )
+    ctx = ConditionContext("previous_text", text=story)
+    return GenerationRequest(
+        adapter.name, adapter.version, LONG_SCENE, 0, ctx, adapter.parameters()
+    )
+
+
+@pytest.fixture(scope="module")
+def clip_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny pipeline with CLIP's own tokenizer (77 tokens) before its text encoder."""
+    return save_tiny_sd(tmp_path_factory.mktemp("tiny-clip-sd") / "pipe", [], clip=True)
+
+
+def test_a_long_prompt_is_encoded_whole_in_chunks(clip_dir: Path) -> None:
+    from vsb.adapters.long_prompts import chunked_embeds
+    from vsb.story.tokens import clip_count, clip_keep
+
+    adapter = DiffusersAdapter(str(clip_dir), OPTS, gather_s=0.0)
+    request = _long_request(adapter)
+    full = request.full_prompt()
+    n = clip_count(full)
+    assert 140 <= n <= 200
+    fit = adapter.prompt_fit(request)
+    assert (fit.unit, fit.length, fit.budget, fit.cut, fit.encoded) == (
+        "clip tokens", n, 77, False, "chunked"
+    )  # fmt: skip
+    result = adapter.generate(request)
+    assert result.metadata["prompt_fit"] == {
+        "unit": "clip tokens", "length": n, "budget": 77, "cut": False, "encoded": "chunked"
+    }  # fmt: skip
+    # the whole prompt reaches the UNet: three chunks, not the 77-token prefix
+    pipe = adapter.pipeline()
+    whole = chunked_embeds(pipe, [full])["prompt_embeds"]
+    prefix = chunked_embeds(pipe, [clip_keep(full)])["prompt_embeds"]
+    assert whole.shape[1] == 77 * 3 and prefix.shape[1] == 77
+    pad = chunked_embeds(pipe, [""])["prompt_embeds"]
+    assert not whole[:, 77:154].equal(pad) and not whole[:, 154:].equal(pad)
+    assert not whole[:, :77].equal(prefix)  # chunks end at sentences: a shorter first chunk
+    short = GenerationRequest(
+        adapter.name, adapter.version, clip_keep(full), 0, ConditionContext("independent"),
+        adapter.parameters(),
+    )  # fmt: skip
+    assert adapter.prompt_fit(short).encoded == "whole"
+    assert adapter.generate(short).png != result.png
+
+
+def test_truncate_mode_keeps_the_scene_text_and_says_cut(clip_dir: Path) -> None:
+    from vsb.adapters.long_prompts import scene_first
+    from vsb.story.tokens import clip_keep
+
+    opts = DiffusersOptions(steps=2, width=32, height=32, long_prompt="truncate")
+    adapter = DiffusersAdapter(str(clip_dir), opts, gather_s=0.0)
+    request = _long_request(adapter)
+    fit = adapter.prompt_fit(request)
+    assert (fit.cut, fit.encoded, fit.budget) == (True, "truncated", 77)
+    assert fit.over()
+    result = adapter.generate(request)
+    assert result.metadata["prompt_fit"]["cut"] is True
+    # what the encoder reads starts with the whole scene text; the context is what is lost
+    sent = scene_first(request)
+    assert sent.startswith(LONG_SCENE + "\n\nStory so far: ")
+    assert LONG_SCENE in clip_keep(sent) and LONG_SCENE not in clip_keep(request.full_prompt())
+    with pytest.raises(InputError, match="long-prompt"):
+        DiffusersOptions(long_prompt="drop")
+
+
+def test_a_short_prompt_is_encoded_exactly_as_before(clip_dir: Path) -> None:
+    import io
+
+    import torch
+    from PIL import Image
+
+    adapter = DiffusersAdapter(str(clip_dir), OPTS, gather_s=0.0)
+    request = _request(adapter, LONG_SCENE)
+    fit = adapter.prompt_fit(request)
+    from vsb.story.tokens import clip_count
+
+    assert (fit.length, fit.cut, fit.encoded) == (clip_count(LONG_SCENE), False, "whole")
+    png = adapter.generate(request).png
+    pipe = adapter.pipeline()
+    with torch.inference_mode():
+        image = pipe(
+            prompt=[LONG_SCENE], num_inference_steps=2, height=32, width=32, output_type="pil",
+            generator=[torch.Generator("cpu").manual_seed(noise_seed(request))],
+        ).images[0]  # fmt: skip
+    buf = io.BytesIO()
+    image.convert("RGB").save(buf, format="PNG")
+    assert png == buf.getvalue()
+    assert Image.open(io.BytesIO(png)).size == (32, 32)

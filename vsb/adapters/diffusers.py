@@ -36,8 +36,15 @@ from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from vsb.adapters.base import GenerationRequest, GenerationResult, ImageModelAdapter
+from vsb.adapters.base import GenerationRequest, GenerationResult, ImageModelAdapter, PromptFit
 from vsb.adapters.batching import Batcher
+from vsb.adapters.long_prompts import (
+    LONG_PROMPT,
+    PipelineText,
+    chunked_embeds,
+    require_compel,
+    scene_first,
+)
 from vsb.adapters.weights import INSTALL_HINT, locate_pipeline
 from vsb.errors import AdapterError, InputError
 from vsb.fsio import canonical_json
@@ -72,6 +79,9 @@ class DiffusersOptions:
     threads: int | None = None
     """On CPU, torch's intra-op threads (they change the bytes; None: torch's count when the
     adapter is built). Not used on a GPU."""
+    long_prompt: str = "chunks"
+    """A prompt over the CLIP encoder's 77 tokens: ``chunks`` (encoded whole in chunks with
+    compel) or ``truncate`` (the scene text first, the encoder cuts the context)."""
 
     def __post_init__(self) -> None:
         if not _DEVICE.match(self.device):
@@ -91,6 +101,10 @@ class DiffusersOptions:
             raise InputError(f"--strength must be in (0, 1], not {self.strength}")
         if self.threads is not None and self.threads < 1:
             raise InputError(f"threads must be >= 1, not {self.threads}")
+        if self.long_prompt not in LONG_PROMPT:
+            raise InputError(
+                f"--long-prompt must be one of {', '.join(LONG_PROMPT)}, not {self.long_prompt!r}"
+            )
 
     def parameters(self) -> dict[str, Any]:
         """What goes into every request (and the cache key)."""
@@ -149,9 +163,11 @@ _QUIET: list[Any] = []  # [depth, saved settings] while some thread is inside qu
 
 @contextlib.contextmanager
 def quiet() -> Iterator[None]:
-    """No progress bars or notices from diffusers/transformers (a prompt truncated to the text
-    encoder's length, a missing optional package) while loading or generating; the previous
-    settings come back when the last thread leaves."""
+    """No progress bars, and no notices from diffusers/transformers while a pipeline is loaded
+    or built (a missing optional package, a component's default config: noise about the
+    install, never about a request); the previous settings come back when the last thread
+    leaves. Generation runs with ``bars_off`` alone: a prompt truncated to the text encoder's
+    length is said (and recorded as ``cut``, issue #44)."""
     from diffusers.utils import logging as dlog
     from transformers.utils import logging as tlog
 
@@ -176,6 +192,25 @@ def quiet() -> Iterator[None]:
                 _QUIET.clear()
 
 
+@contextlib.contextmanager
+def bars_off() -> Iterator[None]:
+    """No progress bars from diffusers/transformers; their notices stay on."""
+    from diffusers.utils import logging as dlog
+    from transformers.utils import logging as tlog
+
+    with _QUIET_LOCK:
+        saved = [(m, m.is_progress_bar_enabled()) for m in (dlog, tlog)]
+        for m, _ in saved:
+            m.disable_progress_bar()
+    try:
+        yield
+    finally:
+        with _QUIET_LOCK:
+            for m, bars in saved:
+                if bars and not _QUIET:
+                    m.enable_progress_bar()
+
+
 def noise_seed(request: GenerationRequest) -> int:
     """The 63-bit seed of an image's noise: from what the model is asked (run seed, prompt,
     context, reference images), not from the model, device or batch size."""
@@ -191,6 +226,8 @@ class _Item:
     prompt: str
     seed: int
     reference: bytes | None
+    #: encoded whole in chunks (a batch holds only chunked or only plain prompts)
+    chunked: bool = False
 
 
 class DiffusersAdapter(ImageModelAdapter):
@@ -218,6 +255,7 @@ class DiffusersAdapter(ImageModelAdapter):
         self._load_lock = threading.Lock()
         self._pipe: Any = None
         self._i2i: Any = None
+        self.text = PipelineText(self.weights.path, self.weights.pipeline_class)
 
     def parameters(self) -> dict[str, Any]:
         return self.options.parameters()
@@ -236,16 +274,26 @@ class DiffusersAdapter(ImageModelAdapter):
         """Real images per pipeline call so far (padding excluded)."""
         return list(self._batcher.batches)
 
+    def prompt_fit(self, request: GenerationRequest) -> PromptFit:
+        """The full prompt against the pipeline's own tokenizer(s) (``long_prompts``)."""
+        return self.text.fit(request.full_prompt(), self.options.long_prompt)
+
     def generate(self, request: GenerationRequest) -> GenerationResult:
         ref = request.reference_images[-1] if request.reference_images else None
         if ref is not None and not self.accepts_reference_image:
             raise AdapterError(f"{self.name}: this pipeline takes no reference image")
-        item = _Item(request.full_prompt(), noise_seed(request), ref)
-        png = self._batcher.submit(ref is not None, item)
+        fit = self.prompt_fit(request)
+        chunked = fit.encoded == "chunked"
+        if chunked:
+            require_compel()
+        text = scene_first(request) if fit.cut else request.full_prompt()
+        item = _Item(text, noise_seed(request), ref, chunked)
+        png = self._batcher.submit((ref is not None, chunked), item)
         meta = {
             "noise_seed": item.seed,
             "pipeline": self.weights.pipeline_class,
             "conditioned": ref is not None,
+            "prompt_fit": asdict(fit),
         }
         return GenerationResult(png=png, metadata=meta, cost_usd=0.0)
 
@@ -287,17 +335,19 @@ class DiffusersAdapter(ImageModelAdapter):
         pipe.set_progress_bar_config(disable=True)
         return pipe.to(dev)
 
-    def _run_batch(self, conditioned: Hashable, items: Sequence[_Item]) -> list[bytes]:
+    def _run_batch(self, key: Hashable, items: Sequence[_Item]) -> list[bytes]:
         import torch
         from PIL import Image
 
+        conditioned, chunked = bool(key[0]), bool(key[1])  # type: ignore[index]
         pipe = self.pipeline(bool(conditioned))
         o = self.options
         kwargs: dict[str, Any] = {
-            "prompt": [it.prompt for it in items],
             "generator": [torch.Generator("cpu").manual_seed(it.seed) for it in items],
             "output_type": "pil",
         }
+        if not chunked:
+            kwargs["prompt"] = [it.prompt for it in items]
         if o.steps is not None:
             kwargs["num_inference_steps"] = o.steps
         if o.guidance is not None:
@@ -313,7 +363,9 @@ class DiffusersAdapter(ImageModelAdapter):
         if o.width is not None and o.height is not None and "height" in accepted:
             kwargs["height"], kwargs["width"] = o.height, o.width
         try:
-            with quiet(), _cpu_threads(o.threads), torch.inference_mode():
+            with bars_off(), _cpu_threads(o.threads), torch.inference_mode():
+                if chunked:  # the whole prompt, encoded by the pipeline's encoder(s)
+                    kwargs |= chunked_embeds(pipe, [it.prompt for it in items])
                 images = pipe(**kwargs).images
         except (RuntimeError, ValueError, TypeError) as err:
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__

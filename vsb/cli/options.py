@@ -175,6 +175,12 @@ _OPTIONS = (
         show_default=True,
         help="diffusers models: image-to-image strength under previous_image.",
     ),
+    click.option(
+        "--long-prompt", type=click.Choice(["chunks", "truncate"]), default="chunks",
+        show_default=True,
+        help="diffusers models: a prompt over the CLIP encoder's 77 tokens is encoded whole in "
+        "chunks (compel), or cut with the scene text first (recorded as cut).",
+    ),
 )  # fmt: skip
 
 
@@ -237,5 +243,6 @@ def local_adapters(models: Sequence[str], **options: Any) -> dict[str, Any]:
         height=height,
         batch_size=options.get("batch_size") or 1,
         strength=options.get("strength") or 0.6,
+        long_prompt=options.get("long_prompt") or "chunks",
     )
     return {m: get_adapter(m, options=opts) for m in names}

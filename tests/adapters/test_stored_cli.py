@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -53,3 +55,36 @@ def test_missing_samples_say_why_on_the_command_line(
     err = capsys.readouterr().err
     assert "stored:mine: 210 failed; first: stored:mine: no stored sample at " in err
     assert "mine/independent/" in err and "Traceback" not in err
+
+
+def test_the_summary_names_where_samples_are_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 45, item 8: the summary counted failures but named no model or condition; it says
+    how many failed under which model and condition."""
+    from vsb.generator.generate import generate_suite, write_suite
+
+    suite = tmp_path / "suite"
+    write_suite(generate_suite(0)[:2], suite, seed=0)
+    common = ["--suite", str(suite), "--cache", str(tmp_path / "c")]
+    made = tmp_path / "made"
+    assert main(["run", *common, "--model", "procedural-oracle", "--condition", "independent",
+                 "--out", str(made)]) == 0  # fmt: skip
+    samples = tmp_path / "samples" / "mine"
+    shutil.copytree(made / "images" / "procedural-oracle", samples)
+    capsys.readouterr()
+    code = main(["run", *common, "--model", "stored:mine", "--samples", str(samples.parent),
+                 "--condition", "independent,previous_text,summarized_state",
+                 "--out", str(tmp_path / "r")])  # fmt: skip
+    assert code == 0
+    out = capsys.readouterr().out
+    records = [json.loads(x) for x in (tmp_path / "r" / "records.jsonl").read_text().splitlines()]
+    failed = [r for r in records if r["error"] is not None]
+    per = {
+        c: sum(r["condition"] == c for r in failed) for c in ("previous_text", "summarized_state")
+    }
+    assert per["previous_text"] > 0 and len(failed) == sum(per.values())
+    assert (
+        f"{len(failed)} failed: stored:mine under previous_text ({per['previous_text']}), "
+        f"summarized_state ({per['summarized_state']})\n" in out
+    )

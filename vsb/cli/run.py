@@ -208,6 +208,8 @@ def run(
     )
     if cut := result.cut_lines():
         click.echo(f"prompts cut by the text encoder: {', '.join(cut)}")
+    if failed := result.failed_line():
+        click.echo(failed)
     for model, (n, first) in result.errors.items():
         click.echo(f"{model}: {n} failed; first: {first}", err=True)
     problems = result.problems()

@@ -141,6 +141,8 @@ class RunResult:
     failed_checks: int = 0
     #: model -> (images that failed, the first error): why, said where the count is
     errors: dict[str, tuple[int, str]] = field(default_factory=dict)
+    #: model -> condition -> images that failed there (only where some did)
+    failed: dict[str, dict[str, int]] = field(default_factory=dict)
     #: model -> condition -> (prompts cut by the model's text encoder, prompts in all)
     prompts_cut: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
 
@@ -152,6 +154,17 @@ class RunResult:
             for c, (n_cut, n) in by.items()
             if n_cut
         ]
+
+    def failed_line(self) -> str | None:
+        """``N failed: MODEL under CONDITION (n), …; MODEL …`` (None when nothing failed): which
+        images failed, named by model and condition (why: ``errors``)."""
+        if not self.failed:
+            return None
+        where = "; ".join(
+            f"{m} under " + ", ".join(f"{c} ({n})" for c, n in sorted(by.items()))
+            for m, by in sorted(self.failed.items())
+        )
+        return f"{sum(sum(by.values()) for by in self.failed.values())} failed: {where}"
 
     def problems(self) -> list[str]:
         """One line per reason the run is not whole (``vsb run`` exits non-zero on any)."""
@@ -292,6 +305,8 @@ def _run_locked(
             if r["error"] is not None:
                 n, first = result.errors.get(r["model"], (0, r["error"]))
                 result.errors[r["model"]] = (n + 1, first)
+                by = result.failed.setdefault(r["model"], {})
+                by[r["condition"]] = by.get(r["condition"], 0) + 1
         result.all_failed = [
             m for m in models
             if any(r["model"] == m for r in records)

@@ -188,14 +188,9 @@ def serve(site_dir: Path, port: int) -> None:
     interrupted: the page, its script and styles and its opaque pictures; every other path
     (leaderboard, story pages, images under model names, downloads) answers 404. Give raters
     this address, never `vsb site serve`'s."""
-    from vsb.site.serve import make_rating_server
+    from vsb.site.serve import make_rating_server, serve_until_interrupted
 
     server = make_rating_server(site_dir, port)
     host, bound = server.server_address[:2]
     click.echo(f"rating page of {site_dir} at http://{host!s}:{bound}/ (Ctrl-C to stop)")
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+    serve_until_interrupted(server)

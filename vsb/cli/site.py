@@ -30,14 +30,9 @@ def build(release_dir: Path, out_dir: Path) -> None:
 @click.option("--port", default=8000, show_default=True, help="Port on 127.0.0.1.")
 def serve(site_dir: Path, port: int) -> None:
     """Serve SITE_DIR on http://127.0.0.1:PORT/ until interrupted."""
-    from vsb.site.serve import make_server
+    from vsb.site.serve import make_server, serve_until_interrupted
 
     server = make_server(site_dir, port)
     host, bound = server.server_address[:2]
     click.echo(f"serving {site_dir} at http://{host!s}:{bound}/ (Ctrl-C to stop)")
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+    serve_until_interrupted(server)

@@ -50,11 +50,15 @@ class _QuietHandler(SimpleHTTPRequestHandler):
         if "\x00" in path:
             self.send_error(HTTPStatus.BAD_REQUEST, "NUL byte in the path")
             return None
-        fs = self.translate_path(self.path)
-        if fs and os.path.lexists(fs) and not self._inside(fs):
-            self.send_error(HTTPStatus.NOT_FOUND, "File not found")
+        refused = self._refused(self.translate_path(self.path))
+        if refused:
+            self.send_error(HTTPStatus.NOT_FOUND, refused)
             return None
         return super().send_head()
+
+    def _refused(self, fs: str) -> str:
+        """Why the file ``fs`` is answered 404 ('' when it is served as usual)."""
+        return "File not found" if fs and os.path.lexists(fs) and not self._inside(fs) else ""
 
     def _inside(self, fs: str) -> bool:
         """Whether ``fs``, every link on its way resolved, lies inside the served folder (a
@@ -75,9 +79,19 @@ class SiteServer(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
+def serve_until_interrupted(server: SiteServer) -> None:
+    """Run ``server`` until Ctrl-C, then close it."""
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
 def make_server(site_dir: str | Path, port: int = 8000) -> SiteServer:
     """A server for ``site_dir`` bound to 127.0.0.1:``port`` (0 picks a free port); the
-    caller runs ``serve_forever()`` and ``server_close()``."""
+    caller runs it (``serve_until_interrupted``)."""
     root = Path(site_dir)
     if not (root / "index.html").is_file():
         raise InputError("not a built site (no index.html); run `vsb site build`", file=root)
@@ -102,16 +116,10 @@ class _RatingHandler(_QuietHandler):
             return ""
         return os.path.join(self.directory, *rel.split("/"))
 
-    def send_head(self) -> Any:
-        path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path, errors="surrogatepass")
-        if "\x00" in path:
-            self.send_error(HTTPStatus.BAD_REQUEST, "NUL byte in the path")
-            return None
-        fs = self.translate_path(self.path)
-        if not fs or not os.path.isfile(fs):
-            self.send_error(HTTPStatus.NOT_FOUND, "Not on the rating server")
-            return None
-        return super().send_head()
+    def _refused(self, fs: str) -> str:
+        return (
+            "Not on the rating server" if not fs or not os.path.isfile(fs) else super()._refused(fs)
+        )
 
 
 def make_rating_server(site_dir: str | Path, port: int = 8000) -> SiteServer:

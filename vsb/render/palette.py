@@ -14,19 +14,14 @@ reads back: a closed box's outline never passes for an open box's interior.
 from __future__ import annotations
 
 from vsb.story import vocab
+from vsb.story.vocab import RENDER_COLORS as RENDER_COLORS  # the renderer-only colours
 
-RGB = tuple[int, int, int]
-
-#: Renderer-only colours: backgrounds, props, figure details, object details, weather marks.
-RENDER_COLORS: dict[str, RGB] = vocab.RENDER_COLORS
-
-_ENTRIES = vocab.PALETTE_ENTRIES
 #: Index -> "<group>:<name>".
-NAMES: list[str] = [n for n, _ in _ENTRIES]
+NAMES = vocab.PALETTE_NAMES
 #: Index -> RGB triple (the PNG palette).
-PALETTE: list[RGB] = [c for _, c in _ENTRIES]
+PALETTE = vocab.PALETTE_RGB
 #: "<group>:<name>" -> index.
-INDEX: dict[str, int] = {n: i for i, n in enumerate(NAMES)}
+INDEX = vocab.PALETTE_INDEX
 
 if len(set(PALETTE)) != len(PALETTE) or len(PALETTE) > 256:  # pragma: no cover - static data
     raise RuntimeError("palette colours must be unique and at most 256")

@@ -270,3 +270,9 @@ def _palette_entries() -> list[tuple[str, RGB]]:
 #: The render palette in index order, as ("<group>:<name>", RGB): the renderer-only colours,
 #: then the vocabulary's (the renderer's ``palette`` and the extractor's ``style`` both index it).
 PALETTE_ENTRIES: tuple[tuple[str, RGB], ...] = tuple(_palette_entries())
+#: Index -> "<group>:<name>".
+PALETTE_NAMES: list[str] = [n for n, _ in PALETTE_ENTRIES]
+#: Index -> RGB triple (the PNG palette).
+PALETTE_RGB: list[RGB] = [c for _, c in PALETTE_ENTRIES]
+#: "<group>:<name>" -> index.
+PALETTE_INDEX: dict[str, int] = {n: i for i, n in enumerate(PALETTE_NAMES)}

@@ -9,17 +9,11 @@ the evaluators never import the renderer. Figure offsets are relative to a figur
 from __future__ import annotations
 
 from vsb.story import vocab
+from vsb.story.vocab import RENDER_COLORS as RENDER_COLORS  # in palette order
+from vsb.story.vocab import RGB
 
-RGB = tuple[int, int, int]
-
-#: Renderer-only colours, in palette order (the drawing conventions' vocabulary).
-RENDER_COLORS: dict[str, RGB] = vocab.RENDER_COLORS
-
-_ENTRIES = vocab.PALETTE_ENTRIES
 #: Canonical palette: index -> "<group>:<name>" and index -> RGB (index arrays use this).
-NAMES: list[str] = [n for n, _ in _ENTRIES]
-PALETTE: list[RGB] = [c for _, c in _ENTRIES]
-INDEX: dict[str, int] = {n: i for i, n in enumerate(NAMES)}
+NAMES, PALETTE, INDEX = vocab.PALETTE_NAMES, vocab.PALETTE_RGB, vocab.PALETTE_INDEX
 BY_RGB: dict[RGB, int] = {c: i for i, c in enumerate(PALETTE)}
 
 # --- canvas ------------------------------------------------------------------------------

@@ -29,7 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from vsb.cli.main import main as vsb
+from vsb.evaluators.vlm.plan import EVALUATOR_NAME
 from vsb.scores.inputs import load_requirements
+from vsb.validation.hidden import hidden_checks
 from vsb.validation.matching import detections, frames_of, load_faults, taxonomy_metrics
 from vsb.validation.reference import judge_folder
 from vsb.validation.reference_judges import REFERENCE_JUDGES
@@ -47,6 +49,8 @@ def _metrics(run: Path, evaluator: str, keep: Any) -> dict[str, dict[str, Any]]:
     frames = {fr for fr in frames_of(rows) if keep(fr)}
     units = [u for u in detections(rows) if u.frame in frames]
     faults = [f for f in load_faults(run) if f.frame in frames]
+    # what no question of the judge can see is a knock-on of the faults that hid it
+    hidden = hidden_checks(run) if evaluator == EVALUATOR_NAME else None
     return {
         t.taxonomy: {
             "faults": t.n_faults,
@@ -54,7 +58,7 @@ def _metrics(run: Path, evaluator: str, keep: Any) -> dict[str, dict[str, Any]]:
             "detections": t.n_detections,
             "precision": t.precision,
         }
-        for t in taxonomy_metrics(faults, units, frames)
+        for t in taxonomy_metrics(faults, units, frames, hidden)
     }
 
 

@@ -93,8 +93,11 @@ def test_always_yes_finds_nothing(reports: dict[str, JudgeReport]) -> None:
 
 def _base_rates(run: Path) -> dict[str, float]:
     """Per label: the share of the (image, subject) checks of that label the oracle faulted
-    (what flagging every check scores as precision)."""
+    (what flagging every check scores as precision); a person drawn whose presence no
+    question can see (``vsb.validation.hidden``: every presence cue drifted) counts with
+    character_missing, as a knock-on of the faults that hid them."""
     from vsb.scores.inputs import load_requirements
+    from vsb.validation.hidden import hidden_checks
 
     rows = load_requirements(run)
     slots: dict[str, set[tuple[object, ...]]] = defaultdict(set)
@@ -102,10 +105,14 @@ def _base_rates(run: Path) -> dict[str, float]:
         if rows.evaluator[i] == "rules":
             frame = (rows.model[i], rows.condition[i], rows.story_id[i], rows.scene[i])
             slots[rows.taxonomy[i]].add((frame, rows.subject[i]))
-    faulted: dict[str, int] = defaultdict(int)
+    true: dict[str, set[tuple[object, ...]]] = defaultdict(set)
     for f in load_faults(run):
-        faulted[f.taxonomy] += f.visual
-    return {t: faulted[t] / len(s) for t, s in slots.items()}
+        if f.visual:
+            true[f.taxonomy].add((f.frame, f.subject))
+    for frame, subject, attribute in hidden_checks(run):
+        if attribute == "present":
+            true["character_missing"].add((frame, subject))
+    return {t: len(true[t] & s) / len(s) for t, s in slots.items()}
 
 
 @pytest.mark.parametrize("name", ["always-no", "always-unsure"])

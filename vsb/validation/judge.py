@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from vsb.errors import RunError, select_present
+from vsb.evaluators.vlm.plan import EVALUATOR_NAME as VLM
 from vsb.fsio import sha256_file
 from vsb.scores.inputs import (
     EvaluationTables,
@@ -46,10 +47,12 @@ from vsb.scores.inputs import (
     require_run_dir,
 )
 from vsb.tables import requirements_file
+from vsb.validation.hidden import hidden_checks
 from vsb.validation.matching import (
     FAULTS_FILE,
     Fault,
     Frame,
+    Hidden,
     detections,
     frames_of,
     load_faults,
@@ -146,8 +149,10 @@ def _section(
     table: SignalTable,
     truth: dict[tuple[str, str, str], float],
     pairs: PairTruth | None = None,
+    hidden: Hidden | None = None,
 ) -> tuple[EvaluatorValidation, dict[Frame, float]]:
-    """One evaluator's section and the per-frame values of its pass-rate signal."""
+    """One evaluator's section and the per-frame values of its pass-rate signal (``hidden``:
+    its checks no question can see, ``vsb.validation.hidden``)."""
     applicable = rows.view([v != _NOT_APPLICABLE for v in rows.verdict])
     units = detections(applicable)
     frames = set(frames_of(applicable))
@@ -159,6 +164,7 @@ def _section(
             [f for f in faults if f.frame[0] == m],
             [u for u in units if u.frame[0] == m],
             {fr for fr in frames if fr[0] == m},
+            hidden,
         )
         for m in models
     }
@@ -174,7 +180,7 @@ def _section(
             m: _counted(Counter({v: n for (x, v), n in by_verdict.items() if x == m}))
             for m in models
         },
-        taxonomy=taxonomy_metrics(faults, units, frames),
+        taxonomy=taxonomy_metrics(faults, units, frames, hidden),
         taxonomy_by_model=by_model,
         pass_rate=signal_auroc(ev, signal, values, faulty),
         coherence=correlation(name, coherence_signal(name), memory_coherence(applicable), truth),
@@ -270,11 +276,15 @@ def validate_run(
 
     sections: list[EvaluatorValidation] = []
     values: dict[tuple[str, str], dict[Frame, float]] = {}
+    # the judge's questions locate people by cues: what none of them can see in what was
+    # drawn is a knock-on of the faults that hid it (vsb.validation.hidden)
+    hidden = hidden_checks(root) if VLM in keep and (root / "suite").is_dir() else None
     for name in _ordered(keep & set(rows.evaluator)):
         note(f"{name}: recall and precision")
         sec, vals = _section(
-            name, rows.view([e == name for e in rows.evaluator]), faults, table, truth, pairs
-        )
+            name, rows.view([e == name for e in rows.evaluator]), faults, table, truth, pairs,
+            hidden if name == VLM else None,
+        )  # fmt: skip
         sections.append(sec)
         values[(sec.pass_rate.evaluator, sec.pass_rate.signal)] = vals
     note("signal AUROC and story-level correlations")

@@ -30,6 +30,7 @@ whose check covers the colour).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,6 +53,9 @@ Frame = tuple[str, str, str, int]
 """(model, condition, story_id, scene)."""
 Key = tuple[Frame, str, str]
 """(frame, subject, taxonomy label): what strict matching compares."""
+Hidden = Mapping[tuple[Frame, str, str], frozenset[tuple[str, str]]]
+"""(frame, subject, attribute) of a check whose question cannot see its subject in what was
+drawn -> (subject, taxonomy) of the faults that hid it (``vsb.validation.hidden``)."""
 
 
 def norm_attribute(attribute: str) -> str:
@@ -192,11 +196,26 @@ def _ratio(k: int, n: int) -> float | None:
     return k / n if n else None
 
 
+def _hidden_unit(u: Detection, hidden: Hidden) -> bool:
+    """Whether every check of ``u`` is one no question can see (``hidden``), or ``u`` fails
+    with its subject's presence check and that is one (the person is there, every cue of
+    the presence question drifted: whatever fails with it is their knock-on)."""
+    if "present" in u.attributes and (u.frame, u.subject, "present") in hidden:
+        return True
+    return all((u.frame, u.subject, a) in hidden for a in u.attributes)
+
+
 def taxonomy_metrics(
-    faults: list[Fault], units: list[Detection], frames: set[Frame]
+    faults: list[Fault], units: list[Detection], frames: set[Frame], hidden: Hidden | None = None
 ) -> list[TaxonomyMetrics]:
     """Per-taxonomy strict and root-cause recall and precision of one evaluator's units
-    against the visual faults on ``frames`` (TAXONOMY order, then unknown labels, 'all')."""
+    against the visual faults on ``frames`` (TAXONOMY order, then unknown labels, 'all').
+
+    ``hidden`` (a judge's checks whose question cannot see its subject in what was drawn,
+    and the faults that hid them): a fault on such a check is their knock-on, detected
+    (strict) when a unit of one of them is; a unit whose every check is such, or that fails
+    with such a presence check, is their knock-on: a true detection (the faults that hid it
+    are real)."""
     visual = [f for f in faults if f.visual and f.frame in frames]
     strict = strict_units(units)
     unit_keys = {u.key for u in strict}
@@ -211,11 +230,12 @@ def taxonomy_metrics(
     c: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for f in visual:
         c["n_faults"][f.taxonomy] += 1
-        c["hit"][f.taxonomy] += f.key in unit_keys
+        hid = hidden.get((f.frame, f.subject, f.attribute), ()) if hidden else ()
+        c["hit"][f.taxonomy] += f.key in unit_keys or any((f.frame, *k) in unit_keys for k in hid)
         c["hit_rc"][f.taxonomy] += any(u.matches_root_cause(f) for u in by_frame[f.frame])
     for u in strict:
         c["nd"][u.label] += 1
-        c["tp"][u.label] += u.key in fault_keys
+        c["tp"][u.label] += u.key in fault_keys or (hidden is not None and _hidden_unit(u, hidden))
     for u in units:
         matched = [f for f in faults_by_frame.get(u.frame, ()) if u.matches_root_cause(f)]
         c["nd_rc"][u.label] += 1

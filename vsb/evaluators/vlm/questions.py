@@ -87,24 +87,48 @@ def _unique(state: SceneState, name: str, attribute: str) -> str:
     return value if value and all(getattr(o, attribute) != value for o in others) else ""
 
 
-def _tiers(
+#: A cue of a locator: (attribute, value) of the character, ``hair_style`` included.
+Cue = tuple[str, str]
+
+
+def locator_cues(
     state: SceneState, name: str, without: tuple[str, ...] = (), *, weak: bool = True
-) -> list[list[str]]:
+) -> list[list[Cue]]:
     """The cues of ``name`` no other character of the scene shares, in three tiers (see the
     module docstring): identity (skin, hair colour: no fault gives them to anyone else), the
     top (a fault may give it to another person only when its owner's top changed too), and
     the weak cues (trousers, hair style: a fault may give them to anyone); ``without``
-    leaves some out, ``weak=False`` the weak tier. Empty tiers are dropped."""
+    leaves some out (skin, hair, top, trousers), ``weak=False`` the weak tier. Empty tiers
+    are dropped. What ``person`` names, as (attribute, value) pairs (``vsb.validation.hidden``
+    reads them to find whom a question's words single out in what was drawn)."""
     skin, hair = _unique(state, name, "skin"), _unique(state, name, "hair_color")
     top, trousers = _unique(state, name, "top"), _unique(state, name, "trousers")
     style = _unique(state, name, "hair_style")
-    identity = [skin_words(skin)] if skin and "skin" not in without else []
-    identity += [f"{hair} hair"] if hair and "hair" not in without else []
-    clothes = [_a(f"{top} top")] if top and "top" not in without else []
-    loose = [f"{trousers} trousers"] if weak and trousers and "trousers" not in without else []
+    identity = [("skin", skin)] if skin and "skin" not in without else []
+    identity += [("hair_color", hair)] if hair and "hair" not in without else []
+    clothes = [("top", top)] if top and "top" not in without else []
+    loose = [("trousers", trousers)] if weak and trousers and "trousers" not in without else []
     if weak and style and "hair" not in without:
-        loose.append(_a(style) if style in ("bun", "ponytail") else f"{style} hair")
+        loose.append(("hair_style", style))
     return [t for t in (identity, clothes, loose) if t]
+
+
+def _cue_words(cue: Cue) -> str:
+    attribute, value = cue
+    if attribute == "skin":
+        return skin_words(value)
+    if attribute == "hair_color":
+        return f"{value} hair"
+    if attribute in ("top", "trousers"):
+        return _a(f"{value} top") if attribute == "top" else f"{value} trousers"
+    return _a(value) if value in ("bun", "ponytail") else f"{value} hair"
+
+
+def _tiers(
+    state: SceneState, name: str, without: tuple[str, ...] = (), *, weak: bool = True
+) -> list[list[str]]:
+    """``locator_cues`` in words."""
+    return [[_cue_words(c) for c in t] for t in locator_cues(state, name, without, weak=weak)]
 
 
 def cue_list(cues: list[str]) -> str:
@@ -158,17 +182,39 @@ def unrecognised_label(state: SceneState, name: str) -> str:
 _OWN_CUE = {"skin": ("skin",), "hair": ("hair",), "top": ("top",), "trousers": ("trousers",)}
 
 
+def question_locators(req: Requirement, state: SceneState) -> list[tuple[str, list[list[Cue]]]]:
+    """Whom the question of ``req`` names by a locator (``person``), with that locator's
+    cues: a character attribute's subject (less the fact's own cue), a holder check's
+    holder, every person of the left-to-right order, a present person's presence (which
+    is asked by ``presence_cues``, one tier)."""
+    if req.attribute == "holder" and str(req.expected) in state.characters:
+        return [(str(req.expected), locator_cues(state, str(req.expected)))]
+    if req.subject == "scene" and req.attribute == "order" and isinstance(req.expected, list):
+        names = [str(n) for n in req.expected if n in state.characters]
+        return [(n, locator_cues(state, n)) for n in names]
+    if req.subject not in state.characters:
+        return []
+    if req.attribute == "present":
+        cues = [c for t in locator_cues(state, req.subject, weak=False) for c in t]
+        return [(req.subject, [cues])] if cues and req.expected is True else []
+    return [(req.subject, locator_cues(state, req.subject, _OWN_CUE.get(req.attribute, ())))]
+
+
 def unsure_label(req: Requirement, state: SceneState) -> str:
-    """The root cause when the judge cannot tell which person a question about a character
-    means (UNSURE): every cue of its locator drifted. ``identity_drift`` when the locator
-    names a skin tone, a hair colour or style (or the full identity), ``clothing_change``
-    when it names only clothes; empty for other questions."""
-    if req.subject not in state.characters or req.attribute == "present":
+    """The root cause when the judge cannot tell which person a question about people means
+    (UNSURE: no one, or more than one, shows its locator's cues): every cue of the locator
+    drifted, or another person's drifted into it. ``identity_drift`` when a locator names a
+    skin tone, a hair colour or style (or the full identity), ``clothing_change`` when every
+    one names only clothes; empty for a question that names no one (``question_locators``:
+    a holder check has the holder's, the left-to-right order every named person's)."""
+    named = question_locators(req, state) if req.attribute != "present" else []
+    if not named:
         return ""
-    tiers = _tiers(state, req.subject, _OWN_CUE.get(req.attribute, ()))
-    cues = [c for t in tiers for c in t]
-    clothes = cues and all(c.endswith((" top", " trousers")) for c in cues)
-    return "clothing_change" if clothes else "identity_drift"
+    clothes = [
+        bool(tiers) and all(a in ("top", "trousers") for t in tiers for a, _ in t)
+        for _, tiers in named
+    ]
+    return "clothing_change" if all(clothes) else "identity_drift"
 
 
 def _character_question(req: Requirement, state: SceneState) -> Question:

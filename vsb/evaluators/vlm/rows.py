@@ -45,15 +45,17 @@ def _knock_on(req: Requirement, p: _Probed, verdict: str, unsure: str = "") -> s
         return "character_missing"
     if req.subject in p.unrecognised and req.attribute == "present":
         return p.lost_label.get(req.subject, "identity_drift")
-    if verdict == "unsure" and unsure:
-        return unsure
-    if req.subject in p.unrecognised:
-        return req.taxonomy
     holder = str(req.expected) if req.attribute == "holder" else ""
     if holder in p.unrecognised and verdict == "unsure":  # cannot tell whom the holder is
         return p.lost_label.get(holder, "identity_drift")
     expected = [str(n) for n in req.expected] if isinstance(req.expected, list) else []
     lost = p.missing | (p.unrecognised - p.located)
+    # an order or holder check the judge could not place (UNSURE) fails as the drift of its
+    # locators, unless someone it names was not found (then as below)
+    if verdict == "unsure" and unsure and not lost & {holder, *expected}:
+        return unsure
+    if req.subject in p.unrecognised:
+        return req.taxonomy
     if req.attribute == "order" and any(n in lost for n in expected):
         seen = [n for n in expected if n not in lost]
         in_order = all(

@@ -50,13 +50,17 @@ def state_json(state: SceneState, without: str | None = None) -> dict[str, Any]:
         "characters": chars,
         "objects": objs,
     }
-    if without is not None:
-        drop = GROUP_KEYS[without]
-        out = {k: v for k, v in out.items() if k not in drop}
-        for c in chars.values():
-            for key in drop:
-                c.pop(key, None)
-    return out
+    return out if without is None else drop_group(out, without)
+
+
+def drop_group(out: dict[str, Any], without: str) -> dict[str, Any]:
+    """A context without the facts of the group ``without`` (an ablation): its keys dropped
+    from the top level and from every character (in place)."""
+    drop = GROUP_KEYS[without]
+    for c in out.get("characters", {}).values():
+        for key in drop:
+            c.pop(key, None)
+    return {k: v for k, v in out.items() if k not in drop}
 
 
 def memory_context(state: SceneState, without: str | None = None) -> dict[str, Any]:

@@ -28,8 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from vsb.story import vocab, words
-from vsb.story.context.facts import GROUP_KEYS
-from vsb.story.context.memory import state_json
+from vsb.story.context.memory import drop_group, state_json
 from vsb.story.imported import Substitution
 from vsb.story.models import SceneState, Story
 
@@ -181,12 +180,9 @@ def sourced_memory(
         if isinstance(entry, dict)
     }
     if without is not None:
-        drop = GROUP_KEYS[without]
-        out = {k: v for k, v in out.items() if k not in drop}
-        for c in chars.values():
-            for key in drop:
-                c.pop(key, None)
-            if without in _DESCRIBED_BY_PROFILE:
+        out = drop_group(out, without)
+        if without in _DESCRIBED_BY_PROFILE:
+            for c in chars.values():
                 c.pop("description", None)
     return words.in_words(out)
 

@@ -47,8 +47,9 @@ from vsb.story.models import (
 from vsb.story.requirements import apply_substitutions, derive_story
 
 Key = tuple[str, str]  # (subject, attribute)
-#: Placeholders chosen for a value the narrative does not give in the vocabulary.
-_DEFAULTS: dict[str, Sequence[str]] = {
+#: Placeholders chosen for a value the narrative does not give in the vocabulary (the first
+#: that keeps the characters apart; gold annotations use the same).
+PLACEHOLDERS: dict[str, Sequence[str]] = {
     "skin": tuple(vocab.SKIN_TONES),
     "hair_color": tuple(vocab.HAIR_COLORS),
     "hair_style": vocab.HAIR_STYLES,
@@ -56,7 +57,7 @@ _DEFAULTS: dict[str, Sequence[str]] = {
     "trousers": tuple(reversed(vocab.CLOTHING_COLORS)),
     "pose": vocab.POSES,
 }
-_ALLOWED: dict[str, Sequence[str]] = {**_DEFAULTS, "accessory": vocab.ACCESSORIES}
+_ALLOWED: dict[str, Sequence[str]] = {**PLACEHOLDERS, "accessory": vocab.ACCESSORIES}
 
 
 def _free(value: str) -> str | None:
@@ -111,10 +112,10 @@ class _Builder:
                 self.live[(name, attr)] = _free(raw)
                 if attr == "accessory":  # a free-text accessory is worn: checked; unknown: not
                     values[attr] = "none" if _free(raw) is None else "hat"
-            for attr in _DEFAULTS:  # placeholders, keeping characters distinguishable
+            for attr in PLACEHOLDERS:  # placeholders, keeping characters distinguishable
                 if attr in values:
                     continue
-                for v in _DEFAULTS[attr]:
+                for v in PLACEHOLDERS[attr]:
                     if attr == "top" and (v in taken["top"] or v == values.get("trousers")):
                         continue
                     if attr == "trousers" and v == values.get("top"):

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from vsb.errors import InputError, TransitionError
-from vsb.narrative.build import difficulty_of
+from vsb.narrative.build import PLACEHOLDERS, difficulty_of
 from vsb.narrative.importer import ImportReport, StoryResult
 from vsb.narrative.profile import Look, ProfileConflict, read_profile
 from vsb.narrative.sources import Narrative
@@ -60,13 +60,8 @@ MAX_CHARACTERS = 3
 _UNKNOWN = {"", "unknown", "none", "n/a", "na", "null", "unclear", "not specified"}
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
 _LOOK = ("skin", "hair_color", "hair_style", "top", "trousers", "accessory")
-_PLACEHOLDERS: dict[str, Sequence[str]] = {
-    "skin": tuple(vocab.SKIN_TONES),
-    "hair_color": tuple(vocab.HAIR_COLORS),
-    "hair_style": vocab.HAIR_STYLES,
-    "top": tuple(vocab.CLOTHING_COLORS),
-    "trousers": tuple(reversed(vocab.CLOTHING_COLORS)),
-}
+#: The import's placeholders for a look the annotations do not give (a pose is withheld).
+_PLACEHOLDERS = {a: v for a, v in PLACEHOLDERS.items() if a != "pose"}
 
 
 class GoldError(InputError):

@@ -225,6 +225,7 @@ def leaderboard(data: SiteData) -> dict[str, Any]:
         for r, _ in entries
     ]
     return {
+        "scores": data.scores,  # this board's evaluator's (the site's common one is the primary's)
         "condition": cond,
         "conds": conds,
         "positions": positions,

@@ -73,9 +73,9 @@ class CorrectedEstimate(BaseModel):
     )
     ci_low: float | None = Field(
         description="Lower bound of the joint bootstrap CI (stories and the validation "
-        "frames they hold), clipped to [0, 1]."
+        "frames they hold) in [0, 1]; an interval past a bound keeps its width inside it."
     )
-    ci_high: float | None = Field(description="Upper bound of that CI, clipped to [0, 1].")
+    ci_high: float | None = Field(description="Upper bound of that CI, in [0, 1].")
     reason: str | None = Field(default=None, description="Why there is no number (else null).")
 
 
@@ -96,6 +96,16 @@ class CorrectedScore(BaseModel):
     )
     rank_low: int | None = Field(default=None, description="Best rank in the bootstrap range.")
     rank_high: int | None = Field(default=None, description="Worst rank in the bootstrap range.")
+    basis: str | None = Field(
+        default=None,
+        description="What the judge's error rests on (issue 46): 'assumed: the judge errs as "
+        "on simulator frames', 'measured: N verified items' or 'measured: oracle frames'.",
+    )
+    assumption_test: str | None = Field(
+        default=None,
+        description="With verified items: whether the judge's error on them differs from the "
+        "simulator frames' ('consistent …' / 'contradicted …'); null without.",
+    )
 
 
 class ModelScore(BaseModel):

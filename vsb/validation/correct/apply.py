@@ -10,7 +10,10 @@ and ``.csv``): per label, the oracle facts, sensitivity, specificity and ``J`` w
 bootstrap interval.
 
 The assumption (``ASSUMPTION``, shown wherever the numbers are): the judge errs on a model's
-images as it errs on the simulators' images of the same kind of fact.
+images as it errs on the simulators' images of the same kind of fact. A model with verified
+items (``vsb human verify``; ``vsb.validation.correct.measured``) is corrected with the
+judge's error measured on its own frames instead, and the assumption is tested on them; each
+row's ``basis`` says which (issue 46).
 """
 
 from __future__ import annotations
@@ -47,7 +50,15 @@ from vsb.validation.correct.errors import (
     row_truth,
     validation_counts,
 )
-from vsb.validation.correct.estimate import BOUND, GLOBAL, CellEstimate, Corrector, cell_counts
+from vsb.validation.correct.estimate import (
+    BOUND,
+    GLOBAL,
+    CellEstimate,
+    Corrector,
+    bounded_interval,
+    cell_counts,
+)
+from vsb.validation.correct.measured import AssumptionTest, ModelError, verified_errors
 from vsb.validation.matching import Fault
 from vsb.validation.truth import PAIR_ATTRIBUTES, PairTruth
 
@@ -60,6 +71,10 @@ ASSUMPTION = (
     "(judge_swap)."
 )
 ERROR_FILE = "judge_error"
+#: ``basis`` of a row corrected with the simulator-measured error.
+ASSUMED = "assumed: the judge errs as on simulator frames"
+#: ``basis`` of a simulator's row: its own oracle frames measured the judge.
+ORACLE_BASIS = "measured: oracle frames"
 
 
 class LabelError(BaseModel):
@@ -150,12 +165,38 @@ class Corrected:
     conditions: tuple[str, ...]
     stories: tuple[str, ...]
     error: EvaluatorError
+    oracle_models: frozenset[str] = frozenset()
+    measured: dict[str, ModelError] | None = None
+    """Per model with verified items: the judge's error on its own frames."""
+    outcomes: np.ndarray | None = None
+    """``outcome_counts`` of the evaluator's rows (with ``measured``)."""
+    tests: dict[str, AssumptionTest] | None = None
+
+    def basis(self, model: str) -> str:
+        """What ``model``'s correction rests on."""
+        if self.measured and model in self.measured:
+            return f"measured: {self.measured[model].n_items} verified items"
+        return ORACLE_BASIS if model in self.oracle_models else ASSUMED
+
+    def contradicted(self) -> list[str]:
+        """The models whose verified items contradict the assumption."""
+        return sorted(m for m, t in (self.tests or {}).items() if t.contradicted)
+
+    def estimate(self, m: int, c: int, keep: np.ndarray | None = None) -> CellEstimate:
+        """Cell (m, c) corrected on its model's basis."""
+        err = (self.measured or {}).get(self.models[m])
+        if err is None or self.outcomes is None:
+            return self.corrector.estimate(m, c, keep)
+        from vsb.validation.correct.measured import measured_estimate
+
+        return measured_estimate(self.outcomes[m, c], err, self.corrector.weights, keep)
 
 
 def corrector_for(
     inp: ScoringInput, evaluator: str, oracle: Oracle, settings: Resampling, bound: float = BOUND
 ) -> Corrected:
-    """The corrector of one evaluator (its table's models, conditions and stories)."""
+    """The corrector of one evaluator (its table's models, conditions and stories), with the
+    judge's error measured on the verified items of the models that have them."""
     rows = inp.evaluator_rows(evaluator)
     rows = rows.view([v != NOT_APPLICABLE for v in rows.verdict])
     models = ordered_names(rows.model, inp.model_order)
@@ -170,7 +211,13 @@ def corrector_for(
     counts = cell_counts(rows, models, conditions, stories, labels)
     corrector = Corrector(counts, val, labels, weights, bound)
     error = _error(evaluator, rows, sub, val, corrector, labels, oracle, settings)
-    return Corrected(evaluator, corrector, models, conditions, stories, error)
+    cor = Corrected(evaluator, corrector, models, conditions, stories, error,
+                    frozenset(oracle.models))  # fmt: skip
+    got = verified_errors(inp.root, evaluator, rows, (models, conditions, stories), labels,
+                          corrector, settings)  # fmt: skip
+    if got is not None:
+        cor.measured, cor.outcomes, cor.tests = got
+    return cor
 
 
 def _error(
@@ -233,11 +280,9 @@ def _estimate(
     if np.isnan(est.score[j]):
         return None
     low, high = nan_to_none(lo[j]), nan_to_none(hi[j])
-    return CorrectedEstimate(
-        score=_clip(float(est.score[j])),
-        ci_low=None if low is None else _clip(low),
-        ci_high=None if high is None else _clip(high),
-    )
+    if low is not None and high is not None:
+        low, high = bounded_interval(low, high)
+    return CorrectedEstimate(score=_clip(float(est.score[j])), ci_low=low, ci_high=high)
 
 
 def corrected_rows(cor: Corrected, rows: list[ModelScore], confidence: float) -> list[ModelScore]:
@@ -247,7 +292,7 @@ def corrected_rows(cor: Corrected, rows: list[ModelScore], confidence: float) ->
     for m, model in enumerate(cor.models):
         for c, cond in enumerate(cor.conditions):
             if (model, cond) in cells:
-                est[(model, cond)] = cor.corrector.estimate(m, c)
+                est[(model, cond)] = cor.estimate(m, c)
     ranks = _ranks(est, confidence)
     out = []
     for r in rows:
@@ -263,6 +308,10 @@ def corrected_rows(cor: Corrected, rows: list[ModelScore], confidence: float) ->
             rank=rank[0],
             rank_low=rank[1],
             rank_high=rank[2],
+            basis=cor.basis(r.model),
+            assumption_test=None
+            if cor.tests is None or r.model not in cor.tests
+            else cor.tests[r.model].text,
         )
         out.append(r.model_copy(update={"corrected": corrected}))
     return out
@@ -380,6 +429,7 @@ def write_correction(
 
 
 __all__ = [
+    "ASSUMED",
     "ASSUMPTION",
     "BOUND",
     "FALSE_FAILED",

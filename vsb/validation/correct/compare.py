@@ -5,6 +5,13 @@ the same joint bootstrap (stories and the oracle frames they hold), so the diffe
 interval carries the judge's uncertainty once, as it bears on both sides; each metric uses
 the stories both sides have. A metric that is not correctable on either side is left out
 and its reason returned.
+
+Each side says what its correction rests on (``basis``: the judge's error measured on its
+own verified frames, on the oracle frames, or assumed to be the simulator frames'), under
+the key ``basis`` of the reasons returned. Where a side's correction is assumed and a
+model's verified frames contradict the assumption, the probabilities of the sign of a − b
+are not given (``P(Δ>0)`` says why): the interval around a difference that may be the
+judge's is no evidence of either model's lead (issue 46).
 """
 
 from __future__ import annotations
@@ -26,7 +33,13 @@ from vsb.scores.stats.bootstrap import (
 )
 from vsb.scores.stats.power import min_detectable, stories_needed
 from vsb.scores.table import N_DIMS
-from vsb.validation.correct.apply import Oracle, corrector_for, judged_evaluators, needs_pairs
+from vsb.validation.correct.apply import (
+    ASSUMED,
+    Oracle,
+    corrector_for,
+    judged_evaluators,
+    needs_pairs,
+)
 from vsb.validation.correct.estimate import N_BASE
 
 
@@ -67,13 +80,21 @@ def compare_corrected(
     kind = "model" if ca[1] == cb[1] else "condition"
     n = cor.corrector.counts.total
     both = (n[ca].sum(axis=-1) > 0) & (n[cb].sum(axis=-1) > 0)  # (stories, base metrics)
-    ea = cor.corrector.estimate(*ca, keep=both)
-    eb = cor.corrector.estimate(*cb, keep=both)
+    ea = cor.estimate(*ca, keep=both)
+    eb = cor.estimate(*cb, keep=both)
     diff = ea.dist - eb.dist
     low, high = percentile_interval(diff, settings.confidence)
     p_gt, p_eq, p_lt = signed_shares(diff)
     rows: list[Comparison] = []
-    left_out: dict[str, str] = {}
+    sides = (cor.basis(table.models[ca[0]]), cor.basis(table.models[cb[0]]))
+    left_out: dict[str, str] = {"basis": f"a {sides[0]}; b {sides[1]}"}
+    against = cor.contradicted()
+    doubt = bool(against) and ASSUMED in sides
+    if doubt:
+        left_out["P(Δ>0)"] = (
+            "not shown: a side is corrected by assuming the judge errs as on simulator frames, "
+            f"and the verified frames of {', '.join(against)} contradict that"
+        )
     for j, metric in enumerate(ALL_METRICS):
         why = ea.reason[j] or eb.reason[j]
         if why is not None:
@@ -102,9 +123,9 @@ def compare_corrected(
                 diff=d,
                 ci_low=nan_to_none(low[j]),
                 ci_high=nan_to_none(high[j]),
-                p_greater=nan_to_none(p_gt[j]),
-                p_equal=nan_to_none(p_eq[j]),
-                p_less=nan_to_none(p_lt[j]),
+                p_greater=None if doubt else nan_to_none(p_gt[j]),
+                p_equal=None if doubt else nan_to_none(p_eq[j]),
+                p_less=None if doubt else nan_to_none(p_lt[j]),
                 win_rate=win,
                 n_stories=int(shared.sum()),
                 se=se,

@@ -46,6 +46,19 @@ N_BASE = len(BASE_METRICS)
 GLOBAL = N_BASE
 
 
+def bounded_interval(low: float, high: float) -> tuple[float, float]:
+    """The percentile interval ``[low, high]`` of an unclipped estimate, inside [0, 1]: an
+    interval that reaches past a bound ends at the bound and keeps its width inside (never
+    the zero-width ``[1, 1]`` that clipping both ends gives when the whole interval lies
+    past 1; issue 46)."""
+    width = min(1.0, high - low)
+    if high > 1.0:
+        return max(0.0, min(max(low, 0.0), 1.0 - width)), 1.0
+    if low < 0.0:
+        return 0.0, min(1.0, max(min(high, 1.0), width))
+    return low, high
+
+
 @dataclass(frozen=True)
 class CellCounts:
     """Per (model, condition, story, base metric, label): checks passed and checks."""

@@ -180,6 +180,58 @@ def simulate(release: Path, n_raters: int, seed: int, out: Path, careless: float
     click.echo(f"wrote {len(paths)} SYNTHETIC rating file(s) ({n_bad} careless) to {out}")
 
 
+@human.command("verify")
+@click.argument("run_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option("--model", required=True, help="The model whose frames people verify.")
+@click.option("--items", "n_items", default=600, show_default=True, type=click.IntRange(1),
+              help="Questions in the sample.")  # fmt: skip
+@click.option("--out", "out", type=_DIR, help="Where the items, pictures and page go.")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--evaluator", default=None, help="The judged evaluator (default: the only one).")
+@click.option("--dry-run", is_flag=True,
+              help="Say how many items a corrected global within --half-width needs; "
+              "write nothing.")  # fmt: skip
+@click.option("--half-width", default=0.03, show_default=True, type=click.FloatRange(0.001, 0.5),
+              help="With --dry-run: the 95% interval's half-width to plan for.")  # fmt: skip
+def verify(run_dir: Path, model: str, n_items: int, out: Path | None, seed: int,
+           evaluator: str | None, dry_run: bool, half_width: float) -> None:  # fmt: skip
+    """Draw a verification sample of MODEL's judged frames: OUT/items.jsonl (one question a
+    line: item_id, image, sha256, question) and OUT/evaluate.html (serve it with `vsb human
+    serve OUT`), blind; the sample itself goes to RUN_DIR/verification/. `vsb score
+    --corrected` then corrects MODEL with the judge's error measured on the answers."""
+    if dry_run:
+        from vsb.validation.correct.sizing import sample_size
+
+        size = sample_size(run_dir, model, half_width, evaluator)
+        stories = "—" if size.story_half_width is None else f"±{size.story_half_width:.3f}"
+        click.echo(f"{model}: {size.items} verified items for a corrected global within "
+                   f"±{half_width:g} (95%; {size.rows} judged single-frame rows; planned "
+                   f"from {size.planned_from}; widest: {size.cell}); the sampling of "
+                   f"stories adds {stories}, which no number of items narrows")  # fmt: skip
+        return
+    if out is None:
+        raise click.UsageError("--out is required (or --dry-run)")
+    from vsb.human.verify.sample import ITEMS_FILE, draw_sample
+
+    sample = draw_sample(run_dir, model, n_items, out, seed=seed, evaluator=evaluator)
+    click.echo(f"sample {sample.sample_id}: {len(sample.items)} items of {model} in "
+               f"{out / ITEMS_FILE} and {out / 'evaluate.html'} (vsb human serve {out}); "
+               f"import the answers with vsb human verify-import {run_dir} FILE")  # fmt: skip
+
+
+@human.command("verify-import")
+@click.argument("run_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.argument("files", nargs=-1, required=True,
+                type=click.Path(path_type=Path, exists=True, dir_okay=False))  # fmt: skip
+def verify_import(run_dir: Path, files: tuple[Path, ...]) -> None:
+    """Import answers to a verification sample (JSON lines {"item_id", "answer": YES | NO |
+    UNSURE}, or the page's export), each checked against the sample (all or nothing)."""
+    from vsb.human.verify.answers import import_answers
+
+    for got in import_answers(run_dir, list(files)):
+        click.echo(f"sample {got.sample_id}: {len(got.answers)} answers stored")
+
+
 @human.command("serve")
 @click.argument("site_dir", type=_DIR)
 @click.option("--port", default=8000, show_default=True, help="Port on 127.0.0.1.")

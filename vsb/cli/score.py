@@ -111,7 +111,7 @@ def _corrected_board(report: ScoresReport, evaluator: str, cond: str) -> Table |
     table = _table(
         f"{cond} — evaluator {evaluator}, corrected for the judge's error",
         ("model", "# corrected (95% range)", "global raw", "global corrected [95% CI]",
-         "coherence raw", "coherence corrected [95% CI]"),
+         "coherence raw", "coherence corrected [95% CI]", "basis"),
     )  # fmt: skip
 
     def cell(e: Any) -> str:
@@ -133,8 +133,20 @@ def _corrected_board(report: ScoresReport, evaluator: str, cond: str) -> Table |
             cell(c.global_score),
             _pct(r.coherence.score if r.coherence else None),
             cell(c.coherence),
+            c.basis or "—",
         )
     return table
+
+
+def _assumption_lines(report: ScoresReport) -> list[str]:
+    """One line per model whose verified frames tested the assumption (issue 46)."""
+    seen = {
+        (r.evaluator, r.model, r.corrected.assumption_test)
+        for r in report.scores
+        if r.corrected is not None and r.corrected.assumption_test
+    }
+    return [f"{e}, {m}: the judge's error on its verified frames vs the simulator frames': {t}"
+            for e, m, t in sorted(seen)]  # fmt: skip
 
 
 def _notes(report: ScoresReport, evaluator: str, cond: str) -> list[str]:
@@ -247,6 +259,8 @@ def score(
         console.print(swap)
     if errors is not None:
         console.print(f"corrected: {errors.assumption}", soft_wrap=True)
+        for line in _assumption_lines(report):
+            console.print(line, soft_wrap=True)
     click.echo(f"wrote {len(paths)} files to {Path(run_dir) / 'scores'}")
 
 

@@ -74,6 +74,7 @@ PATTERNS: dict[str, str] = {
     "stored": "vsb.adapters.providers.stored:stored_adapter",
     "diffusers": "vsb.adapters.diffusers:diffusers_adapter",
     "python": "vsb.adapters.function:function_adapter",
+    "vinabench": "vsb.adapters.providers.vinabench_gold:gold_adapter",
 }
 
 _REGISTERED: dict[str, AdapterFactory] = {}

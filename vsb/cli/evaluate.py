@@ -226,7 +226,7 @@ def evaluate(
             raise click.UsageError("--dry-run plans judge calls: give --judge")
         plan = plan_judge(
             run_dir, transport, options, models=model_list, conditions=cond_list,
-            evaluators=_names(evaluators),
+            evaluators=_names(evaluators), own=own,
         )  # fmt: skip
         dupes = f", {plan.duplicates} duplicates (sent once)" if plan.duplicates else ""
         click.echo(

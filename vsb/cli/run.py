@@ -98,6 +98,12 @@ INCOMPLETE = 3
     "(<dir>/<SOURCE>/<condition>/<story>/scene_<kk>.png).",
 )  # fmt: skip
 @click.option(
+    "--layout", type=click.Choice(["vsb", "vinabench"]), default="vsb", show_default=True,
+    help="How --samples DIR/SOURCE is laid out: vsb's (<condition>/<story>/scene_<kk>.png) "
+    "or VinaBench's inference output (<index>_<tid>.jpg, one image per scene for every "
+    "condition). vinabench:gold reads VinaBench's annotations folder as --samples DIR.",
+)  # fmt: skip
+@click.option(
     "--samples-source", default=None,
     help="With --model stored: the source (the same as --model stored:SOURCE).",
 )  # fmt: skip
@@ -123,6 +129,7 @@ def run(
     retry_delay: float,
     samples_dir: Path | None,
     samples_source: str | None,
+    layout: str,
     timeout_s: float | None,
     stories: str | None,
     limit: int | None,
@@ -166,6 +173,8 @@ def run(
     given: dict[str, Any] = {}
     for m in config.models:
         if m.startswith("stored:"):
+            given[m] = get_adapter(m, root=samples_dir, layout=layout)
+        elif m.startswith("vinabench:"):
             given[m] = get_adapter(m, root=samples_dir)
         elif m.startswith("openai:") and base_url:
             given[m] = get_adapter(m, base_url=base_url, client=_client(ctx, timeout_s))

@@ -225,9 +225,12 @@ def score(
         "scores/",
         "work on a copy (cp -r RELEASE DIR, then vsb release freeze DIR to publish it)",
     )
+    settings = Resampling(seed=seed, n_resamples=resamples)
+    if evaluators is not None and evaluators.strip() == "vinabench":  # VinaBench's table alone
+        _vinabench(run_dir, settings, required=True)
+        return
     inp = load_scoring_input(run_dir)
     shown = _shown_conditions(inp.conditions, condition, PRIMARY_CONDITION)
-    settings = Resampling(seed=seed, n_resamples=resamples)
     report = score_input(inp, evaluators=evaluators, settings=settings)
     errors = None
     if corrected:
@@ -235,6 +238,8 @@ def score(
 
         report, errors = correct_report(inp, report, settings, required=True)
     paths = write_scores(run_dir, report)
+    if evaluators is None or "vinabench" in evaluators.split(","):
+        paths += _vinabench(run_dir, settings, required=False)
     from vsb.validation.correct.apply import remove_correction, write_correction
 
     if errors is not None:
@@ -262,6 +267,32 @@ def score(
         for line in _assumption_lines(report):
             console.print(line, soft_wrap=True)
     click.echo(f"wrote {len(paths)} files to {Path(run_dir) / 'scores'}")
+
+
+def _vinabench(run_dir: Path, settings: Any, *, required: bool) -> list[Path]:
+    """Write and print VinaBench's table (``scores/vinabench.csv``) of the run's
+    ``vinabench`` signals; ``required``: none is an error."""
+    from vsb.errors import InputError
+    from vsb.scores.inputs import load_signals
+    from vsb.scores.peer.vinabench import COLUMNS, vinabench_rows, write_vinabench
+
+    signals = load_signals(run_dir)
+    paths = write_vinabench(Path(run_dir) / "scores", signals, settings)
+    if not paths:
+        if required:
+            raise InputError(
+                "the run has no vinabench signals: run `vsb evaluate RUN --evaluator vinabench "
+                "--judge … --vinabench-file FILE` first"
+            )
+        return paths
+    shown = [c for c in COLUMNS if c not in ("fid", "clip_i")]
+    table = _table("VinaBench's metrics", ("model", "condition", "portion", *shown))
+    for r in vinabench_rows(signals, settings):
+        table.add_row(r["model"], r["condition"], r["portion"], *(_pct(r[c]) for c in shown))
+    _console().print(table)
+    if required:
+        click.echo(f"wrote {paths[0]}")
+    return paths
 
 
 @click.command()

@@ -23,7 +23,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -95,16 +95,37 @@ def plan_judge(
     models: Sequence[str] | None = None,
     conditions: Sequence[str] | None = None,
     evaluators: Sequence[str] | None = None,
+    own: Mapping[str, Any] | None = None,
 ) -> CostPlan:
-    """The dry run of a judge pass: calls not yet cached and their estimated cost."""
+    """The dry run of a judge pass: calls not yet cached and their estimated cost
+    (``own``: evaluator name -> its own options, as ``evaluate_run`` takes them)."""
     from vsb.evaluators.vlm_judge import plan_cost
 
     names = resolve_evaluators(evaluators, judge)
-    evs = [get_evaluator(n, options=options) for n in names if evaluator_info(n).stage == "calls"]
+    calls_stage = [n for n in names if evaluator_info(n).stage == "calls"]
+    given = with_judge_options({n: options for n in calls_stage}, own, options)
+    evs = [get_evaluator(n, options=given[n]) for n in calls_stage]
     view = read_run(run_dir, models, conditions, check_images=True)  # one never sent
     opts = EvaluateOptions(judge=judge)
     calls = [item.payload for ev in evs for item in ev.plan(view, opts)]
     return plan_cost(calls, judge, options)
+
+
+def with_judge_options(
+    of: Mapping[str, Any], own: Mapping[str, Any] | None, judge_options: JudgeOptions | None
+) -> dict[str, Any]:
+    """Evaluator name -> options: ``of`` (the judge's, per calls-stage evaluator), then each
+    evaluator's ``own``; own options that extend the judge's (a subclass of ``JudgeOptions``,
+    e.g. the ``vinabench`` evaluator's) take the pass's judge settings for the fields they
+    share (one pass: one concurrency, budget, cache and retry policy)."""
+    out = {**of, **(own or {})}
+    if judge_options is None:
+        return out
+    shared = {f.name: getattr(judge_options, f.name) for f in fields(judge_options)}
+    for name, opts in out.items():
+        if name in of and opts is not judge_options and isinstance(opts, type(judge_options)):
+            out[name] = replace(opts, **shared)
+    return out
 
 
 def _warnings(
@@ -173,7 +194,7 @@ def evaluate_run(
         names = resolve_evaluators(evaluators, judge)
         of = {n: judge_options for n in names if evaluator_info(n).stage == "calls"}
         opts = EvaluateOptions(
-            {**(of if judge_options else {}), **(options or {})}, judge,
+            with_judge_options(of if judge_options else {}, options, judge_options), judge,
             Path(ledger_path) if ledger_path else None, workers, ray,
             Path(extraction_cache) if extraction_cache else None,
             progress if isinstance(progress, Mapping) else {"frames": progress} if progress else {},

@@ -49,6 +49,7 @@ BUILTINS: dict[str, str] = {
     "vlm_xframe": "vsb.evaluators.vlm_judge:VlmPairJudge",
     "clip": "vsb.evaluators.embed.signals:ClipEvaluator",
     "dino": "vsb.evaluators.embed.signals:DinoEvaluator",
+    "vinabench": "vsb.evaluators.vinabench:VinaBenchEvaluator",
 }
 #: Evaluators ``vsb evaluate`` runs when none is named (a judge joins them with --judge).
 DEFAULT_EVALUATORS: tuple[str, ...] = ("rules", "pairwise")

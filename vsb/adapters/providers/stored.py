@@ -25,6 +25,12 @@ Serving a sample costs nothing: its records and ledger rows say 0.0, fresh or fr
 cache (what the images cost to make elsewhere is not vsb's to know; the price list names no
 ``stored:`` model, so the model card's regeneration price stays unknown).
 
+``layout="vinabench"`` (``vsb run --layout vinabench``) serves a folder as VinaBench's
+inference writes it instead: ``<root>/<SOURCE>/<index>_<tid>.jpg``, ``index`` VinaBench's
+index of the sample (``vsb.story.vinabench``; a story imported from VinaBench's files has it
+as its id, sanitised), ``tid`` the scene from 0; one image per scene, served under every
+condition. ``layout`` is then a request parameter (the cache tells the layouts apart).
+
 Without a directory and a source the model cannot run and is skipped (``CredentialMissing``,
 the runner's skip-and-report path). The bare name ``stored`` with ``source=`` is the older
 spelling of ``stored:SOURCE``.
@@ -32,6 +38,7 @@ spelling of ``stored:SOURCE``.
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -47,6 +54,11 @@ from vsb.conditions import get_condition, is_condition
 from vsb.errors import AdapterError, CredentialMissing, InputError
 from vsb.fsio import sha256_hex
 from vsb.story.models import Story
+from vsb.story.vinabench import story_id_of
+
+#: Sample folder layouts: vsb's own (a run's ``images/``) and VinaBench's inference output.
+LAYOUTS = ("vsb", "vinabench")
+_VINA_FILE = re.compile(r"^(?P<index>.+)_(?P<tid>\d+)\.(?:jpe?g|png|webp)$", re.IGNORECASE)
 
 
 def check_source(source: str) -> str:
@@ -64,10 +76,16 @@ class StoredSamples(ImageModelAdapter):
     oracle = False
     version = "1"
 
-    def __init__(self, root: str | Path | None = None, source: str | None = None) -> None:
+    def __init__(
+        self, root: str | Path | None = None, source: str | None = None, layout: str = "vsb"
+    ) -> None:
         self.root = Path(root) if root is not None else None
         self.source = check_source(source) if source else None
         self.name = f"stored:{source}" if source else "stored"
+        if layout not in LAYOUTS:
+            raise InputError(f"unknown samples layout {layout!r}; layouts: {', '.join(LAYOUTS)}")
+        self.layout = layout
+        self._vina: dict[tuple[str, int], list[Path]] | None = None
 
     def preflight(self) -> None:
         if self.root is None or not self.source:
@@ -77,19 +95,42 @@ class StoredSamples(ImageModelAdapter):
             )
 
     def parameters(self) -> dict[str, Any]:
-        return {"source": self.source}
+        return {"source": self.source, **({"layout": self.layout} if self.layout != "vsb" else {})}
 
     def path_for(self, condition: str, story_id: str, scene: int) -> Path:
         """Where the image of one (condition, story, scene) is stored."""
         self.preflight()
         assert self.root is not None and self.source
+        if self.layout == "vinabench":
+            return self._vinabench_path(story_id, scene)
         return self.root / sample_path(self.source, condition, story_id, scene)
+
+    def _vinabench_path(self, story_id: str, scene: int) -> Path:
+        """``<index>_<tid>.jpg`` of the story's index (``story_id_of(index) == story_id``)."""
+        assert self.root is not None and self.source
+        folder = self.root / self.source
+        if self._vina is None:
+            found: dict[tuple[str, int], list[Path]] = {}
+            names = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+            for name in names:
+                m = _VINA_FILE.match(name)
+                if m is not None:
+                    key = (story_id_of(m["index"]), int(m["tid"]))
+                    found.setdefault(key, []).append(folder / name)
+            self._vina = found
+        paths = self._vina.get((story_id, scene - 1), [])
+        if len(paths) > 1:
+            raise AdapterError(
+                f"{self.name}: {', '.join(p.name for p in paths)} all serve story {story_id} "
+                f"scene {scene}: keep one"
+            )
+        return paths[0] if paths else folder / f"{story_id}_{scene - 1}.jpg"
 
     def serves(self, p: Privileged) -> Path:
         """The file that serves request ``p``: its own path, else the same story and scene
         under another condition folder whose request is the same (``same_request``)."""
         own = self.path_for(p.condition, p.story.id, p.scene)
-        if own.exists() or own.is_symlink():
+        if own.exists() or own.is_symlink() or self.layout != "vsb":
             return own
         assert self.root is not None and self.source
         try:
@@ -182,9 +223,12 @@ def same_request(story: Story, scene: int, a: str, b: str) -> bool:
     return (ca.text, ca.data) == (cb.text, cb.data)
 
 
-def stored_adapter(source: str, *, root: str | Path | None = None) -> StoredSamples:
-    """``stored:SOURCE`` (the registry's pattern): the samples of ``SOURCE`` under ``root``."""
-    return StoredSamples(root, check_source(source))
+def stored_adapter(
+    source: str, *, root: str | Path | None = None, layout: str = "vsb"
+) -> StoredSamples:
+    """``stored:SOURCE`` (the registry's pattern): the samples of ``SOURCE`` under ``root``,
+    laid out as a run's ``images/`` or (``layout="vinabench"``) as VinaBench's inference."""
+    return StoredSamples(root, check_source(source), layout)
 
 
 def pattern_info() -> dict[str, Any]:

@@ -134,6 +134,7 @@ def _request(call: JudgeCall) -> JudgeRequest:
     extra: tuple[bytes, ...] = ()
     if call.prev_image_path is not None:
         first, extra = Path(call.prev_image_path).read_bytes(), (data,)
+    extra += tuple(Path(p).read_bytes() for p in call.more_image_paths)
     return JudgeRequest(
         image=first,
         media_type=media_type(first),

@@ -86,6 +86,9 @@ class JudgeCall:
     #: room for their answer and what makes a reply worth caching (``accepts(text)``).
     answer_tokens: int = 0
     accepts: Callable[[str], bool] | None = None
+    #: Further images after ``image_path``, in order (a question about several frames at
+    #: once: VinaBench's consistency questions); ``image_sha256`` joins every image's.
+    more_image_paths: tuple[str, ...] = ()
 
     @property
     def max_tokens(self) -> int:
@@ -324,5 +327,6 @@ def estimate_cost(call: JudgeCall, pricing: JudgePricing | None, judge_model: st
     if price is None:
         return None
     images = 2 if call.prev_image_path else (1 if call.image_path else 0)
+    images += len(call.more_image_paths)
     tokens_in = images * price.image_tokens + math.ceil((len(call.system) + len(call.prompt)) / 4)
     return price.cost(tokens_in, call.max_tokens)

@@ -186,7 +186,8 @@ class OpenAICompatibleVlm(_HttpVlm):
             "temperature": 0,
             "max_tokens": request.max_tokens,
             "messages": [
-                {"role": "system", "content": request.system},
+                # no system message when there is none to give (VinaBench's questions)
+                *([{"role": "system", "content": request.system}] if request.system else []),
                 {"role": "user", "content": [*parts, {"type": "text", "text": request.prompt}]},
             ],
         }
@@ -229,7 +230,7 @@ class AnthropicVlm(_HttpVlm):
             "model": self.model,
             "max_tokens": request.max_tokens,
             "temperature": 0,
-            "system": request.system,
+            **({"system": request.system} if request.system else {}),
             "messages": [
                 {
                     "role": "user",

@@ -294,30 +294,6 @@ def iter_jsonl(
             yield n, obj
 
 
-class UniqueKeys:
-    """Refuses a second row with the same key in one file: ``add(key, line)`` raises
-    ``InputError`` naming the key (``fields`` name its parts), the file and both lines
-    (``unit``: what the numbers count, "line" of a JSON-lines file or "row" of a table)."""
-
-    def __init__(
-        self, path: str | Path, fields: tuple[str, ...], what: str = "row", unit: str = "line"
-    ) -> None:
-        self.path, self.fields, self.what, self.unit = path, fields, what, unit
-        self.first: dict[tuple[Any, ...], int] = {}
-
-    def add(self, key: tuple[Any, ...], line: int) -> None:
-        """Record ``key`` at ``line``; ``InputError`` if an earlier line had it."""
-        first = self.first.setdefault(key, line)
-        if first != line:
-            shown = ", ".join(f"{f} {v!r}" for f, v in zip(self.fields, key, strict=True))
-            raise InputError(
-                f"duplicate {self.what} ({shown}): the same key as {self.unit} {first}; each "
-                "key must appear once",
-                file=self.path,
-                location=f"{self.unit} {line}",
-            )
-
-
 #: First characters that make a spreadsheet read a cell as a formula (OWASP, CSV injection).
 FORMULA_START = frozenset("=+-@\t\r")
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")

@@ -78,6 +78,20 @@ def test_no_module_of_the_pass_is_entered_more_than_twice(
     assert not over, over
 
 
+def test_the_evaluation_tables_are_read_once_and_written_once(world: Path, tmp_path: Path) -> None:
+    """tables/io.py is entered twice: the earlier evaluation read once (both tables and the
+    transcript: ``kept_evaluation``), the new one written once; before, the pass asked it for
+    each file's name and then each file's rows (4 entries)."""
+    argv = ["evaluate", str(world / "run"), "--cache", str(tmp_path / "cache"), "--evaluator",
+            "rules,vlm", "--judge", "mock"]  # fmt: skip
+    assert main(argv) == 0  # an earlier evaluation to keep rows from
+    entered = follow.follow(argv)["tables/io.py"]
+    assert entered == [
+        "evaluators/evaluate.py:_evaluate_run -> kept_evaluation",
+        "evaluators/evaluate.py:_evaluate_run -> write_evaluation",
+    ]
+
+
 def test_the_embedding_evaluators_too(world: Path, tmp_path: Path) -> None:
     pytest.importorskip("transformers", reason="needs the embed extra: pip install 'vsb[embed]'")
     from embed_helpers import save_tiny_clip, save_tiny_dino

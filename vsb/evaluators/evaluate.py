@@ -33,9 +33,7 @@ from vsb.evaluators.failed import Image
 from vsb.evaluators.interface import EvaluateOptions, Evaluator, read_run
 from vsb.evaluators.machinery import JudgeSummary, run_evaluators
 from vsb.evaluators.registry import DEFAULT_EVALUATORS, evaluator_info, get_evaluator
-from vsb.tables import requirements_file, signals_file
-from vsb.tables.columns import REQUIREMENT_KEY, SIGNAL_KEY
-from vsb.tables.io import EVALUATIONS_DIR, kept_rows, row_evaluator, write_evaluation
+from vsb.tables.io import EVALUATIONS_DIR, kept_evaluation, row_evaluator, write_evaluation
 
 if TYPE_CHECKING:
     from vsb.evaluators.embed.signals import EmbedSummary
@@ -217,9 +215,7 @@ def _evaluate_run(
     cells = {(s.model, s.condition) for s in view.sequences}
     judged = any(evaluator_info(n).stage == "calls" for n in names)
     out_dir = view.root / EVALUATIONS_DIR
-    kept_req = kept_rows(requirements_file(view.root), names, cells, REQUIREMENT_KEY)
-    kept_sig = kept_rows(signals_file(view.root), names, cells, SIGNAL_KEY)
-    kept_calls = kept_rows(out_dir / TRANSCRIPT_FILE, names, cells, None) if judged else []
+    kept = kept_evaluation(view.root, names, cells, TRANSCRIPT_FILE if judged else None)
     given = options.of
     chosen: list[Evaluator] = [
         get_evaluator(n, **({"options": given[n]} if n in given else {})) for n in names
@@ -230,7 +226,7 @@ def _evaluate_run(
     done = run_evaluators(chosen, view, options)
     # write: RUN/evaluations/, the kept rows and then the new ones
     req_rows, sig_rows = done.out.requirements, done.out.signals
-    all_req, all_sig = kept_req + req_rows, kept_sig + sig_rows
+    all_req, all_sig = kept.requirements + req_rows, kept.signals + sig_rows
     summary = done.judge
     warnings = _warnings(done.not_renders, images, names)
     warnings += _unreadable_warnings(done.unreadable, images)
@@ -268,7 +264,7 @@ def _evaluate_run(
         "signals": len(all_sig),
     }
     calls = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n"
-                    for r in kept_calls + done.transcript)  # fmt: skip
+                    for r in kept.calls + done.transcript)  # fmt: skip
     texts = {TRANSCRIPT_FILE: calls} if summary is not None else {}
     write_evaluation(out_dir, all_req, all_sig, manifest, texts)
     return result

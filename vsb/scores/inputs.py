@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 
 from vsb.errors import InputError, RunError
-from vsb.fsio import UniqueKeys, load_json
+from vsb.fsio import load_json
 from vsb.story.models import DIMENSIONS
 from vsb.tables import iter_rows, read_columns, requirements_file, signals_file, unit, where
-from vsb.tables.columns import REQUIREMENT_KEY, SIGNAL_KEY
+from vsb.tables.columns import REQUIREMENT_KEY, SIGNAL_KEY, UniqueKeys
 
 
 @dataclass

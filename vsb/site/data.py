@@ -19,12 +19,13 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel
 
 from vsb.errors import InputError, ReleaseError
-from vsb.fsio import UniqueKeys, iter_jsonl, load_model
+from vsb.fsio import iter_jsonl, load_model
 from vsb.release.manifest import Manifest, load_manifest
 from vsb.scores.models import ScoresReport
 from vsb.story.io import load_suite
 from vsb.story.models import Story
 from vsb.tables import is_legacy, read_columns, requirements_file, unit, where
+from vsb.tables.columns import UniqueKeys
 from vsb.validation.models import JudgeReport
 from vsb.validation.reference import REFERENCE_FILE, ReferenceReport
 

@@ -1,14 +1,18 @@
 """The columns of the two large evaluation tables and their Arrow types.
 
 A requirement (verdict) row is one evaluated (image, requirement); a signal row one
-continuous measurement of an image. ``expected`` and ``observed`` hold JSON text. Every
+continuous measurement of an image, each identified by its key (``UniqueKeys`` refuses a
+second row with the same one). ``expected`` and ``observed`` hold JSON text. Every
 column is nullable: a row written before a column existed reads it as None (what the
 readers' defaults take, as for a key missing from an older JSON-lines row).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vsb.errors import InputError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -53,3 +57,27 @@ def schema(columns: tuple[str, ...]) -> pa.Schema:
     import pyarrow as pa
 
     return pa.schema([pa.field(c, column_type(c)) for c in columns])
+
+
+class UniqueKeys:
+    """Refuses a second row with the same key in one file: ``add(key, line)`` raises
+    ``InputError`` naming the key (``fields`` name its parts), the file and both lines
+    (``unit``: what the numbers count, "line" of a JSON-lines file or "row" of a table)."""
+
+    def __init__(
+        self, path: str | Path, fields: tuple[str, ...], what: str = "row", unit: str = "line"
+    ) -> None:
+        self.path, self.fields, self.what, self.unit = path, fields, what, unit
+        self.first: dict[tuple[Any, ...], int] = {}
+
+    def add(self, key: tuple[Any, ...], line: int) -> None:
+        """Record ``key`` at ``line``; ``InputError`` if an earlier line had it."""
+        first = self.first.setdefault(key, line)
+        if first != line:
+            shown = ", ".join(f"{f} {v!r}" for f, v in zip(self.fields, key, strict=True))
+            raise InputError(
+                f"duplicate {self.what} ({shown}): the same key as {self.unit} {first}; each "
+                "key must appear once",
+                file=self.path,
+                location=f"{self.unit} {line}",
+            )

@@ -15,23 +15,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from itertools import repeat
 from operator import is_not
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vsb.errors import InputError
-from vsb.fsio import (
-    UniqueKeys,
-    atomic_write_bytes,
-    atomic_write_json,
-    atomic_write_text,
-    iter_jsonl,
-)
+from vsb.fsio import atomic_write_bytes, atomic_write_json, atomic_write_text, iter_jsonl
 from vsb.tables.columns import (
     JSON_COLUMNS,
     REQUIREMENT_COLUMNS,
+    REQUIREMENT_KEY,
     SIGNAL_COLUMNS,
+    SIGNAL_KEY,
+    UniqueKeys,
     column_type,
     schema,
 )
@@ -360,6 +358,31 @@ def row_evaluator(row: dict[str, Any]) -> str:
         return str(row["evaluator"])
     sig = str(row.get("signal", ""))
     return sig.split("_", 1)[0] if sig else "rules"
+
+
+@dataclass(frozen=True)
+class Kept:
+    """The rows an evaluation keeps from the earlier one in RUN/evaluations/."""
+
+    requirements: list[dict[str, Any]]
+    signals: list[dict[str, Any]]
+    #: The earlier transcript's rows (JSON lines), when the evaluation writes one.
+    calls: list[dict[str, Any]]
+
+
+def kept_evaluation(
+    run_dir: str | Path, evaluators: Collection[str], cells: Collection[tuple[str, str]],
+    transcript: str | None = None,
+) -> Kept:  # fmt: skip
+    """What ``vsb evaluate`` keeps of the evaluation in ``run_dir``: the rows of both tables
+    (and of the ``transcript`` file, JSON lines, when named) that are not of ``evaluators`` at
+    ``cells`` (model, condition), each table read once, its keys checked (``kept_rows``)."""
+    folder = Path(run_dir) / EVALUATIONS_DIR
+    return Kept(
+        kept_rows(requirements_file(run_dir), evaluators, cells, REQUIREMENT_KEY),
+        kept_rows(signals_file(run_dir), evaluators, cells, SIGNAL_KEY),
+        kept_rows(folder / transcript, evaluators, cells, None) if transcript else [],
+    )
 
 
 def kept_rows(

@@ -25,6 +25,7 @@ from vsb.evaluators.render.detected import DetectedObject, DetectedPerson, Detec
 from vsb.fsio import iter_jsonl
 from vsb.render import layout
 from vsb.render.scene import people_drawn
+from vsb.story import vocab
 from vsb.story.io import load_suite
 from vsb.story.models import SceneState, Story
 
@@ -88,21 +89,16 @@ def drawn_state(state: SceneState, faults: Iterable[dict[str, Any]]) -> SceneSta
     )
 
 
+#: What a figure shows of its character: every attribute the vocabulary draws, and the pose.
+_SHOWN = (*vocab.CHARACTER_ATTRIBUTES, "pose")
+
+
 def perceived(state: SceneState) -> DetectedState:
     """What perfect vision reads in a picture of ``state``: the renderer's people, left to
     right, and every object it draws (held, or lying in the scene)."""
     names = people_drawn(state)
     people = tuple(
-        DetectedPerson(
-            x=float(i),
-            skin=c.skin,
-            hair_color=c.hair_color,
-            hair_style=c.hair_style,
-            top=c.top,
-            trousers=c.trousers,
-            accessory=c.accessory,
-            pose=c.pose,
-        )
+        DetectedPerson(x=float(i), **{a: getattr(c, a) for a in _SHOWN})
         for i, c in enumerate(state.characters[n] for n in names)
     )
     slots = layout.object_slots(len(state.objects))

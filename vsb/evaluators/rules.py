@@ -54,6 +54,10 @@ ORDER_WEIGHT = 2.0
 _IDENTITY = ("skin", "hair_color", "hair_style")
 
 
+#: The requirement's fields a result row carries as they are (and its id, as ``req_id``).
+_CARRIED = ("dimension", "taxonomy", "source", "subject", "attribute", "expected")
+
+
 class RequirementResult(BaseModel):
     """One requirement checked on one image (the evaluations row minus the run columns)."""
 
@@ -94,12 +98,7 @@ class RequirementResult(BaseModel):
         ``verdict`` defaults to passed/failed from ``passed``."""
         return cls(
             req_id=req.id,
-            dimension=req.dimension,
-            taxonomy=req.taxonomy,
-            source=req.source,
-            subject=req.subject,
-            attribute=req.attribute,
-            expected=req.expected,
+            **{f: getattr(req, f) for f in _CARRIED},
             observed=observed,
             passed=passed,
             failure="" if passed else failure,

@@ -96,3 +96,28 @@ def test_a_bad_suite_is_one_line_before_anything_runs(
     err = capsys.readouterr().err
     assert "no story files" in err and "Traceback" not in err
     assert not (tmp_path / "b" / "x" / "release").exists()
+
+
+def test_the_summary_names_where_samples_are_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Issue 45, item 8: "568 images (595 generated, 21 from cache)" and no word of the 48
+    requests that failed; the build says how many failed, under which model and condition."""
+    write_suite(generate_suite(0)[:2], tmp_path / "suite", seed=0)
+    args = ["run", "--suite", str(tmp_path / "suite"), "--model", "procedural-oracle"]
+    made = tmp_path / "made"
+    args += ["--condition", "independent", "--cache", str(tmp_path / "c")]
+    assert main([*args, "--out", str(made)]) == 0
+    shutil.copytree(made / "images" / "procedural-oracle", tmp_path / "samples" / "mine")
+    capsys.readouterr()
+    build = ["release", "build", "mine", "--out", str(tmp_path / "b"), "--no-paraphrase"]
+    build += ["--suite", str(tmp_path / "suite"), "--model", "stored:mine", "--samples"]
+    build += [str(tmp_path / "samples"), "--condition", "independent,structured_memory"]
+    assert main([*build, "--no-implicit", "--workers", "1"]) == 0
+    out = capsys.readouterr().out
+    records = (tmp_path / "b" / "mine" / "release" / "records.jsonl").read_text().splitlines()
+    failed = [r for r in map(json.loads, records) if r["error"] is not None]
+    assert failed and {(r["model"], r["condition"]) for r in failed} == {
+        ("stored:mine", "structured_memory")
+    }
+    assert f"\n{len(failed)} failed: stored:mine under structured_memory ({len(failed)})\n" in out

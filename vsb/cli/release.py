@@ -81,6 +81,10 @@ class _RichProgress:
 @click.option("--samples", "samples_dir", default=None, type=_DIR,
               help="For stored:SOURCE models: the samples directory "
               "(<dir>/<SOURCE>/<condition>/<story>/scene_<kk>.png).")  # fmt: skip
+@click.option("--layout", "samples_layout", type=click.Choice(["vsb", "vinabench"]),
+              default="vsb", show_default=True,
+              help="How --samples DIR/SOURCE is laid out (vinabench: <index>_<tid>.jpg, as "
+              "vsb run --layout vinabench).")  # fmt: skip
 @timeout_option
 def build(
     name: str,
@@ -100,6 +104,7 @@ def build(
     suite_dir: Path | None,
     models: str | None,
     samples_dir: Path | None,
+    samples_layout: str,
     timeout_s: float | None,
 ) -> None:
     """The main job: generate the default suite, run the five simulators under every
@@ -145,7 +150,7 @@ def build(
         served_judges=served_judges,
         conditions=tuple(resolve_conditions(conditions)) if conditions else None,
         suite=suite_dir, extra_models=tuple(resolve_models(models)) if models else (),
-        samples=samples_dir,
+        samples=samples_dir, samples_layout=samples_layout,
     )  # fmt: skip
     if suite_dir is not None and (paraphrase or implicit):
         click.echo("with --suite the suite variants are off (they reword the default suite)",
@@ -167,6 +172,8 @@ def build(
         + "; "
         f"stages skipped: {', '.join(result.skipped) or 'none'}; {total:.1f} s"
     )
+    if result.failed:
+        click.echo(result.failed)
     if result.manifest is not None:
         click.echo(f"release {result.manifest.release} root hash {result.manifest.root_hash}")
     click.echo(f"release: {result.release_dir}")

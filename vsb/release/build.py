@@ -122,6 +122,8 @@ class BuildResult:
     generated: int = 0
     cached: int = 0
     unavailable: dict[str, str] = field(default_factory=dict)
+    #: ``N failed: MODEL under CONDITION (n), …`` (``RunResult.failed_line``), None if none did
+    failed: str | None = None
 
     @property
     def index(self) -> Path:
@@ -225,14 +227,15 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
     if not models or not conditions:
         raise ReleaseError("nothing to build: no model or no condition")
 
-    def run_all(p: Progress) -> tuple[int, int, int, dict[str, str]]:
+    def run_all(p: Progress) -> tuple[int, int, int, dict[str, str], str | None]:
         rr = st.run_models(
             root / "suite", root / "run", root / "cache", models, conditions, config, p
-        )
-        return rr.images, rr.calls, rr.hits, dict(rr.skipped)  # plain: nothing to import here
+        )  # plain values: nothing to import here
+        return rr.images, rr.calls, rr.hits, dict(rr.skipped), rr.failed_line()
 
     def run() -> bool:
-        result.images, result.generated, result.cached, skipped = run_isolated(run_all, prog)
+        counts = run_isolated(run_all, prog)
+        result.images, result.generated, result.cached, skipped, result.failed = counts
         result.unavailable = skipped
         return True
 

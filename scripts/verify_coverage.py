@@ -151,6 +151,7 @@ def main() -> None:
     ap.add_argument("--half-width", type=float, default=0.03)
     ap.add_argument("--resamples", type=int, default=2000)
     ap.add_argument("--no-uniform", action="store_true", help="Skip the uniform-error check.")
+    ap.add_argument("--uniform-only", action="store_true", help="Only the uniform-error check.")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     from vsb.validation.correct.sizing import sample_size
@@ -164,6 +165,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         run = make_run(work, args.suite_seed, args.stories)
+        if args.uniform_only:
+            print(json.dumps(uniform_check(run, inner, args), indent=1))
+            return
         for i in range(args.seeds):
             seed = args.first_seed + i
             t0 = time.perf_counter()

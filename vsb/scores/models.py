@@ -73,7 +73,7 @@ class CorrectedEstimate(BaseModel):
     )
     ci_low: float | None = Field(
         description="Lower bound of the joint bootstrap CI (stories and the validation "
-        "frames they hold) in [0, 1]; an interval past a bound keeps its width inside it."
+        "frames they hold) in [0, 1]; one wholly past a bound keeps its width, ending there."
     )
     ci_high: float | None = Field(description="Upper bound of that CI, in [0, 1].")
     reason: str | None = Field(default=None, description="Why there is no number (else null).")

@@ -43,7 +43,7 @@ def _records(path: Path) -> list[tuple[str, Any]]:
         whole = json.loads(text)
     except ValueError:
         whole = None
-    if isinstance(whole, dict):
+    if isinstance(whole, dict) and ("kind" in whole or "answers" in whole):
         if whole.get("kind") != "vsb-verify-answers" or not isinstance(whole.get("answers"), list):
             raise InputError("not a verification page export (kind vsb-verify-answers)", file=path)
         return [(f"answers[{n}]", a) for n, a in enumerate(whole["answers"])]
@@ -158,10 +158,10 @@ def _check_pictures(root: Path, sample: VerificationSample, answered: set[str]) 
         if item.item_id not in answered:
             continue
         src = paths.get((item.condition, item.story_id, item.scene))
-        sha = hashlib.sha256((root / src).read_bytes()).hexdigest() if src else None
+        sha = hashlib.sha256(Path(src).read_bytes()).hexdigest() if src else None
         if sha != item.source_sha256:
             raise InputError(
                 f"item {item.item_id}: the run's picture changed since the sample "
                 "was drawn (its hash differs)",
-                file=root / (src or "records.jsonl"),
+                file=Path(src) if src else root / "records.jsonl",
             )

@@ -2,8 +2,8 @@
 
 The sample is stratified by (label, the judge's outcome) (``vsb.validation.correct.
 verified``) and allocated in proportion to each stratum's rows (largest remainders), drawn
-with ``numpy.random.default_rng([seed, crc32(model)])``. Each item is one row's question, the judge's own
-(``vsb.evaluators.vlm.questions.question_for``), about the picture of its frame. What a
+with ``numpy.random.default_rng([seed, crc32(model)])``. Each item is one row's question,
+the judge's own (``vsb.evaluators.vlm.questions.question_for``), about its frame's picture. What a
 person sees is blind, as on the rating page: ``DIR/items.jsonl`` and ``DIR/evaluate.html``
 name no model, condition or story; the picture is the run's changed imperceptibly
 (``vsb.human.blinding.perturbed``) under an opaque name in ``DIR/rate/``; the item ids are
@@ -130,7 +130,7 @@ def draw_sample(
         if src is None:
             raise InputError(f"no picture of {model} {frame} in the run's records")
         if frame not in pictures:
-            data = (root / src).read_bytes()  # an absolute path stays itself
+            data = Path(src).read_bytes()  # read_run gives paths as usable here
             shown = perturbed(data, rng)
             ext = "jpg" if shown.startswith(b"\xff\xd8") else "png"
             name = f"rate/{rng.bytes(16).hex()}.{ext}"
@@ -181,7 +181,10 @@ def draw_sample(
 
     atomic_write_text(out / "evaluate.html", page_html(sample.sample_id, items))
     if sample_path(root, sample.sample_id).exists():
-        raise InputError(f"sample {sample.sample_id} was drawn before (the same model and "
-                         "seed): choose another --seed", file=sample_path(root, sample.sample_id))  # fmt: skip
+        raise InputError(
+            f"sample {sample.sample_id} was drawn before (the same model and seed): choose "
+            "another --seed",
+            file=sample_path(root, sample.sample_id),
+        )
     atomic_write_json(sample_path(root, sample.sample_id), sample.model_dump(mode="json"))
     return sample

@@ -47,16 +47,17 @@ GLOBAL = N_BASE
 
 
 def bounded_interval(low: float, high: float) -> tuple[float, float]:
-    """The percentile interval ``[low, high]`` of an unclipped estimate, inside [0, 1]: an
-    interval that reaches past a bound ends at the bound and keeps its width inside (never
-    the zero-width ``[1, 1]`` that clipping both ends gives when the whole interval lies
-    past 1; issue 46)."""
+    """The percentile interval ``[low, high]`` of an unclipped estimate, inside [0, 1]. Its
+    part inside is kept (the truth lies in [0, 1], so cutting off the rest loses no
+    coverage); an interval lying wholly past a bound, which clipping would make the
+    zero-width ``[1, 1]``, becomes the interval of its width that ends at the bound
+    (issue 46)."""
     width = min(1.0, high - low)
-    if high > 1.0:
-        return max(0.0, min(max(low, 0.0), 1.0 - width)), 1.0
-    if low < 0.0:
-        return 0.0, min(1.0, max(min(high, 1.0), width))
-    return low, high
+    if low >= 1.0:
+        return max(0.0, 1.0 - width), 1.0
+    if high <= 0.0:
+        return 0.0, min(1.0, width)
+    return max(low, 0.0), min(high, 1.0)
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,19 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
     return run, root / "site", err.getvalue()
 
 
+def test_evaluate_score_and_the_site_give_one_reason_naming_the_worst_images(
+    built: tuple[Path, Path, str],
+) -> None:
+    run, site, evaluate_err = built
+    doc = json.loads((run / "scores" / "scores.json").read_text("utf-8"))
+    (na,) = [n for n in doc["not_applicable"] if n["model"] == "stored:photo"]
+    assert na["evaluator"] == "rules" and na["reason"] == REASON  # was "100% of pixels …"
+    # was "(70% of pixels are off the palette)"
+    assert f"stored:photo: 11 of 11 images are not renders ({REASON});" in evaluate_err
+    board = (site / "index.html").read_text("utf-8")
+    assert f"stored:photo ({REASON})" in board
+
+
 def test_the_vlm_board_lists_only_models_vlm_does_not_rank(built: tuple[Path, Path, str]) -> None:
     run, site, _ = built
     doc = json.loads((run / "scores" / "scores.json").read_text("utf-8"))

@@ -34,6 +34,7 @@ from vsb.evaluators.interface import EvaluateOptions, Evaluator, read_run
 from vsb.evaluators.machinery import JudgeSummary, run_evaluators
 from vsb.evaluators.registry import DEFAULT_EVALUATORS, evaluator_info, get_evaluator
 from vsb.tables.io import EVALUATIONS_DIR, kept_evaluation, row_evaluator, write_evaluation
+from vsb.tables.reasons import images_reason
 
 if TYPE_CHECKING:
     from vsb.evaluators.embed.signals import EmbedSummary
@@ -127,17 +128,17 @@ def with_judge_options(
 
 
 def _warnings(
-    not_renders: list[tuple[str, str]], images: Counter[str], names: tuple[str, ...]
+    not_renders: list[tuple[str, str, str]], images: Counter[str], names: tuple[str, ...]
 ) -> list[str]:
-    by_model: dict[str, list[str]] = {}
-    for model, reason in not_renders:
-        by_model.setdefault(model, []).append(reason)
+    by_model: dict[str, dict[str, str]] = {}
+    for model, image, reason in not_renders:
+        by_model.setdefault(model, {})[image] = reason
     render_only = [n for n in names if evaluator_info(n).reads == "renders"]
     out = []
     for model, reasons in sorted(by_model.items()):
-        common = Counter(reasons).most_common(1)[0][0]
+        why = images_reason(reasons)  # what scores.json's not_applicable says (one wording)
         out.append(
-            f"{model}: {len(reasons)} of {images[model]} images are not renders ({common}); "
+            f"{model}: {len(reasons)} of {images[model]} images are not renders ({why}); "
             f"{', '.join(render_only)} marked them not_applicable — judge them with "
             "`vsb evaluate RUN --evaluator vlm --judge …`"
         )

@@ -53,6 +53,7 @@ from vsb.evaluators.render.decode import decode_render
 from vsb.evaluators.render.memo import ExtractionMemo
 from vsb.store.locks import die_with_parent
 from vsb.story.models import Story
+from vsb.tables.reasons import image_name
 
 if TYPE_CHECKING:  # the judge and the embeddings are imported when they run
     from vsb.evaluators.embed.signals import EmbedSummary
@@ -91,7 +92,8 @@ class Outputs:
     transcript: list[dict[str, Any]] = field(default_factory=list)
     judge: JudgeSummary | None = None
     embed: tuple[EmbedSummary, ...] = ()
-    not_renders: list[tuple[str, str]] = field(default_factory=list)  # (model, reason)
+    #: (model, image as ``vsb.tables.reasons.image_name`` names it, why it is no render)
+    not_renders: list[tuple[str, str, str]] = field(default_factory=list)
     unreadable: dict[Image, str] = field(default_factory=dict)  # image -> why
     #: What the frames stage's memos did (``ExtractionMemo.stats``, summed).
     extraction: Counter[str] = field(default_factory=Counter)
@@ -147,7 +149,11 @@ def evaluate_task(
     blobs = data if data is not None else [None] * len(task.images)
     frames = [_frame(task, k, p, b, memo) for (k, p), b in zip(task.images, blobs, strict=True)]
     res = Outputs(
-        not_renders=[(f.model, f.reason) for f in frames if f.path and not f.is_render],
+        not_renders=[
+            (f.model, image_name(f.condition, f.story_id, f.scene), f.reason)
+            for f in frames
+            if f.path and not f.is_render
+        ],
         unreadable={
             (f.model, f.condition, f.story_id, f.scene): f.unreadable
             for f in frames

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from vsb.errors import InputError
 from vsb.scores.inputs import DEFAULT_EVALUATOR, NOT_APPLICABLE, RequirementRows
 from vsb.scores.models import NotApplicable
+from vsb.tables.reasons import image_name, images_reason
 
 #: The failure label of every check of an image that was not generated (vsb.evaluators.failed).
 GENERATION_FAILED = "generation_failed"
@@ -142,14 +143,18 @@ def not_applicable_models(
             continue
         idx = [i for i, m in enumerate(rows.model) if m == model]
         images = {(rows.condition[i], rows.story_id[i], rows.scene[i]) for i in idx}
-        reasons = Counter(rows.reason[i] for i in idx if rows.reason[i])
+        reasons: dict[str, str] = {}  # one per image, as vsb evaluate's warning counts them
+        for i in idx:
+            if rows.reason[i]:
+                name = image_name(rows.condition[i], rows.story_id[i], rows.scene[i])
+                reasons.setdefault(name, rows.reason[i])
         out.append(
             NotApplicable(
                 evaluator=evaluator,
                 model=model,
                 conditions=list(dict.fromkeys(rows.condition[i] for i in idx)),
                 n_images=len(images),
-                reason=reasons.most_common(1)[0][0] if reasons else DEFAULT_REASON,
+                reason=images_reason(reasons) or DEFAULT_REASON,
                 instead=sorted(applied.get(model, set()) - {evaluator}),
             )
         )

@@ -36,6 +36,7 @@ from PIL import Image, UnidentifiedImageError
 from vsb.errors import InputError
 from vsb.evaluators.render import robust, style
 from vsb.fsio import MAX_PIXELS
+from vsb.tables.reasons import off_palette
 
 Plane = NDArray[np.uint8]
 #: Index of pixels whose colour is not in the canonical palette.
@@ -262,7 +263,7 @@ def decode_render(image: bytes | str | Path | Image.Image | NDArray[Any]) -> Dec
     reason = small
     counts = None
     if not reason and share < RENDER_SHARE:
-        reason = f"{100 * (1 - share):.0f}% of pixels are off the palette"
+        reason = off_palette(share)
     if not reason:
         counts = index_counts(plane)
         colours = int((counts[: len(style.PALETTE)] >= MIN_COLOUR_SHARE * plane.size).sum())

@@ -358,6 +358,15 @@ class _EmbedEvaluator(EvaluatorBase):
         return EvaluatorOutput(signals=rows)
 
 
+def _model_option(name: Kind, more: str) -> click.Option:
+    """``--NAME-model``: the weights the ``name`` evaluator loads (``more`` ends its help)."""
+    return click.Option(
+        [f"--{name}-model"], default=None, metavar="NAME_OR_DIR",
+        help=f"{name} evaluator: a hub name in the local Hugging Face cache or a model "
+        f"directory [default: {DEFAULT_MODELS[name]}]{more}",
+    )  # fmt: skip
+
+
 #: The command-line options both embedding evaluators take (fields of ``EmbedOptions``).
 _CLI = (
     click.Option(
@@ -379,11 +388,9 @@ class ClipEvaluator(_EmbedEvaluator):
     needs = "CLIP weights (--clip-model); pip install 'vsb[embed]'"
     description = "CLIP text–image similarity and reciprocal rank among negative texts (any image)"
     cli_options = (
-        click.Option(
-            ["--clip-model"], default=None, metavar="NAME_OR_DIR",
-            help="clip evaluator: a hub name in the local Hugging Face cache or a model "
-            f"directory [default: {DEFAULT_MODELS['clip']}]; openai/clip-vit-large-patch14 "
-            "(ViT-L/14, VinaBench's model) makes clip_image_rr comparable with its CLIP-T-MRR.",
+        _model_option(
+            "clip", "; openai/clip-vit-large-patch14 (ViT-L/14, VinaBench's model) makes "
+            "clip_image_rr comparable with its CLIP-T-MRR.",
         ),
         *_CLI,
     )  # fmt: skip
@@ -403,10 +410,6 @@ class DinoEvaluator(_EmbedEvaluator):
     needs = "DINOv2 weights (--dino-model); pip install 'vsb[embed]'"
     description = "DINOv2 CLS similarity to the previous frame and to scene 1 (any image)"
     cli_options = (
-        click.Option(
-            ["--dino-model"], default=None, metavar="NAME_OR_DIR",
-            help="dino evaluator: a hub name in the local Hugging Face cache or a model "
-            f"directory [default: {DEFAULT_MODELS['dino']}].",
-        ),
+        _model_option("dino", "."),
         *_CLI,
     )  # fmt: skip

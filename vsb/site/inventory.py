@@ -211,6 +211,12 @@ STATISTICS: tuple[Statistic, ...] = (
     Statistic("not applicable", "models an evaluator could not judge (its checks all "
               "not_applicable), and the evaluator to use instead", _fixed("per evaluator and "
               "model"), lambda d: True, "vsb score RUN", fields=("ScoresReport.not_applicable",)),
+    Statistic("prompts cut by the text encoder", "per model and condition, how many prompts "
+              "were longer than the model's text budget and cut (not encoded whole), from every "
+              "request's record (prompt_length, prompt_budget, prompt_cut)", _fixed(
+                  "counted with the model's own tokenizer or the provider's documented limit"),
+              lambda d: bool(_scores(d).prompts), "vsb score RUN",
+              fields=("ScoresReport.prompts",)),
     Statistic("clip_rr (MRR)", SIGNAL_DEFINITIONS["clip_rr"], _embed_models,
               _signal_held("clip_rr"), _EMBED,
               fields=("ScoresReport.signals",)),

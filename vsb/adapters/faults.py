@@ -209,8 +209,10 @@ def _options(w: _Work, req: Requirement) -> list[list[_Option]]:
         if attr == "trousers":
             taken = {c["top"], c["trousers"]}
             return [[_Option(attr, v, tax) for v in vocab.CLOTHING_COLORS if v not in taken]]
-        pool = {"accessory": vocab.ACCESSORIES, "pose": vocab.POSES}[attr]
-        return [[_Option(attr, v, tax) for v in pool if v != c[attr]]]
+        drawn = {"accessory": vocab.ACCESSORIES, "pose": vocab.POSES}.get(attr)
+        if drawn is None:  # free text (an imported profile): no vocabulary value to swap in
+            return []
+        return [[_Option(attr, v, tax) for v in drawn if v != c[attr]]]
     o = w.objs[subj]
     if attr == "holder":
         here = [

@@ -54,8 +54,11 @@ class BuildConfig:
     #: Your models, run beside the simulators (the simulators stay: they give the oracle
     #: validation and the floor); stored:SOURCE ones read ``samples``.
     extra_models: tuple[str, ...] = ()
-    #: The samples directory of ``stored:SOURCE`` models (``--samples DIR``).
+    #: The samples directory of ``stored:SOURCE`` models (``--samples DIR``), and of
+    #: ``vinabench:gold`` (VinaBench's annotations folder).
     samples: Path | None = None
+    #: How ``stored:SOURCE`` folders are laid out: ``vsb`` or ``vinabench`` (``--layout``).
+    samples_layout: str = "vsb"
 
     @property
     def root(self) -> Path:

@@ -90,7 +90,10 @@ def run_models(
         cache_dir=cache,
         add=False,  # the release holds the models it is built with, no other
     )
-    given = {m: get_adapter(m, root=config.samples) for m in models if m.startswith("stored:")}
+    given = {m: get_adapter(m, root=config.samples, layout=config.samples_layout)
+             for m in models if m.startswith("stored:")}  # fmt: skip
+    given.update({m: get_adapter(m, root=config.samples)
+                  for m in models if m.startswith("vinabench:")})  # fmt: skip
     return run(cfg, lambda done, total: progress.advance("run", done, total), adapters=given)
 
 
@@ -164,6 +167,10 @@ def score(
     report = score_input(inp, progress=note)
     report, errors = correct_report(inp, report, Resampling(), progress=note)
     paths = write_scores(release_dir, report)
+    if inp.signals is not None and "vinabench" in inp.signals.evaluator:  # VinaBench's table
+        from vsb.scores.peer.vinabench import write_vinabench
+
+        paths += write_vinabench(release_dir / SCORES_DIR, inp.signals)
     if errors is not None:
         paths += write_correction(release_dir / SCORES_DIR, report, errors)
     else:  # an earlier build's correction must not be frozen with these scores

@@ -211,6 +211,21 @@ def ceiling_rows(data: SiteData) -> list[tuple[str, list[Any]]]:
     return rows
 
 
+def vinabench_table(data: SiteData) -> list[dict[str, Any]]:
+    """The rows of the release's ``scores/vinabench.csv`` (VinaBench's table; none: empty)."""
+    import csv
+
+    path = data.root / "scores" / "vinabench.csv"
+    if not path.is_file():
+        return []
+    with path.open(newline="", encoding="utf-8") as fh:
+        return [
+            {k: (float(v) if v and k not in ("model", "portion", "condition") else v)
+             for k, v in row.items()}
+            for row in csv.DictReader(fh)
+        ]  # fmt: skip
+
+
 def analysis_page(data: SiteData) -> dict[str, Any]:
     """What ``analysis.html`` shows, for the primary evaluator."""
     effects = effects_from_comparisons(data.scores.comparisons)
@@ -248,6 +263,19 @@ def analysis_page(data: SiteData) -> dict[str, Any]:
                 )
             )
     return {
+        "vinabench_rows": vinabench_table(data),
+        "vinabench_metrics": (
+            "clip_t",
+            "clip_t_mrr",
+            "entity_align",
+            "char_num_align",
+            "char_attr_align",
+            "time_align",
+            "location_align",
+            "style_consist",
+            "char_consist",
+            "location_consist",
+        ),
         "evaluator": data.scores.primary_evaluator,
         "gain_rows": _gain_rows(data, summary, PLACEBO_EFFECTS),
         "gain_metrics": GAIN_METRICS,

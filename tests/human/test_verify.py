@@ -29,7 +29,6 @@ from vsb.validation.correct.noisy import NoisyJudge, true_rows, true_scores
 from vsb.validation.reference_judges import LiteralJudge
 from vsb.validation.sim_judge import JudgeEndpoint
 
-pytestmark = pytest.mark.slow
 SIMS = ("procedural-drift-mid", "procedural-sloppy")
 COPY, OTHER = "stored:procedural-drift-mid", "stored:procedural-sloppy"
 COND = "structured_memory"
@@ -175,3 +174,47 @@ def test_an_interval_past_a_bound_keeps_its_width() -> None:
     assert bounded_interval(-0.07, -0.02) == pytest.approx((0.0, 0.05))
     assert bounded_interval(0.90, 1.02) == pytest.approx((0.90, 1.0))  # the part inside
     assert bounded_interval(0.2, 0.3) == (0.2, 0.3)
+
+
+def test_coverage_over_judge_seeds(run: Path, tmp_path: Path) -> None:
+    """``scripts/verify_coverage.py`` in little: three judge seeds, 300 items answered
+    truthfully; the truth lies in every interval, each narrower than 0.2, and the
+    correction by assumption misses it every time."""
+    from vsb.human.verify.answers import import_answers
+    from vsb.human.verify.sample import draw_sample
+    from vsb.scores.compute import Resampling, load_scoring_input, score_input
+    from vsb.validation.correct.apply import correct_report
+
+    work = tmp_path / "run"
+    shutil.copytree(run, work)
+    settings = Resampling(seed=0, n_resamples=400)
+    truth = true_scores(work, "vlm")[(COPY, COND)]["global"]
+    for seed in (4600, 4601, 4602):
+        shutil.rmtree(work / "evaluations")
+        shutil.rmtree(work / "verification", ignore_errors=True)
+        judge = NoisyJudge(LiteralJudge(), {"YES": 0.05, "NO": 0.05}, seed=seed,
+                           copy_flips={"YES": 0.25, "NO": 0.25})  # fmt: skip
+        with JudgeEndpoint(judge) as endpoint, endpoint.client() as client:
+            transport = build_transport("openai-compatible:noisy", base_url=endpoint.url,
+                                        client=client)  # fmt: skip
+            evaluate_run(work, evaluators=["vlm"], judge=transport,
+                         judge_options=JudgeOptions(cache_dir=None, concurrency=1))  # fmt: skip
+        got = {}
+        for with_sample in (False, True):
+            if with_sample:
+                items = tmp_path / f"items-{seed}"
+                draw_sample(work, COPY, 300, items, seed=seed)
+                answers = tmp_path / f"answers-{seed}.jsonl"
+                answers.write_text("\n".join(_truthful(work, items, COPY)) + "\n")
+                import_answers(work, [answers])
+            inp = load_scoring_input(work)
+            report, _ = correct_report(inp, score_input(inp, evaluators="vlm", settings=settings),
+                                       settings)  # fmt: skip
+            row = next(r for r in report.scores if r.model == COPY)
+            assert row.corrected is not None and row.corrected.global_score is not None
+            got[with_sample] = row.corrected.global_score
+        assumed, measured = got[False], got[True]
+        assert assumed.ci_high is not None and assumed.ci_high < truth
+        assert measured.ci_low is not None and measured.ci_high is not None
+        assert measured.ci_low <= truth <= measured.ci_high
+        assert measured.ci_high - measured.ci_low < 0.2

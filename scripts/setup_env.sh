@@ -73,9 +73,12 @@ fi
 # The tests. The CPU build of torch, through pip and its configuration (from local disk here;
 # never a CUDA build, never torchvision or open_clip beside it), then vsb with the dev extra,
 # the embed extra (transformers) that the embedding tests need, the diffusers extra (tiny
-# random-weight pipelines) and the ray extra (a local two-CPU cluster).
+# random-weight pipelines), the ray extra (a local two-CPU cluster) and the fid extra.
 "${PIP[@]}" torch==2.13.0
 install -e '.[dev,embed,diffusers,ray]'
+# the fid extra's torch-fidelity without its declared torchvision (never imported by vsb, and
+# it would replace this torch): the FID tests build its Inception with random weights
+"${PIP[@]}" --no-deps torch-fidelity==0.4.0
 compile_vsb
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   echo "installing Debian's chromium for the browser tests..."

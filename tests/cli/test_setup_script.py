@@ -72,7 +72,9 @@ def test_test_setup_installs_extras_cpu_torch_and_chromium(tmp_path: Path) -> No
     lines = _run(tmp_path, "--test")
     text = _flat(lines)
     torch = [ln for ln in lines if "torch" in ln and "[dev" not in ln]
-    assert torch == ["python -m pip install --quiet --disable-pip-version-check torch==2.13.0"]
+    pip = "python -m pip install --quiet --disable-pip-version-check"
+    # the fid extra's torch-fidelity without its declared torchvision (it would replace torch)
+    assert torch == [f"{pip} torch==2.13.0", f"{pip} --no-deps torch-fidelity==0.4.0"]
     extras = [ln for ln in lines if ln.startswith("uv pip install") and "-e .[dev,embed" in ln]
     assert extras, text  # the dev and embed extras (and any other test extra) through uv
     assert "apt-get install -y -qq chromium" in text

@@ -179,6 +179,9 @@ def test_a_file_that_is_not_the_network_is_one_error(tmp_path: Path) -> None:
     torch.save({"conv.weight": torch.zeros(1)}, bad)
     with pytest.raises(InputError, match="cannot load the Inception weights"):
         load_inception(bad)
+    bad.write_bytes(b"not a checkpoint")
+    with pytest.raises(InputError, match="cannot load the Inception weights"):
+        load_inception(bad)
 
 
 @pytest.fixture(scope="module")

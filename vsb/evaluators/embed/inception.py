@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import pickle
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -231,7 +232,7 @@ def load_inception(
     dev = _torch_device(device)
     try:
         net = cls("inception-v3-compat", [str(FEATURES)], feature_extractor_weights_path=str(path))
-    except (OSError, RuntimeError, KeyError, ValueError) as err:
+    except (OSError, RuntimeError, KeyError, ValueError, EOFError, pickle.UnpicklingError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise InputError(f"cannot load the Inception weights: {first}", file=path) from None
     size = "full" if image_size is None else str(image_size)

@@ -258,6 +258,8 @@ def corrected_view(
             "rank": r.corrected.rank,
             "rank_low": r.corrected.rank_low,
             "rank_high": r.corrected.rank_high,
+            "basis": r.corrected.basis,
+            "assumption_test": r.corrected.assumption_test,
             "cells": [
                 (label, getattr(r, key), getattr(r.corrected, key))
                 for key, label in CORRECTED_METRICS
@@ -274,6 +276,7 @@ def corrected_view(
         cols += [f"{name}_raw{x}" for x in ("", "_ci_low", "_ci_high")]
         cols += [f"{name}_corrected{x}" for x in ("", "_ci_low", "_ci_high")]
         cols.append(f"{name}_reason")
+    cols += ["basis", "assumption_test"]
     lines = []
     for s in shown:
         line: list[Any] = [s["evaluator"], s["condition"], s["model"], s["rank"], s["rank_low"],
@@ -282,6 +285,7 @@ def corrected_view(
             line += [*est_cells(raw)]
             line += [None] * 4 if fixed is None else [fixed.score, fixed.ci_low, fixed.ci_high,
                                                       fixed.reason]  # fmt: skip
+        line += [s["basis"], s["assumption_test"]]
         lines.append(tuple(line))
     view = {"rows": shown, "assumption": ASSUMPTION, "errors": errors}
     return view, DataTable(tuple(cols), lines, "Raw and corrected scores")

@@ -9,7 +9,7 @@ import io
 from pathlib import Path
 
 import pytest
-from test_csv_injection import scan
+from tests.test_csv_injection import scan
 from test_evaluate import make_run
 
 from vsb.evaluators.evaluate import evaluate_run

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hostile_images import huge_header, scrambled_idat
+from tests.hostile_images import huge_header, scrambled_idat
 from test_evaluate import make_run
 
 from vsb.cli.main import main

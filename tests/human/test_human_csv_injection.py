@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_csv_injection import scan
+from tests.test_csv_injection import scan
 
 from vsb.cli.main import main
 

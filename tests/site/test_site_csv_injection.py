@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from site_synth import make_release
-from test_csv_injection import scan
+from tests.test_csv_injection import scan
 
 from vsb.site.build import build_site
 

@@ -372,6 +372,57 @@ def fig_implicit_effects(rel: Path) -> str:
     return "\n".join(out) + "\n"
 
 
+def fig_vinabench_validity(rel: Path) -> str:
+    """VinaBench's metrics against the oracle (validation/vinabench_validity.json): per
+    metric and simulator, recall on any fault and ρ with memory coherence; then, pooled over
+    the simulators, each fault label's recall / precision (recall alone) per metric."""
+    doc = _json(rel / "validation/vinabench_validity.json")
+    metrics = list(dict.fromkeys(m["metric"] for m in doc["metrics"]))
+    pools = list(dict.fromkeys(m["model"] for m in doc["metrics"]))
+    summary = {(m["model"], m["metric"]): m for m in doc["metrics"]}
+    rows = {(r["model"], r["metric"], r["label"]): r for r in doc["labels"]}
+
+    def f3(v: float | None) -> str:
+        return "—" if v is None else _f3(v)
+
+    out = [
+        f"{doc['questions']:,} questions asked of the {doc['judge']} judge about "
+        f"{', '.join(doc['models'])} under {', '.join(doc['conditions'])}; each cell: recall "
+        "on units carrying any fault · Spearman ρ with memory coherence (rules).",
+        "",
+        "| metric | " + " | ".join(pools) + " |",
+        "| --- |" + " --- |" * len(pools),
+    ]
+    for metric in metrics:
+        cells = []
+        for pool in pools:
+            s, a = summary.get((pool, metric)), rows.get((pool, metric, "any"))
+            cells.append("—" if s is None else f"{f3(a and a['recall'])} · {f3(s['spearman'])}")
+        out.append(f"| {metric} | " + " | ".join(cells) + " |")
+    pooled = [s for (pool, _), s in summary.items() if pool == pools[-1]]
+    alarms, clean = sum(s["false_alarms"] for s in pooled), sum(s["clean"] for s in pooled)
+    out += ["", f"False alarms (a clean unit failed): {alarms} of {clean:,} clean units.", ""]
+    pool = pools[-1]
+    labels = list(dict.fromkeys(r["label"] for r in doc["labels"] if r["model"] == pool))
+    out += [
+        f"Fault label × metric on {pool}: recall / precision (recall alone).",
+        "",
+        "| fault label | " + " | ".join(metrics) + " |",
+        "| --- |" + " --- |" * len(metrics),
+    ]
+    for label in labels:
+        cells = []
+        for metric in metrics:
+            r = rows.get((pool, metric, label))
+            cells.append(
+                "—"
+                if r is None
+                else f"{f3(r['recall'])} / {f3(r['precision'])} ({f3(r['recall_alone'])})"
+            )
+        out.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
 FIGURES: dict[str, Callable[[Path], str]] = {
     "root-hash": fig_root_hash,
     "suite-counts": fig_suite_counts,
@@ -380,6 +431,7 @@ FIGURES: dict[str, Callable[[Path], str]] = {
     "memory-gain": fig_memory_gain,
     "predicted-memory": fig_predicted_memory,
     "validation": fig_validation,
+    "vinabench-validity": fig_vinabench_validity,
     "prompt-sensitivity": fig_prompt_sensitivity,
     "implicit-effects": fig_implicit_effects,
     "reader-ceiling": fig_reader_ceiling,

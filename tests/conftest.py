@@ -44,7 +44,7 @@ UNITS = {
         "tests/site/test_accessibility.py", "tests/site/test_built_plots.py",
         "tests/site/test_site.py", "tests/site/test_site_helper.py",
         "tests/site/test_methodology_inventory.py", "tests/site/test_board_site.py",
-        "tests/site/test_board_phone.py",
+        "tests/site/test_board_phone.py", "tests/site/test_vinabench_validity_page.py",
         "tests/release/test_build_judge.py", "tests/release/test_build_variants.py",
         "tests/release/test_main_job.py", "tests/release/test_build_corrected.py",
         "tests/release/test_release_own_models.py",

@@ -118,7 +118,13 @@ def fake_stages(
         latency, hit = runs[calls.counts.get("run", 0)]
         calls.hit("run")
         _fake_run(run_dir, latency=latency, hit=hit)
-        return SimpleNamespace(images=3, calls=0 if hit else 3, hits=3 if hit else 0, skipped={})
+        return SimpleNamespace(
+            images=3,
+            calls=0 if hit else 3,
+            hits=3 if hit else 0,
+            skipped={},
+            failed_line=lambda: None,
+        )
 
     def writer(name: str, rel: str) -> Any:
         def fn(release_dir: Path, *a: Any) -> list[str]:
@@ -161,7 +167,7 @@ def fake_stages(
         calls.note("judged_in", os.getpid())
         return {"judged": str(work)}
 
-    def write_references(release_dir: Path, judged: Any) -> list[str]:
+    def write_references(release_dir: Path, judged: Any, tables: Any = None) -> list[str]:
         calls.hit("write_references")
         calls.note("references_from", [judged, os.getpid()])
         rel = "validation/reference_judges.json"

@@ -359,11 +359,11 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
     analysis: dict[str, Callable[..., Any]] = {
         "score": lambda p: st.score(rel_dir, p, config.name, tables()),
         "validate": lambda p: st.validate(rel_dir, p, config.name, None, tables()),
-        "references": lambda p, judged: st.write_references(rel_dir, judged),
+        "references": lambda p, judged: st.write_references(rel_dir, judged, tables()),
     }
     checked = (
         [*st.EVALUATION_INPUTS, "oracle/faults.jsonl"],
-        ("validation", "evaluators", "tables"),
+        ("validation", "evaluators", "tables", "story/vinabench"),
     )
     # Score and validate share one process: the tables are read once for both. The reference
     # judges (part of validate) answer beside them in a process of their own, forked from this

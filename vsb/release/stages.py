@@ -191,9 +191,13 @@ def validate(
     independent when the release has those frames (reference_judges.json), asked
     in process (``served``: over HTTP on 127.0.0.1). ``tables``: as for ``score``."""
     from vsb.validation.judge import validate_run, write_judge
+    from vsb.validation.vina.validity import VALIDITY_CSV, VALIDITY_JSON
 
     def note(msg: str) -> None:
         progress.note("validate", msg)
+
+    for stale in (VALIDITY_JSON, VALIDITY_CSV):  # written again with the reference judges
+        (release_dir / stale).unlink(missing_ok=True)
 
     report = validate_run(release_dir, release=release, progress=note, tables=tables)
     paths = _rel(release_dir, write_judge(release_dir, report))
@@ -226,33 +230,78 @@ def judge_references(
     plain: bool = False,
 ) -> JudgedSlices | dict[str, Any] | None:
     """The reference judges' answers (``vsb.validation.reference.judge_slices``, under
-    ``work/reference``); None when the release lacks their frames. Imports no statistics: the
-    main job runs it in a small process of its own, beside score. ``plain``: as a dict (the
-    build process then imports nothing of vsb.validation to read it)."""
+    ``work/reference``) and VinaBench's questions about the simulators under
+    structured_memory asked of the literal judge (``vsb.validation.vina.ask``); None when the
+    release has neither's frames. Imports no statistics: the main job runs it in a small
+    process of its own, beside score. ``plain``: as a dict (the build process then imports
+    nothing of vsb.validation to read it)."""
     from vsb.fsio import iter_jsonl
     from vsb.validation.reference import DEFAULT_CONDITION, DEFAULT_MODELS, judge_slices
+    from vsb.validation.vina.ask import ask_vinabench
+
+    def note(msg: str) -> None:
+        progress.note("validate", msg)
 
     has_slice = any(
         r["model"] in DEFAULT_MODELS and r["condition"] == DEFAULT_CONDITION
         for _, r in iter_jsonl(release_dir / "records.jsonl")
     )
-    if not has_slice:
+    judged = judge_slices(release_dir, work / "reference", progress=note, served=served) \
+        if has_slice else None  # fmt: skip
+    note("VinaBench's questions, literal judge")
+    vina = ask_vinabench(release_dir, served=served)
+    if judged is None and not vina:
         return None
+    if not plain and not vina:
+        return judged
+    out: dict[str, Any] = {VINABENCH: vina}
+    if judged is not None:
+        out.update(judged.model_dump(mode="json") if plain else {SLICES: judged})
+    return out
 
-    def note(msg: str) -> None:
-        progress.note("validate", msg)
 
-    judged = judge_slices(release_dir, work / "reference", progress=note, served=served)
-    return judged.model_dump(mode="json") if plain else judged
+#: Keys of ``judge_references``'s dict beside the judged slices' own fields.
+VINABENCH, SLICES = "vinabench_answers", "judged_slices"
 
 
-def write_references(release_dir: Path, judged: JudgedSlices | dict[str, Any]) -> list[str]:
+def write_references(
+    release_dir: Path,
+    judged: JudgedSlices | dict[str, Any],
+    tables: EvaluationTables | None = None,
+) -> list[str]:
     """Validate the judged slices (``judge_references``'s, either form) and write
-    validation/reference_judges.json."""
+    validation/reference_judges.json; then, from VinaBench's answers and the oracle, which
+    faults its metrics catch (validation/vinabench_validity.json and .csv: the rule
+    checker's memory coherence from ``tables``, read here when not given)."""
     from vsb.validation.reference import JudgedSlices, reference_report, write_reference
 
-    slices = judged if isinstance(judged, JudgedSlices) else JudgedSlices.model_validate(judged)
-    return _rel(release_dir, [write_reference(release_dir, reference_report(slices))])
+    vina: list[dict[str, Any]] = []
+    part: JudgedSlices | dict[str, Any] | None = judged
+    if isinstance(judged, dict) and VINABENCH in judged:
+        vina = judged[VINABENCH]
+        rest = {k: v for k, v in judged.items() if k != VINABENCH}
+        part = rest.get(SLICES) or rest or None
+    paths: list[Path] = []
+    if part is not None:
+        slices = part if isinstance(part, JudgedSlices) else JudgedSlices.model_validate(part)
+        paths.append(write_reference(release_dir, reference_report(slices)))
+    if vina and (release_dir / "oracle" / "faults.jsonl").is_file():
+        paths += vinabench_validity(release_dir, vina, tables)
+    return _rel(release_dir, paths)
+
+
+def vinabench_validity(
+    release_dir: Path, answers: list[dict[str, Any]], tables: EvaluationTables | None
+) -> list[Path]:
+    """VinaBench's metrics against the oracle (``vsb.validation.vina.validity``)."""
+    from vsb.validation.matching import load_faults
+    from vsb.validation.vina.validity import rules_coherence, validity, write_validity
+
+    if tables is None:
+        tables = load_tables(release_dir)
+    models = sorted({a["model"] for a in answers})
+    coherence = rules_coherence(tables.requirements, models)
+    return write_validity(release_dir, validity(answers, load_faults(release_dir), coherence))
 
 
 def build_site_dir(release_dir: Path, site_dir: Path, progress: Progress) -> list[str]:

@@ -40,6 +40,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 
 from vsb import __version__
 from vsb.errors import ReleaseError
+from vsb.evaluators.vina.questions import METRICS as VINA_METRICS
 from vsb.fsio import link_or_copy, sha256_hex
 from vsb.human.blinding import PoolStory, blinding_key, make_blinding, rated_condition, story_pool
 from vsb.human.session import evaluate_payload
@@ -317,6 +318,8 @@ def _pages(root: Path, out: Path, files: Callable[[], dict[str, str]]) -> SiteRe
         "judge.html",
         human=release_report(data.root),
         reference=data.reference,
+        vina=data.vinabench,
+        vina_metrics=VINA_METRICS,
         **pages.judge_tables(data),
     )
     w.page("evaluate.html", "evaluate.html", session=_evaluate_session(data, out, sources))

@@ -28,6 +28,7 @@ from vsb.tables import is_legacy, read_columns, requirements_file, unit, where
 from vsb.tables.columns import UniqueKeys
 from vsb.validation.models import JudgeReport
 from vsb.validation.reference import REFERENCE_FILE, ReferenceReport
+from vsb.validation.vina.validity import VALIDITY_JSON, VinaValidityReport
 
 SCORES_FILE = "scores/scores.json"
 JUDGE_FILE = "validation/judge.json"
@@ -70,6 +71,8 @@ class SiteData:
     costs: dict[str, list[float | None]] = field(default_factory=dict)
     #: The reference judges' rows (validation/reference_judges.json), when the release has them.
     reference: ReferenceReport | None = None
+    #: VinaBench's metrics against the oracle (validation/vinabench_validity.json), if any.
+    vinabench: VinaValidityReport | None = None
 
     @property
     def models(self) -> list[str]:
@@ -221,6 +224,8 @@ def load_site_data(release_dir: str | Path) -> SiteData:
     data.all_scores = full
     ref_path = root / REFERENCE_FILE
     data.reference = _read_model(ref_path, ReferenceReport) if ref_path.is_file() else None
+    vina_path = root / VALIDITY_JSON
+    data.vinabench = _read_model(vina_path, VinaValidityReport) if vina_path.is_file() else None
     data.costs = dict(costs)
     slugs: dict[str, str] = {}
     for m in data.models:

@@ -32,6 +32,8 @@ from typing import Any
 
 from vsb.errors import InputError
 from vsb.fsio import iter_jsonl, load_json
+from vsb.story import vocab, words
+from vsb.story.models import ObjectState, SceneState, Story
 
 #: VinaBench's portions by their id keys: (portion, first key, second key).
 ID_KEYS: tuple[tuple[str, str, str], ...] = (
@@ -47,6 +49,13 @@ TIMES = ("early morning", "morning", "noon", "afternoon", "evening", "night")
 #: Scenes of an imported story at most; a longer sample is split (``vsb.narrative``).
 MAX_SCENES = 16
 SPLIT_SCENES = 10
+#: The portion vsb's own stories report under, and the style they are all drawn in (the
+#: procedural renderer's; VinaBench's style consistency does not read it).
+VSB_PORTION = "vsb"
+VSB_STYLE = "flat procedural illustration"
+#: The clothes a profile names, each only when it holds in every scene (a global profile
+#: describes the lasting look).
+_CLOTHES = ("top", "trousers", "accessory")
 _ID = re.compile(r"[^a-z0-9_\-]+")
 _PORTION = re.compile(r"^[a-z0-9_]+$")
 
@@ -236,3 +245,70 @@ def read_samples(paths: str | Path | list[str | Path]) -> dict[str, VinaSample]:
                 )
             out[s.story_id] = s
     return out
+
+
+# --- vsb's own stories in VinaBench's form -------------------------------------------------
+
+
+def entity_words(kind: str, obj: ObjectState) -> str:
+    """An object as one of VinaBench's linked entities, lower case: its state (for a kind of
+    more than one state), colour and kind, counted in words for a counted kind (``open red
+    umbrella``, ``three fresh pink flowers``, ``one yellow coin``)."""
+    known = vocab.OBJECT_KINDS.get(kind)
+    adjectives = [obj.state] if known is not None and len(known.states) > 1 else []
+    adjectives.append(obj.color)
+    if known is not None and known.counted and obj.count is not None:
+        one, many = (" ".join([*adjectives, n]) for n in (known.name, known.plural))
+        return words.count(one, many, obj.count).lower()
+    return " ".join([*adjectives, kind]).lower()
+
+
+def profile_words(story: Story, name: str) -> str:
+    """A character's global profile in the words every model-facing text uses
+    (``vsb.story.words``): skin and hair, then each of top, trousers and accessory whose
+    value is the same in every scene (``dark skin, short black hair, a red top, blue
+    trousers, no accessory``)."""
+    looks = [sc.state.characters[name] for sc in story.scenes]
+    first = looks[0]
+    parts = [words.skin(first.skin), words.hair(first.hair_color, first.hair_style)]
+    for attr in _CLOTHES:
+        values = {getattr(c, attr) for c in looks}
+        if len(values) != 1:
+            continue  # it changes: a lasting profile does not say it
+        value = values.pop()
+        if attr == "top":
+            parts.append(words.article(f"{value} top"))
+        elif attr == "trousers":
+            parts.append(f"{value} trousers")
+        else:
+            parts.append(words.accessory(value))
+    return ", ".join(parts)
+
+
+def _scene_of(state: SceneState) -> VinaScene:
+    present = tuple(n for n in state.order if state.characters[n].present)
+    seen = [entity_words(k, o) for k, o in sorted(state.objects.items())
+            if state.object_visible(k) and o.count != 0]  # fmt: skip
+    return VinaScene(
+        linked_entities="; ".join(seen),
+        num_present=len(present),
+        present=present,
+        time=state.time,
+        location=state.location,
+    )
+
+
+def sample_of_story(story: Story) -> VinaSample:
+    """A vsb story in VinaBench's annotation form: per scene (from its replayed state) the
+    characters present (left to right) and their number, the time, the location and the
+    objects one can see as linked entities (``entity_words``); per story each character's
+    profile (``profile_words``) and one style. So VinaBench's questions ask what the story
+    says each picture shows (``vsb.validation.vina``: against the oracle)."""
+    return VinaSample(
+        story_id=story.id,
+        index=story.id,
+        portion=VSB_PORTION,
+        scenes=tuple(_scene_of(sc.state) for sc in story.scenes),
+        profiles=tuple((c.name, profile_words(story, c.name)) for c in story.world.characters),
+        style=VSB_STYLE,
+    )

@@ -171,7 +171,9 @@ class SimJudge:
 
 
 class Answerer(Protocol):
-    """What a served judge does: answers to the numbered questions of one or two images."""
+    """What a served judge does: answers to the numbered questions of one or two images. It
+    may also answer about more than two in one request (VinaBench's consistency questions)
+    with ``many_answers(images, questions)``; without it, the first image is asked about."""
 
     def answers(self, image: bytes, questions: list[str]) -> list[str]: ...
     def pair_answers(self, first: bytes, second: bytes, questions: list[str]) -> list[str]: ...
@@ -292,8 +294,11 @@ class JudgeEndpoint:
         text = next(p["text"] for p in user if p.get("type") == "text")
         images = [base64.b64decode(m.group(1)) if (m := _DATA_URI.match(u)) else b"" for u in uris]
         numbered = re.findall(r"^\d+\. (.*)$", text, flags=re.M)
-        if len(images) == 2:
-            answers = self.judge.pair_answers(images[0], images[1], numbered)
+        many = getattr(self.judge, "many_answers", None)  # a judge of several pictures
+        if len(images) > 2 and many is not None:
+            answers = many(images, numbered or [text.strip()])
+        elif len(images) == 2:
+            answers = self.judge.pair_answers(images[0], images[1], numbered or [text.strip()])
         else:
             answers = self.judge.answers(images[0], numbered or [text.strip()])
         n = len(answers)

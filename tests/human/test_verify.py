@@ -178,8 +178,9 @@ def test_an_interval_past_a_bound_keeps_its_width() -> None:
 
 def test_coverage_over_judge_seeds(run: Path, tmp_path: Path) -> None:
     """``scripts/verify_coverage.py`` in little: three judge seeds, 300 items answered
-    truthfully; the truth lies in every interval, each narrower than 0.2, and the
-    correction by assumption misses it every time."""
+    truthfully; the truth lies in the interval in at least two (the 95 % interval in 20
+    seeds: docs/validation.md), each narrower than 0.2, and the correction by assumption
+    misses it every time."""
     from vsb.human.verify.answers import import_answers
     from vsb.human.verify.sample import draw_sample
     from vsb.scores.compute import Resampling, load_scoring_input, score_input
@@ -189,6 +190,7 @@ def test_coverage_over_judge_seeds(run: Path, tmp_path: Path) -> None:
     shutil.copytree(run, work)
     settings = Resampling(seed=0, n_resamples=400)
     truth = true_scores(work, "vlm")[(COPY, COND)]["global"]
+    covered = 0
     for seed in (4600, 4601, 4602):
         shutil.rmtree(work / "evaluations")
         shutil.rmtree(work / "verification", ignore_errors=True)
@@ -216,5 +218,7 @@ def test_coverage_over_judge_seeds(run: Path, tmp_path: Path) -> None:
         assumed, measured = got[False], got[True]
         assert assumed.ci_high is not None and assumed.ci_high < truth
         assert measured.ci_low is not None and measured.ci_high is not None
-        assert measured.ci_low <= truth <= measured.ci_high
+        covered += measured.ci_low <= truth <= measured.ci_high
         assert measured.ci_high - measured.ci_low < 0.2
+    # a 95 % interval misses one seed of three one time in seven, two of three one in 140
+    assert covered >= 2

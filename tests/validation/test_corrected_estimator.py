@@ -85,3 +85,27 @@ def test_any_judge_above_the_bound_is_corrected_exactly(
     assert est.score[0] == pytest.approx(t.mean(), abs=1e-9)
     finite = est.dist[:, 0][~np.isnan(est.dist[:, 0])]
     assert finite.size and np.all(finite >= -1e-9) and np.all(finite <= 1 + 1e-9)
+
+
+def test_by_answer_does_not_mix_how_a_fact_is_false() -> None:
+    """Issue 46: a judge that answers UNSURE for a missing subject (never passed) and NO for
+    a wrong attribute (passed 10 %): pooled specificity (0.95 on frames half missing, half
+    wrong) puts a model whose faults are all wrong attributes 0.012 too high; stratified by
+    the judge's answer (Sp 0.9 on the answered rows) it is exact."""
+    labels = Labels.of(_Rows())  # type: ignore[arg-type]
+    shape = (1, 1, 1, 13, 1)
+    passed, total = np.zeros(shape), np.zeros(shape)
+    outcomes = np.zeros((*shape, 3))
+    outcomes[0, 0, 0, 0, 0] = [720 + 20, 80 + 180, 0]  # 800 true, 200 wrong attributes
+    passed[..., 0], total[..., 0] = outcomes[..., 0, 0], outcomes[..., 0, :].sum(axis=-1)
+    # oracle frames: 500 true (450 passed), 250 missing (all UNSURE), 250 wrong (25 passed)
+    val = np.array([[[500.0, 450.0, 500.0, 475.0]]])
+    answered = np.array([[[500.0, 450.0, 250.0, 225.0]]])
+    other = np.array([[[250.0, 0.0]]])
+    weights = np.ones((50, 1))
+    pooled = Corrector(CellCounts(passed, total), val, labels, weights).estimate(0, 0)
+    split = Corrector(CellCounts(passed, total), val, labels, weights, outcomes=outcomes,
+                      answered=answered, other=other).estimate(0, 0)  # fmt: skip
+    assert pooled.score[0] == pytest.approx(0.8 + 0.0118, abs=1e-3)
+    assert split.score[0] == pytest.approx(0.8)
+    assert np.allclose(split.dist[:, 0], 0.8)

@@ -204,10 +204,18 @@ def verify(run_dir: Path, model: str, n_items: int, out: Path | None, seed: int,
 
         size = sample_size(run_dir, model, half_width, evaluator)
         stories = "—" if size.story_half_width is None else f"±{size.story_half_width:.3f}"
+        more = max(0, size.items - size.verified)
         click.echo(f"{model}: {size.items} verified items for a corrected global within "
                    f"±{half_width:g} (95%; {size.rows} judged single-frame rows; planned "
                    f"from {size.planned_from}; widest: {size.cell}); the sampling of "
                    f"stories adds {stories}, which no number of items narrows")  # fmt: skip
+        if size.verified:
+            click.echo(f"{size.verified} answered already: {more} more (vsb human verify "
+                       f"--items {more} --seed <another>)")  # fmt: skip
+        elif size.if_assumed is not None:
+            click.echo(f"if the judge erred on {model}'s frames as on simulator frames, "
+                       f"{size.if_assumed} would do: answer that many first, import them, "
+                       "and --dry-run again plans the rest from the answers")  # fmt: skip
         return
     if out is None:
         raise click.UsageError("--out is required (or --dry-run)")

@@ -1,9 +1,10 @@
 """Drawing a verification sample of one model's judged rows, and writing its items.
 
 The sample is stratified by (label, the judge's outcome) (``vsb.validation.correct.
-verified``) and allocated in proportion to each stratum's rows (largest remainders), drawn
-with ``numpy.random.default_rng([seed, crc32(model)])``. Each item is one row's question,
-the judge's own (``vsb.evaluators.vlm.questions.question_for``), about its frame's picture. What a
+verified``) and allocated in proportion to each stratum's weight in the model's global score
+(``vsb.validation.correct.sizing.allocation``; largest remainders), drawn with
+``numpy.random.default_rng([seed, crc32(model)])``. Each item is one row's question, the
+judge's own (``vsb.evaluators.vlm.questions.question_for``), about its frame's picture. What a
 person sees is blind, as on the rating page: ``DIR/items.jsonl`` and ``DIR/evaluate.html``
 name no model, condition or story; the picture is the run's changed imperceptibly
 (``vsb.human.blinding.perturbed``) under an opaque name in ``DIR/rate/``; the item ids are
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import zlib
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +26,7 @@ from vsb.fsio import atomic_write_bytes, atomic_write_json, atomic_write_text, c
 from vsb.human.blinding import perturbed
 from vsb.scores.compute import load_scoring_input
 from vsb.scores.inputs import RequirementRows
+from vsb.validation.correct.sizing import allocate, allocation
 from vsb.validation.correct.verified import (
     SampleItem,
     VerificationSample,
@@ -38,22 +39,6 @@ from vsb.validation.correct.verified import (
 )
 
 ITEMS_FILE = "items.jsonl"
-
-
-def allocate(sizes: Sequence[int], n: int) -> list[int]:
-    """``n`` items over strata of ``sizes`` rows, in proportion (largest remainders), never
-    more than a stratum holds."""
-    sizes_a = np.asarray(sizes, dtype=np.float64)
-    n = int(min(n, sizes_a.sum()))
-    out = np.zeros(len(sizes), dtype=np.int64)
-    while out.sum() < n:
-        room = sizes_a - out
-        share = (n - out.sum()) * room / room.sum()
-        add = np.floor(share).astype(np.int64)
-        if add.sum() == 0:
-            add[np.argsort(-(share - add), kind="stable")[: n - out.sum()]] = 1
-        out += np.minimum(add, room.astype(np.int64))
-    return [int(x) for x in out]
 
 
 @dataclass(frozen=True)
@@ -115,7 +100,9 @@ def draw_sample(
     p = plan(root, model, evaluator)
     rng = np.random.default_rng([seed, zlib.crc32(model.encode())])  # a sample per model
     keys = list(p.strata)
-    counts = allocate([len(p.strata[k]) for k in keys], n_items)
+    weights = allocation(p.rows, model)
+    counts = allocate(np.array([len(p.strata[k]) for k in keys]), n_items,
+                      np.array([weights.get(k, 0.0) for k in keys]))  # fmt: skip
     chosen = [
         i
         for k, c in zip(keys, counts, strict=True)

@@ -1,20 +1,17 @@
 """Corrected scores in a ``ScoresReport``: ``vsb score --corrected``, the release built
 with ``--judge``, ``vsb compare --corrected``.
 
-Every evaluator whose rows name a judge model (a VLM judge; not the rule checker) gets, on
-each of its model rows, a ``corrected`` object (``vsb.scores.models.CorrectedScore``): the
-same metrics, corrected for the judge's error as measured on the run's oracle frames
-(``vsb.validation.correct.estimate``), with a corrected rank and rank range. What the
-correction rests on is written beside it (``CorrectionReport``, ``scores/judge_error.json``
-and ``.csv``): per label, the oracle facts, sensitivity, specificity and ``J`` with its
-bootstrap interval.
+Every judged evaluator's model rows (a VLM judge; not the rule checker) get a ``corrected``
+object (``vsb.scores.models.CorrectedScore``): the same metrics corrected for the judge's
+error measured on the run's oracle frames (``vsb.validation.correct.estimate``; by label
+and the judge's answer), with a corrected rank and rank range; what it rests on is written
+beside it (``CorrectionReport``, ``scores/judge_error.json`` / ``.csv``).
 
 The assumption (``ASSUMPTION``, shown wherever the numbers are): the judge errs on a model's
 images as it errs on the simulators' images of the same kind of fact. A model with verified
 items (``vsb human verify``; ``vsb.validation.correct.measured``) is corrected with the
 judge's error measured on its own frames instead, and the assumption is tested on them; each
-row's ``basis`` says which (issue 46).
-"""
+row's ``basis`` says which (issue 46)."""
 
 from __future__ import annotations
 
@@ -47,6 +44,7 @@ from vsb.validation.correct.errors import (
     PRIOR,
     TRUE_PASSED,
     Labels,
+    by_answer,
     row_truth,
     validation_counts,
 )
@@ -58,7 +56,12 @@ from vsb.validation.correct.estimate import (
     bounded_interval,
     cell_counts,
 )
-from vsb.validation.correct.measured import AssumptionTest, ModelError, verified_errors
+from vsb.validation.correct.measured import (
+    AssumptionTest,
+    ModelError,
+    outcome_counts,
+    verified_errors,
+)
 from vsb.validation.matching import Fault
 from vsb.validation.truth import PAIR_ATTRIBUTES, PairTruth
 
@@ -169,7 +172,7 @@ class Corrected:
     measured: dict[str, ModelError] | None = None
     """Per model with verified items: the judge's error on its own frames."""
     outcomes: np.ndarray | None = None
-    """``outcome_counts`` of the evaluator's rows (with ``measured``)."""
+    """``outcome_counts`` of the evaluator's rows."""
     tests: dict[str, AssumptionTest] | None = None
 
     def basis(self, model: str) -> str:
@@ -193,8 +196,9 @@ class Corrected:
 
 
 def corrector_for(
-    inp: ScoringInput, evaluator: str, oracle: Oracle, settings: Resampling, bound: float = BOUND
-) -> Corrected:
+    inp: ScoringInput, evaluator: str, oracle: Oracle, settings: Resampling, bound: float = BOUND,
+    by_outcome: bool = True,
+) -> Corrected:  # fmt: skip
     """The corrector of one evaluator (its table's models, conditions and stories), with the
     judge's error measured on the verified items of the models that have them."""
     rows = inp.evaluator_rows(evaluator)
@@ -209,14 +213,17 @@ def corrector_for(
     val = validation_counts(sub, truth, [True] * len(sub), stories, labels)
     weights = settings.weights(len(stories))
     counts = cell_counts(rows, models, conditions, stories, labels)
-    corrector = Corrector(counts, val, labels, weights, bound)
+    answered, other = by_answer(sub, truth, stories, labels)
+    outcomes = outcome_counts(rows, models, conditions, stories, labels)
+    corrector = Corrector(counts, val, labels, weights, bound, answered=answered, other=other,
+                          outcomes=outcomes if by_outcome else None)  # fmt: skip
     error = _error(evaluator, rows, sub, val, corrector, labels, oracle, settings)
     cor = Corrected(evaluator, corrector, models, conditions, stories, error,
-                    frozenset(oracle.models))  # fmt: skip
+                    frozenset(oracle.models), outcomes=outcomes)  # fmt: skip
     got = verified_errors(inp.root, evaluator, rows, (models, conditions, stories), labels,
                           corrector, settings)  # fmt: skip
     if got is not None:
-        cor.measured, cor.outcomes, cor.tests = got
+        cor.measured, _same, cor.tests = got
     return cor
 
 

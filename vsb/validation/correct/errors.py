@@ -123,6 +123,18 @@ def validation_counts(
     return out.reshape(len(stories), n_l, 4)
 
 
+def by_answer(
+    rows: RequirementRows, truth: Sequence[bool | None], stories: Sequence[str], labels: Labels
+) -> tuple[FloatArray, FloatArray]:
+    """The oracle rows split by the judge's answer (issue 46): ``validation_counts`` of the
+    rows it answered YES or NO (verdict passed or failed), and ``(stories, labels, 2)`` rows
+    it answered neither (UNSURE, unreadable, a subject not found) and those whose fact holds."""
+    answered = [v in ("passed", "failed") for v in rows.verdict]
+    held = validation_counts(rows, truth, [not a for a in answered], stories, labels)
+    other = np.stack([held[..., N_TRUE] + held[..., N_FALSE], held[..., N_TRUE]], axis=-1)
+    return validation_counts(rows, truth, answered, stories, labels), other
+
+
 @dataclass(frozen=True)
 class Rates:
     """Sensitivity and specificity per label (``(..., labels)``; leading axes: resamples)."""

@@ -35,7 +35,7 @@ from vsb.scores.knockon import knock_on_mask
 from vsb.scores.stats.bootstrap import FloatArray, nan_mean
 from vsb.scores.table import ADHERENCE, BASE_METRICS, COHERENCE, CONDITIONAL_COHERENCE, N_DIMS
 from vsb.story.models import DIMENSIONS
-from vsb.validation.correct.errors import Labels, Rates, rates
+from vsb.validation.correct.errors import N_TRUE, TRUE_PASSED, Labels, Rates, rates
 
 #: Least ``Se + Sp − 1`` of a label for the metrics holding it to be corrected.
 BOUND = 0.2
@@ -120,7 +120,19 @@ class CellEstimate:
 
 class Corrector:
     """Corrected estimates of one evaluator's cells from its counts and the oracle frames'
-    counts (``validation``: ``(stories, labels, 4)``), resampled with ``weights``."""
+    counts (``validation``: ``(stories, labels, 4)``), resampled with ``weights``.
+
+    With ``outcomes`` (the cells' counts per judge outcome, ``(models, conditions, stories,
+    N_BASE, labels, outcomes)``: passed, failed, other) the correction is stratified by the
+    judge's outcome, as the measured one is (issue 46): rows answered YES or NO are corrected
+    by Rogan–Gladen with the sensitivity and specificity measured on the oracle frames' rows
+    answered YES or NO (``answered``, ``(stories, labels, 4)``), and a row the judge answered
+    neither (UNSURE, unreadable, a subject it could not find) holds its fact with the share
+    measured on the oracle frames' such rows (``other``: ``(stories, labels, 2)``, rows and
+    rows whose fact holds). How a fact is false (a missing subject, answered UNSURE; a wrong
+    attribute, answered NO) is then never pooled into one specificity. Without, the
+    correction is Rogan–Gladen on passed / not passed (``validation``'s rates).
+    """
 
     def __init__(
         self,
@@ -129,14 +141,31 @@ class Corrector:
         labels: Labels,
         weights: FloatArray,
         bound: float = BOUND,
+        *,
+        outcomes: FloatArray | None = None,
+        answered: FloatArray | None = None,
+        other: FloatArray | None = None,
     ) -> None:
         self.counts = counts
         self.labels = labels
         self.bound = bound
         self.point: Rates = rates(validation.sum(axis=0), labels)
-        flat = weights @ validation.reshape(len(validation), -1)
-        self.resampled: Rates = rates(flat.reshape(len(weights), *validation.shape[1:]), labels)
+        self.resampled: Rates = _resampled(validation, weights, labels)
         self.weights = weights
+        if outcomes is None or answered is None or other is None:
+            self.outcomes = np.stack([counts.passed, counts.total - counts.passed], axis=-1)
+            self.used_rates, self.used_resampled = self.point, self.resampled
+            self.coef = _coef(self.point, None)
+            self.coef_draws = _coef(self.resampled, None)
+        else:
+            self.outcomes = outcomes
+            self.used_rates = rates(answered.sum(axis=0), labels)
+            self.used_resampled = _resampled(answered, weights, labels)
+            held = np.zeros((*other.shape[:-1], 4))
+            held[..., N_TRUE], held[..., TRUE_PASSED] = other[..., 0], other[..., 1]
+            q, q_draws = rates(held.sum(axis=0), labels), _resampled(held, weights, labels)
+            self.coef = _coef(self.used_rates, q.se)
+            self.coef_draws = _coef(self.used_resampled, q_draws.se)
 
     def _why(self, used: np.ndarray) -> str | None:
         """Why metrics over the labels ``used`` cannot be corrected (None: they can)."""
@@ -149,7 +178,7 @@ class Corrector:
                     "its specificity is unknown")  # fmt: skip
         if np.isnan(p.pooled_se):
             return "not correctable: the oracle frames hold no true fact of this judge's"
-        j = p.youden
+        j = self.used_rates.youden
         weak = [k for k in np.flatnonzero(used) if not j[k] >= self.bound]
         if not weak:
             return None
@@ -158,42 +187,30 @@ class Corrector:
         return (f"not correctable: on {t} ({d}) the judge's sensitivity + specificity − 1 is "
                 f"{j[k]:.2f}, below {self.bound:g}")  # fmt: skip
 
-    def story_rates(self, m: int, c: int, rates_: Rates) -> FloatArray:
-        """``(..., stories, N_BASE)`` corrected story rates under ``rates_``."""
-        k = self.counts.passed[m, c]  # (stories, metrics, labels)
-        n = self.counts.total[m, c]
-        j = rates_.youden[..., None, None, :]
-        fp = 1.0 - rates_.sp[..., None, None, :]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            num = ((k - n * fp) / j).sum(axis=-1)
-            return num / n.sum(axis=-1)
-
     def estimate(self, m: int, c: int, keep: np.ndarray | None = None) -> CellEstimate:
         """Cell (m, c) over its stories (``keep``: ``(stories, N_BASE)``, the stories each
         metric may use; default every story with data)."""
-        k = self.counts.passed[m, c]
-        n = self.counts.total[m, c]
-        has = n.sum(axis=-1) > 0  # (stories, metrics)
+        y = self.outcomes[m, c]  # (stories, metrics, labels, outcomes)
+        n = y.sum(axis=(-1, -2))
+        has = n > 0  # (stories, metrics)
         if keep is not None:
             has &= keep
-        used = (n * has[..., None]).sum(axis=0) > 0  # (metrics, labels)
+        used = (y.sum(axis=-1) * has[..., None]).sum(axis=0) > 0  # (metrics, labels)
         reasons: list[str | None] = [self._why(used[j]) if has[:, j].any() else None
                                      for j in range(N_BASE)]  # fmt: skip
         with np.errstate(invalid="ignore", divide="ignore"):
-            x = np.where(has[..., None], k / n.sum(axis=-1, keepdims=True), 0.0)
-            y = np.where(has[..., None], n / n.sum(axis=-1, keepdims=True), 0.0)
+            x = np.where(has[..., None, None], y / n[..., None, None], 0.0)
         w = self.weights
         den = w @ has.astype(np.float64)  # (resamples, metrics)
         px = (w @ x.reshape(len(x), -1)).reshape(len(w), *x.shape[1:])
-        py = (w @ y.reshape(len(y), -1)).reshape(len(w), *y.shape[1:])
-        jr = self.resampled.youden  # (resamples, labels)
-        fp = 1.0 - self.resampled.sp
+        jr = self.used_resampled.youden  # (resamples, labels)
         bad = ((jr[:, None, :] <= RESAMPLE_FLOOR) & used[None]).any(axis=-1)
-        safe = np.where(jr > RESAMPLE_FLOOR, jr, 1.0)
+        draws = np.where((jr > RESAMPLE_FLOOR)[..., None], self.coef_draws, 0.0)
         with np.errstate(invalid="ignore", divide="ignore"):
-            dist = ((px - py * fp[:, None, :]) / safe[:, None, :]).sum(axis=-1) / den
+            dist = (px * draws[:, None]).sum(axis=(-1, -2)) / den
         dist[bad | (den == 0)] = np.nan
-        stories = np.where(has, self.story_rates(m, c, self.point), np.nan)
+        point = np.nan_to_num(self.coef, nan=0.0, posinf=0.0, neginf=0.0)
+        stories = np.where(has, (x * point).sum(axis=(-1, -2)), np.nan)
         with np.errstate(invalid="ignore", divide="ignore"):
             score = np.nansum(stories, axis=0) / has.sum(axis=0)
         score[~has.any(axis=0)] = np.nan
@@ -214,3 +231,21 @@ class Corrector:
             reason=[*reasons, g_reason],
             stories=np.concatenate([stories, sg[:, None]], axis=1),
         )
+
+
+def _resampled(validation: FloatArray, weights: FloatArray, labels: Labels) -> Rates:
+    """Rates of ``validation`` (``(stories, labels, 4)``) under each story resample."""
+    flat = weights @ validation.reshape(len(validation), -1)
+    return rates(flat.reshape(len(weights), *validation.shape[1:]), labels)
+
+
+def _coef(r: Rates, held: FloatArray | None) -> FloatArray:
+    """``(..., labels, outcomes)``: the true facts a row of each judge outcome stands for.
+    Rogan–Gladen: ``Sp / J`` for passed and ``−(1 − Sp) / J`` for not passed; with ``held``
+    (the share of the oracle frames' rows answered neither whose fact holds; NaN: none, so
+    taken as 0, as scoring counts UNSURE) a third outcome of ``held``."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        parts = [r.sp / r.youden, -(1.0 - r.sp) / r.youden]
+    if held is not None:
+        parts.append(np.broadcast_to(np.nan_to_num(held, nan=0.0), r.sp.shape))
+    return np.stack(parts, axis=-1)

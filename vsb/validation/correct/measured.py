@@ -246,7 +246,9 @@ def verified_errors(
     items = verified_items(root, evaluator, rows, models)
     if not items:
         return None
-    outcomes = outcome_counts(rows, models, conditions, stories, labels)
+    outcomes = corrector.outcomes  # split by outcome when the corrector is (apply.py's)
+    if outcomes.shape[-1] != N_OUT:
+        outcomes = outcome_counts(rows, models, conditions, stories, labels)
     measured, tests = {}, {}
     index = {n: i for i, n in enumerate(labels.names)}
     for model, got in items.items():

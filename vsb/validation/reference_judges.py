@@ -26,8 +26,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from vsb.evaluators.extractor import extract
+from vsb.evaluators.render.decode import index_counts, load_indices
 from vsb.evaluators.render.detected import DetectedPerson, DetectedState, EntityVocabulary
 from vsb.evaluators.vlm.questions import FALLBACK, ORDER_LEAD
 from vsb.story import vocab
@@ -70,6 +72,8 @@ _TIME = {
     "Is it night?": "night",
 }
 _PLURAL = {k.plural: k.name for k in vocab.OBJECT_KINDS.values()}
+#: Decoded pictures a literal judge keeps (a plane is 256 KiB).
+_PLANES = 8
 _WHO = r"the person with (.+?)"
 
 
@@ -183,6 +187,7 @@ class LiteralJudge:
 
     def __init__(self) -> None:
         self._seen: dict[tuple[str, tuple[str, ...]], DetectedState] = {}
+        self._planes: dict[str, tuple[Any, Any]] = {}  # the last decoded pictures
         self._lock = threading.Lock()
 
     def _read(self, image: bytes, kinds: tuple[str, ...] | None) -> DetectedState:
@@ -195,10 +200,26 @@ class LiteralJudge:
             if hit is None and kinds is None:
                 hit = next((v for k, v in self._seen.items() if k[0] == sha), None)
         if hit is None:
-            hit = extract(image, EntityVocabulary.of_kinds(kinds or ()))
+            plane, counts = self._decoded(image, sha)
+            hit = extract(plane, EntityVocabulary.of_kinds(kinds or ()), counts)
             with self._lock:
                 self._seen[key] = hit
         return hit
+
+    def _decoded(self, image: bytes, sha: str) -> tuple[Any, Any]:
+        """The picture's palette indices and their counts, decoded once for the questions
+        that name different kinds of object (the last ``_PLANES`` pictures are kept: the
+        questions about one picture come together)."""
+        with self._lock:
+            got = self._planes.get(sha)
+        if got is None:
+            plane = load_indices(image)
+            got = (plane, index_counts(plane))
+            with self._lock:
+                self._planes[sha] = got
+                while len(self._planes) > _PLANES:
+                    del self._planes[next(iter(self._planes))]
+        return got
 
     @staticmethod
     def kinds_named(questions: list[str]) -> tuple[str, ...]:

@@ -82,7 +82,8 @@ def test_registry() -> None:
         "procedural-oracle",
         "procedural-sloppy",
     ]
-    assert resolve_models("all") == SIMS  # local simulators only, never a paid provider
+    readers = ["procedural-reader", "procedural-reader-77"]  # local too: see only the prompt
+    assert resolve_models("all") == [*SIMS, *readers]  # local models only, never a paid one
     adapter = get_adapter("procedural-drift-mid")
     assert adapter.name == "procedural-drift-mid" and adapter.privileged
     assert adapter.process_safe and adapter.accepts_reference_image

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.hostile_images import huge_header, scrambled_idat
 
+from tests.hostile_images import huge_header, scrambled_idat
 from vsb.cli.main import main
 from vsb.generator.generate import write_suite
 from vsb.render import render_png

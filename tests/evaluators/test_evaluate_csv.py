@@ -9,9 +9,9 @@ import io
 from pathlib import Path
 
 import pytest
-from tests.test_csv_injection import scan
 from test_evaluate import make_run
 
+from tests.test_csv_injection import scan
 from vsb.evaluators.evaluate import evaluate_run
 from vsb.scores.compute import score_run
 from vsb.scores.write import write_scores

@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.hostile_images import huge_header, scrambled_idat
 from test_evaluate import make_run
 
+from tests.hostile_images import huge_header, scrambled_idat
 from vsb.cli.main import main
 from vsb.evaluators.evaluate import evaluate_run
 from vsb.evaluators.vlm.transports import build_transport

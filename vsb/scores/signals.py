@@ -11,6 +11,9 @@ Randomness: one generator per (evaluator, signal), ``numpy.random.default_rng([s
 key])`` with ``key`` from the sha256 of the names, so a signal's interval does not depend
 on which other signals the run holds. Resamples draw from every story that has the signal
 in some (model, condition); a cell without a story is left out through the weights.
+A *set row* (``story_id`` empty: a statistic of a whole set of frames, such as
+``vinabench_ref``'s FID) is no story's value and is left out here; its own table reads it
+(``vsb.scores.peer.vinabench``).
 """
 
 from __future__ import annotations
@@ -84,7 +87,7 @@ def signal_scores(
         rows.model, rows.condition, rows.story_id, rows.signal, rows.value, rows.evaluator,
         strict=True,
     ):  # fmt: skip
-        if math.isnan(v):
+        if math.isnan(v) or not s:  # not a value, or a set row
             continue
         cell = acc[(ev, name)][(m, c)].setdefault(s, [0.0, 0])
         cell[0] += v

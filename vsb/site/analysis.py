@@ -20,6 +20,7 @@ from vsb.conditions import ABLATIONS, PLACEBO_CONDITION, PREDICTED_CONDITION, PR
 from vsb.fsio import load_model
 from vsb.scores.analysis import Effect, effects_from_comparisons
 from vsb.scores.implicit import IMPLICIT_FILE, ImplicitReport, ImplicitRow
+from vsb.scores.peer.vinabench import COLUMNS as VINABENCH_COLUMNS
 from vsb.scores.sensitivity import SENSITIVITY_FILE, SensitivityReport, SensitivityRow
 from vsb.site.data import SiteData
 from vsb.site.svg import CHAR_W
@@ -226,6 +227,14 @@ def vinabench_table(data: SiteData) -> list[dict[str, Any]]:
         ]  # fmt: skip
 
 
+def _vinabench_note(data: SiteData) -> str | None:
+    """Why the table's fid and clip_i are empty (None: filled, or no table)."""
+    from vsb.scores.peer.vinabench import reference_note
+
+    rows = [{k: (None if v == "" else v) for k, v in r.items()} for r in vinabench_table(data)]
+    return reference_note(rows)
+
+
 def analysis_page(data: SiteData) -> dict[str, Any]:
     """What ``analysis.html`` shows, for the primary evaluator."""
     effects = effects_from_comparisons(data.scores.comparisons)
@@ -264,18 +273,8 @@ def analysis_page(data: SiteData) -> dict[str, Any]:
             )
     return {
         "vinabench_rows": vinabench_table(data),
-        "vinabench_metrics": (
-            "clip_t",
-            "clip_t_mrr",
-            "entity_align",
-            "char_num_align",
-            "char_attr_align",
-            "time_align",
-            "location_align",
-            "style_consist",
-            "char_consist",
-            "location_consist",
-        ),
+        "vinabench_metrics": VINABENCH_COLUMNS,
+        "vinabench_note": _vinabench_note(data),
         "evaluator": data.scores.primary_evaluator,
         "gain_rows": _gain_rows(data, summary, PLACEBO_EFFECTS),
         "gain_metrics": GAIN_METRICS,

@@ -367,15 +367,16 @@ def _model_option(name: Kind, more: str) -> click.Option:
     )  # fmt: skip
 
 
-#: The command-line options both embedding evaluators take (fields of ``EmbedOptions``).
-_CLI = (
+#: The command-line options the embedding evaluators take (fields of ``EmbedOptions``, and of
+#: ``vsb.evaluators.vina.reference.ReferenceOptions``).
+MODEL_OPTIONS = (
     click.Option(
         ["--device"], default="cpu", show_default=True, type=click.Choice(["cpu", "cuda", "mps"]),
-        help="Where the clip and dino models run.",
+        help="Where the clip, dino and vinabench_ref models run.",
     ),
     click.Option(
         ["--batch-size"], default=32, show_default=True, type=click.IntRange(min=1),
-        help="Images (and texts) per forward pass of the clip and dino models.",
+        help="Images (and texts) per forward pass of the clip, dino and vinabench_ref models.",
     ),
 )  # fmt: skip
 
@@ -392,7 +393,7 @@ class ClipEvaluator(_EmbedEvaluator):
             "clip", "; openai/clip-vit-large-patch14 (ViT-L/14, VinaBench's model) makes "
             "clip_image_rr comparable with its CLIP-T-MRR.",
         ),
-        *_CLI,
+        *MODEL_OPTIONS,
     )  # fmt: skip
 
     def plan(self, run: RunView, options: EvaluateOptions) -> list[WorkItem]:
@@ -411,5 +412,5 @@ class DinoEvaluator(_EmbedEvaluator):
     description = "DINOv2 CLS similarity to the previous frame and to scene 1 (any image)"
     cli_options = (
         _model_option("dino", "."),
-        *_CLI,
+        *MODEL_OPTIONS,
     )  # fmt: skip

@@ -8,8 +8,15 @@ list it appends to per scene or per sample), so a story of many scenes weighs mo
 alignment metric than a short one, as in VinaBench. ``clip_t`` and ``clip_t_mrr`` are the
 means over frames of the ``clip`` evaluator's ``clip_text`` and ``clip_image_rr`` signals of
 the portion's stories (VinaBench's CLIP-T and CLIP-T-MRR; comparable with its figures under
-ViT-L/14), empty when the run has none; ``fid`` and ``clip_i`` are empty until vsb computes
-them against the gold images.
+ViT-L/14), empty when the run has none. ``clip_i`` is the mean over pairs of the
+``vinabench_ref`` evaluator's per-frame cosines with the gold image
+(``vsb.evaluators.vina.reference``), averaged and bootstrapped as the other columns; ``fid``
+is that evaluator's set row of the (model, condition, portion), FID of all its pairs, with
+no interval: FID is a statistic of the whole set, biased in the number of images, and a
+story bootstrap, which repeats images, shrinks the features' covariance and moves FID away
+from the estimate, so a percentile interval of resampled FIDs would not be centred on it
+(and costs a 2048-dimensional matrix root per draw). Both are empty (``reference_note``
+says how to fill them) when the run has no ``vinabench_ref`` rows.
 
 Intervals: the story bootstrap of every other score (``Resampling.weights``: stories drawn
 with replacement within the portion), each metric's resampled value the ratio of the drawn
@@ -24,7 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from vsb.evaluators.vina.questions import METRICS, parse_signal
+from vsb.evaluators.vina.questions import METRICS, PREFIX, parse_signal
+from vsb.evaluators.vina.reference import EVALUATOR as REFERENCE
+from vsb.evaluators.vina.reference import REFERENCE_METRICS
 from vsb.fsio import atomic_write_text, csv_text
 from vsb.scores.inputs import SignalRows
 from vsb.scores.stats.bootstrap import Resampling, nan_to_none, percentile_interval
@@ -38,18 +47,37 @@ HEADER = ("model", "portion", *(f"{c}{s}" for c in COLUMNS for s in ("", "_ci_lo
 FILE = "vinabench.csv"
 
 Cell = tuple[str, str, str]  # (model, condition, portion)
+Sums = dict[Cell, dict[str, dict[str, list[float]]]]
 
 
-def _sums(signals: SignalRows) -> dict[Cell, dict[str, dict[str, list[float]]]]:
-    """(model, condition, portion) -> column -> story -> [sum, count]."""
+def _reference(name: str) -> tuple[str, str] | None:
+    """(portion, metric) of a ``vinabench_ref`` signal (None: not one)."""
+    portion, _, metric = name.removeprefix(PREFIX).partition(".")
+    ok = name.startswith(PREFIX) and metric in REFERENCE_METRICS
+    return (portion, metric) if ok else None
+
+
+def _sums(signals: SignalRows) -> tuple[Sums, dict[Cell, float]]:
+    """(model, condition, portion) -> column -> story -> [sum, count]; and each cell's FID
+    (its set row)."""
     portion_of: dict[tuple[str, str, str], str] = {}
-    acc: dict[Cell, dict[str, dict[str, list[float]]]] = defaultdict(
-        lambda: defaultdict(lambda: defaultdict(lambda: [0.0, 0.0]))
-    )
+    acc: Sums = defaultdict(lambda: defaultdict(lambda: defaultdict(lambda: [0.0, 0.0])))
+    fids: dict[Cell, float] = {}
     cols = zip(signals.model, signals.condition, signals.story_id, signals.signal,
                signals.value, signals.evaluator, strict=True)  # fmt: skip
     clip_rows = []
     for m, c, s, name, v, ev in cols:
+        ref = _reference(name) if ev == REFERENCE else None
+        if ref is not None and ref[1] == "fid":
+            fids[(m, c, ref[0])] = v
+            acc[(m, c, ref[0])]  # the cell has a row
+            continue
+        if ref is not None:
+            portion_of[(m, c, s)] = ref[0]
+            cell = acc[(m, c, ref[0])][ref[1]][s]
+            cell[0] += v
+            cell[1] += 1
+            continue
         if ev != "vinabench":
             if (ev, name) in CLIP.values():
                 clip_rows.append((m, c, s, name, v, ev))
@@ -69,14 +97,15 @@ def _sums(signals: SignalRows) -> dict[Cell, dict[str, dict[str, list[float]]]]:
             cell = acc[(m, c, found_portion)][by_signal[(ev, name)]][s]
             cell[0] += v
             cell[1] += 1
-    return acc
+    return acc, fids
 
 
 def vinabench_rows(signals: SignalRows, settings: Resampling | None = None) -> list[dict[str, Any]]:
     """One row per (model, condition, portion) with VinaBench's columns (``HEADER``)."""
     settings = settings or Resampling()
     rows = []
-    for (model, condition, portion), by_col in sorted(_sums(signals).items()):
+    cells, fids = _sums(signals)
+    for (model, condition, portion), by_col in sorted(cells.items()):
         stories = sorted({s for col in by_col.values() for s in col})
         weights = settings.weights(len(stories))
         row: dict[str, Any] = {"model": model, "portion": portion, "condition": condition,
@@ -95,8 +124,21 @@ def vinabench_rows(signals: SignalRows, settings: Resampling | None = None) -> l
             row[col] = float(sums.sum() / counts.sum())
             row[f"{col}_ci_low"] = nan_to_none(float(low[0]))
             row[f"{col}_ci_high"] = nan_to_none(float(high[0]))
+        row["fid"] = fids.get((model, condition, portion))  # a set statistic: no interval
         rows.append(row)
     return rows
+
+
+def reference_note(rows: list[dict[str, Any]]) -> str | None:
+    """Why ``fid`` and ``clip_i`` are empty, when they are in every row (None: filled)."""
+    if not rows or any(r["fid"] is not None or r["clip_i"] is not None for r in rows):
+        return None
+    return (
+        "fid and clip_i are empty: the run has no vinabench_ref rows; `vsb evaluate RUN "
+        "--evaluator vinabench_ref --vinabench-file FILE` computes them against vinabench:gold "
+        "(pip install 'vsb[fid,embed]', the FID Inception weights and "
+        "openai/clip-vit-large-patch14; docs/vinabench.md)"
+    )
 
 
 def write_vinabench(

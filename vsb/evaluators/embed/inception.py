@@ -28,6 +28,7 @@ import importlib.util
 import pickle
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,7 +37,7 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from vsb.errors import InputError
-from vsb.evaluators.embed.models import _torch_device
+from vsb.evaluators.embed.models import _torch_device, first_missing
 from vsb.fsio import sha256_file
 
 Resize = Literal["pytorch-fid", "tensorflow"]
@@ -63,21 +64,9 @@ LAYERS = (
 _MODULE = "torch_fidelity.feature_extractor_inceptionv3"
 
 
-def missing_extra() -> str | None:
-    """The first of torch / torch_fidelity that cannot be found (without importing it)."""
-    for module in ("torch", "torch_fidelity"):
-        try:
-            spec = importlib.util.find_spec(module)
-        except (ImportError, ValueError):
-            spec = None
-        if spec is None:
-            return module
-    return None
-
-
 def require_extra() -> None:
     """Raise the one-line install hint when the ``fid`` extra is missing."""
-    module = missing_extra()
+    module = first_missing(("torch", "torch_fidelity"))
     if module is not None:
         raise InputError(
             f"FID needs torch and torch-fidelity ({module} is not installed): {INSTALL_HINT}"
@@ -155,6 +144,7 @@ def fid_pixels(image: Image.Image, image_size: int | None = VINABENCH_IMAGE_SIZE
     return np.array(image, dtype=np.uint8)  # a writable copy (torch.from_numpy wants one)
 
 
+@dataclass(frozen=True, eq=False)
 class InceptionEncoder:
     """A loaded FID Inception: pool3 features (2048, not normalised) of images.
 
@@ -162,14 +152,11 @@ class InceptionEncoder:
     ``to_inputs``, ``image_vectors``), so its features are cached by (ident, image sha256)
     beside the CLIP and DINOv2 embeddings."""
 
-    def __init__(
-        self, net: Any, ident: str, device: Any, image_size: int | None, resize: Resize
-    ) -> None:
-        self.net = net
-        self.ident = ident
-        self.device = device
-        self.image_size = image_size
-        self.resize = resize
+    net: Any
+    ident: str
+    device: Any
+    image_size: int | None
+    resize: Resize
 
     def image_arrays(self, images: Sequence[Image.Image]) -> list[Any]:
         """Each image's uint8 pixels (numpy only: no torch call in a prefetching thread)."""

@@ -50,9 +50,10 @@ _FILES: dict[Kind, str] = {
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)?$")
 
 
-def missing_extra() -> str | None:
-    """The first of torch / transformers that cannot be imported (without importing it)."""
-    for module in ("torch", "transformers"):
+def first_missing(modules: Sequence[str]) -> str | None:
+    """The first of ``modules`` that cannot be found (without importing it): the lazy
+    extras' check, here and in ``inception.py``."""
+    for module in modules:
         try:
             spec = importlib.util.find_spec(module)
         except (ImportError, ValueError):
@@ -64,7 +65,7 @@ def missing_extra() -> str | None:
 
 def require_extra(evaluator: str) -> None:
     """Raise the one-line install hint when the ``embed`` extra is missing."""
-    module = missing_extra()
+    module = first_missing(("torch", "transformers"))
     if module is not None:
         raise InputError(
             f"the {evaluator} evaluator needs torch and transformers ({module} is not "

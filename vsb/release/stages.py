@@ -167,7 +167,8 @@ def score(
     report = score_input(inp, progress=note)
     report, errors = correct_report(inp, report, Resampling(), progress=note)
     paths = write_scores(release_dir, report)
-    if inp.signals is not None and "vinabench" in inp.signals.evaluator:  # VinaBench's table
+    peer = ("vinabench", "vinabench_ref")  # VinaBench's table: its VQA metrics, FID, CLIP-I
+    if inp.signals is not None and any(e in inp.signals.evaluator for e in peer):
         from vsb.scores.peer.vinabench import write_vinabench
 
         paths += write_vinabench(release_dir / SCORES_DIR, inp.signals)

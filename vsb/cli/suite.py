@@ -341,16 +341,7 @@ def import_cmd(
         from vsb.narrative.agreement import summary_line, write_agreement
 
         click.echo(summary_line(write_agreement(out_dir / IMPORT_DIR, report)))
-    for r in report.rejected:
-        where = f"scene {r.scene}: " if r.scene else ""
-        click.echo(f"rejected {r.narrative.id} ({r.narrative.source}): {where}{r.error}", err=True)
-    n_reqs = sum(len(s.requirements) for st in report.imported for s in st.scenes)
-    click.echo(
-        f"imported {len(report.imported)} of {len(report.results)} stories "
-        f"({n_reqs} requirements) to {out_dir}"
-    )
-    if report.rejected:
-        sys.exit(SOME_REJECTED)
+    _imported(report, out_dir)
 
 
 def _check_gold(narratives: list[Any], constraints: str, llm: str | None, compare: bool) -> None:
@@ -378,13 +369,19 @@ def _import_gold(narratives: list[Any], out_dir: Path, dry_run: bool) -> None:
     previous_import(out_dir)
     report = import_gold(narratives)
     write_import(out_dir, report, [], GOLD)
+    _imported(report, out_dir, " from their gold annotations", ", no LLM call")
+
+
+def _imported(report: Any, out_dir: Path, source: str = "", note: str = "") -> None:
+    """Name each rejected story on stderr, then count what was imported (``source``: where
+    the state came from, ``note`` after the count); exit 2 when some were rejected."""
     for r in report.rejected:
         where = f"scene {r.scene}: " if r.scene else ""
         click.echo(f"rejected {r.narrative.id} ({r.narrative.source}): {where}{r.error}", err=True)
     n_reqs = sum(len(s.requirements) for st in report.imported for s in st.scenes)
     click.echo(
-        f"imported {len(report.imported)} of {len(report.results)} stories from their gold "
-        f"annotations ({n_reqs} requirements, no LLM call) to {out_dir}"
+        f"imported {len(report.imported)} of {len(report.results)} stories{source} "
+        f"({n_reqs} requirements{note}) to {out_dir}"
     )
     if report.rejected:
         sys.exit(SOME_REJECTED)

@@ -20,7 +20,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from vsb.cli.options import (
+    cache_option,
     cells_options,
+    dry_run_option,
     evaluators_option,
     executor_options,
     judge_options,
@@ -130,19 +132,8 @@ def _own_options(chosen: list[str], values: dict[str, Any], **shared: Any) -> di
     help="Exit with status 4 when more than this share of the judge's answers cannot be "
     "parsed (a broken judge or prompt format); they count as parse_failure, never a pass.",
 )
-@click.option(
-    "--dry-run",
-    is_flag=True,
-    help="Print the judge calls not yet cached and their estimated cost; call nothing.",
-)
-@click.option(
-    "--cache",
-    "cache_dir",
-    default=".vsb-cache",
-    show_default=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Where judge answers and embeddings are cached (a rerun pays nothing).",
-)
+@dry_run_option("Print the judge calls not yet cached and their estimated cost; call nothing.")
+@cache_option("Where judge answers and embeddings are cached (a rerun pays nothing).")
 @click.option(
     "--extraction-cache",
     is_flag=True,

@@ -2,7 +2,9 @@
 
 ``run_dir_argument``, ``bootstrap_options`` and ``evaluators_option`` are the run directory,
 the bootstrap's seed and resamples, and the comma-separated evaluator selection of the scoring
-and validation commands.
+and validation commands; ``budget_option``, ``base_url_option``, ``dry_run_option`` and
+``cache_option`` those of every command that calls a paid service (each says in its own
+help what it applies to).
 
 The options of local-model adapters and of the executor on ``vsb run``: ``@local_model_options``
 adds them to a command; ``local_adapters`` builds the adapters of the ``diffusers:`` models it
@@ -20,11 +22,15 @@ from typing import Any, TypeVar
 import click
 
 from vsb.run.executors import executor_names
+from vsb.store.cache import DEFAULT_CACHE_DIR
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: A run or release directory (or where to write), as a ``Path``.
 RUN_PATH = click.Path(path_type=Path)
+
+#: A cache directory (``--cache``), as a ``Path``.
+_CACHE_PATH = click.Path(file_okay=False, path_type=Path)
 
 #: The ``RUN_DIR`` argument of the commands that read a run.
 run_dir_argument = click.argument("run_dir", type=RUN_PATH)
@@ -55,6 +61,33 @@ def cells_options(f: F) -> F:
     )(f)
 
 
+def budget_option(help: str) -> Callable[[F], F]:
+    """Decorator: ``--budget USD`` (≥ 0; None: no limit), passed as ``budget``; ``help`` says
+    which calls it stops before."""
+    return click.option(
+        "--budget", default=None, type=click.FloatRange(min=0), metavar="USD", help=help
+    )
+
+
+def base_url_option(help: str) -> Callable[[F], F]:
+    """Decorator: ``--base-url URL`` (None: the default endpoint); ``help`` says whose."""
+    return click.option("--base-url", default=None, help=help)
+
+
+def dry_run_option(help: str) -> Callable[[F], F]:
+    """Decorator: the ``--dry-run`` flag; ``help`` says what it prints instead of calling."""
+    return click.option("--dry-run", is_flag=True, help=help)
+
+
+def cache_option(help: str) -> Callable[[F], F]:
+    """Decorator: ``--cache DIR`` (default ``.vsb-cache``), passed as ``cache_dir``; ``help``
+    says what is cached there."""
+    return click.option(
+        "--cache", "cache_dir", default=DEFAULT_CACHE_DIR, show_default=True,
+        type=_CACHE_PATH, help=help,
+    )  # fmt: skip
+
+
 #: The VLM judge's options (``vsb evaluate``, ``vsb release build``), in their help order.
 _JUDGE_OPTIONS = (
     click.option(
@@ -63,10 +96,9 @@ _JUDGE_OPTIONS = (
         "loopback --base-url), anthropic:MODEL (ANTHROPIC_API_KEY), replay:DIR (answers from "
         "judge_calls.jsonl files), mock[:ERROR_RATE] (pipeline checks only).",
     ),
-    click.option(
-        "--base-url", default=None,
-        help="Judge endpoint, e.g. http://127.0.0.1:8000/v1 (vLLM, Ollama, LM Studio) or "
-        "https://openrouter.ai/api/v1.",
+    base_url_option(
+        "Judge endpoint, e.g. http://127.0.0.1:8000/v1 (vLLM, Ollama, LM Studio) or "
+        "https://openrouter.ai/api/v1."
     ),
     click.option(
         "--judge-batch", default=0, show_default=True, type=click.IntRange(min=0),
@@ -77,10 +109,8 @@ _JUDGE_OPTIONS = (
         "--judge-concurrency", default=4, show_default=True, type=click.IntRange(min=1),
         help="Judge calls in flight at once.",
     ),
-    click.option(
-        "--budget", default=None, type=click.FloatRange(min=0), metavar="USD",
-        help="Stop before a judge call that could take spending past this (cached calls are "
-        "free).",
+    budget_option(
+        "Stop before a judge call that could take spending past this (cached calls are free)."
     ),
 )  # fmt: skip
 

@@ -16,6 +16,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from vsb.cli.options import (
+    base_url_option,
+    budget_option,
+    cache_option,
+    dry_run_option,
     executor_from,
     local_adapters,
     local_model_options,
@@ -24,7 +28,7 @@ from vsb.cli.options import (
     timeout_option,
     workers_option,
 )
-from vsb.store.cache import DEFAULT_CACHE_DIR, failed_checks_note
+from vsb.store.cache import failed_checks_note
 
 #: Exit status of a run that is not whole (a model skipped or all failed, a budget stop).
 INCOMPLETE = 3
@@ -61,29 +65,23 @@ INCOMPLETE = 3
     help="Requests at a time, per model (default: the adapter's: 8 for HTTP providers; "
     "--workers for the others).",
 )  # fmt: skip
-@click.option(
-    "--cache", "cache_dir", default=DEFAULT_CACHE_DIR, show_default=True,
-    type=click.Path(file_okay=False, path_type=Path), help="Generation cache directory.",
-)  # fmt: skip
+@cache_option("Generation cache directory.")
 @click.option(
     "--pricing", type=click.Path(dir_okay=False, path_type=Path), default=None,
     help="Pricing file (default: config/pricing.json).",
 )  # fmt: skip
-@click.option(
-    "--dry-run", is_flag=True,
-    help="Send nothing: print, per model, the requests not yet cached and their estimated "
-    "cost (config/pricing.json, with its as-of date; unknown prices stay unknown).",
-)  # fmt: skip
-@click.option(
-    "--budget", "budget_usd", type=click.FloatRange(min=0), default=None,
-    help="Stop before a paid request that could take this run's spending past USD "
-    "(everything done so far is saved; a rerun reuses it from the cache).",
-)  # fmt: skip
-@click.option(
-    "--base-url", default=None,
-    help="openai: models: an OpenAI-compatible images endpoint (default: OPENAI_BASE_URL, "
-    "else https://api.openai.com/v1; a loopback server needs no key).",
-)  # fmt: skip
+@dry_run_option(
+    "Send nothing: print, per model, the requests not yet cached and their estimated "
+    "cost (config/pricing.json, with its as-of date; unknown prices stay unknown)."
+)
+@budget_option(
+    "Stop before a paid request that could take this run's spending past USD "
+    "(everything done so far is saved; a rerun reuses it from the cache)."
+)
+@base_url_option(
+    "openai: models: an OpenAI-compatible images endpoint (default: OPENAI_BASE_URL, "
+    "else https://api.openai.com/v1; a loopback server needs no key)."
+)
 @click.option(
     "--max-attempts", type=click.IntRange(min=1), default=5, show_default=True,
     help="Attempts per request on transient failures (timeouts, 408/409/429/5xx).",
@@ -123,7 +121,7 @@ def run(
     cache_dir: Path,
     pricing: Path | None,
     dry_run: bool,
-    budget_usd: float | None,
+    budget: float | None,
     base_url: str | None,
     max_attempts: int,
     retry_delay: float,
@@ -167,7 +165,7 @@ def run(
         cache_dir=cache_dir,
         pricing=pricing,
         concurrency=concurrency,
-        budget_usd=budget_usd,
+        budget_usd=budget,
         retry=RetryPolicy(max_attempts=max_attempts, base_delay_s=retry_delay),
     )
     given: dict[str, Any] = {}

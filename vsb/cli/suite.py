@@ -10,7 +10,15 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from vsb.cli.options import report_waits, stories_options, timeout_option
+from vsb.cli.options import (
+    base_url_option,
+    budget_option,
+    cache_option,
+    dry_run_option,
+    report_waits,
+    stories_options,
+    timeout_option,
+)
 from vsb.story.models import (
     CATEGORIES,
     DIFFICULTIES,
@@ -249,25 +257,15 @@ INCOMPLETE = 3
     help="With --constraints llm on VinaBench's files: also write the agreement of the LLM's "
     "reading with the gold annotations per field (OUT/import/gold-agreement.json, .csv).",
 )  # fmt: skip
-@click.option("--base-url", default=None, help="The LLM's base URL (HTTP kinds).")
+@base_url_option("The LLM's base URL (HTTP kinds).")
 @click.option(
     "--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
     help="Where the suite is written (and, in OUT/import/, the report, the calls and the "
     "ledger).",
 )  # fmt: skip
-@click.option(
-    "--budget", default=None, type=click.FloatRange(min=0), metavar="USD",
-    help="Stop before a call that could take spending past this (cached calls are free).",
-)  # fmt: skip
-@click.option(
-    "--dry-run", is_flag=True,
-    help="Print the extraction calls not yet cached and their estimated cost; call nothing.",
-)  # fmt: skip
-@click.option(
-    "--cache", "cache_dir", default=".vsb-cache", show_default=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Where the LLM's answers are cached (a rerun pays nothing).",
-)  # fmt: skip
+@budget_option("Stop before a call that could take spending past this (cached calls are free).")
+@dry_run_option("Print the extraction calls not yet cached and their estimated cost; call nothing.")
+@cache_option("Where the LLM's answers are cached (a rerun pays nothing).")
 @click.option(
     "--concurrency", default=4, show_default=True, type=click.IntRange(min=1),
     help="LLM calls in flight at once.",

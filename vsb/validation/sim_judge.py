@@ -26,7 +26,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Protocol, Self
+from typing import Any, Protocol, Self, TypedDict, Unpack
 
 import httpx
 import numpy as np
@@ -241,6 +241,14 @@ def serve_json(
 IN_PROCESS_URL = "http://127.0.0.1/v1"
 
 
+class EndpointOptions(TypedDict, total=False):
+    """``JudgeEndpoint``'s keywords, as a subclass passes them on."""
+
+    latency_s: float
+    fail_first: int
+    keep_bodies: bool
+
+
 class JudgeEndpoint:
     """An ``Answerer`` behind ``POST /v1/chat/completions``: the OpenAI chat-completions
     wire format, one answer per numbered question, answered in this process through
@@ -332,15 +340,8 @@ class JudgeEndpoint:
 class JudgeServer(JudgeEndpoint):
     """A ``JudgeEndpoint`` served over HTTP on 127.0.0.1 (a free port, a daemon thread)."""
 
-    def __init__(
-        self,
-        judge: Answerer,
-        *,
-        latency_s: float = 0.0,
-        fail_first: int = 0,
-        keep_bodies: bool = True,
-    ) -> None:
-        super().__init__(judge, latency_s=latency_s, fail_first=fail_first, keep_bodies=keep_bodies)
+    def __init__(self, judge: Answerer, **options: Unpack[EndpointOptions]) -> None:
+        super().__init__(judge, **options)
         self.httpd = serve_json(self.handle)
 
     @property

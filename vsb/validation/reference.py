@@ -17,7 +17,7 @@ import os
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -101,30 +101,29 @@ def _slice(run_dir: Path, dest: Path, models: Sequence[str], condition: str) -> 
     return sum(r.get("path") is not None for r in keep)
 
 
+class SliceOptions(TypedDict, total=False):
+    """``judge_slices``' keywords, as ``validate_reference_judges`` passes them on."""
+
+    models: Sequence[str]
+    condition: str
+    names: Sequence[str] | None
+    progress: Callable[[str], None] | None
+    served: bool
+
+
 def validate_reference_judges(
-    run_dir: str | Path,
-    work_dir: str | Path,
-    *,
-    models: Sequence[str] = DEFAULT_MODELS,
-    condition: str = DEFAULT_CONDITION,
-    names: Sequence[str] | None = None,
-    progress: Callable[[str], None] | None = None,
-    served: bool = False,
+    run_dir: str | Path, work_dir: str | Path, **options: Unpack[SliceOptions]
 ) -> ReferenceReport:
     """Judge the frames of ``models`` under ``condition`` in ``run_dir`` with every reference
     judge (in scratch copies under ``work_dir``, removed after) and validate each against
-    the oracle: ``judge_slices``, then ``reference_report``.
+    the oracle: ``judge_slices`` (whose keywords it takes), then ``reference_report``.
 
     Each judge answers through the OpenAI wire format: in this process (an httpx transport
     that calls the server's own handler: the same bytes, no socket, no thread) or, with
     ``served``, over HTTP on 127.0.0.1. Both give the same verdicts."""
     sub = Path(work_dir) / "reference"
     try:
-        judged = judge_slices(
-            run_dir, sub, models=models, condition=condition, names=names,
-            progress=progress, served=served,
-        )  # fmt: skip
-        return reference_report(judged)
+        return reference_report(judge_slices(run_dir, sub, **options))
     finally:
         shutil.rmtree(sub, ignore_errors=True)
 

@@ -156,6 +156,51 @@ def all_pairs(table: StoryTable) -> list[tuple[str, Cell, Cell]]:
     return out
 
 
+def comparison_row(
+    evaluator: str,
+    kind: str,
+    table: StoryTable,
+    a: Cell,
+    b: Cell,
+    metric: tuple[str, str],
+    scores: tuple[float, float, float],
+    interval: tuple[float, float],
+    shares: tuple[float | None, float | None, float | None],
+    win_rate: float,
+    n_stories: int,
+    se: float | None,
+    confidence: float,
+) -> Comparison:
+    """One metric of a paired comparison a − b: the scores (a, b, a − b), the difference's
+    interval, the shares of its sign (None where not given), and the power figures (minimum
+    detectable difference, stories needed) from its standard error."""
+    diff = scores[2]
+    mdd = min_detectable(se, confidence)
+    return Comparison(
+        evaluator=evaluator,
+        kind=kind,
+        a_model=table.models[a[0]],
+        a_condition=table.conditions[a[1]],
+        b_model=table.models[b[0]],
+        b_condition=table.conditions[b[1]],
+        metric_kind=metric[0],
+        metric=metric[1],
+        a_score=scores[0],
+        b_score=scores[1],
+        diff=diff,
+        ci_low=nan_to_none(interval[0]),
+        ci_high=nan_to_none(interval[1]),
+        p_greater=None if shares[0] is None else nan_to_none(shares[0]),
+        p_equal=None if shares[1] is None else nan_to_none(shares[1]),
+        p_less=None if shares[2] is None else nan_to_none(shares[2]),
+        win_rate=win_rate,
+        n_stories=n_stories,
+        se=se,
+        mdd=mdd,
+        stories_needed=stories_needed(diff, mdd, n_stories),
+    )
+
+
 def compare_cells(
     table: StoryTable,
     pairs: Sequence[tuple[str, Cell, Cell]],
@@ -171,33 +216,16 @@ def compare_cells(
             if math.isnan(res.diff[p, j]):
                 continue
             metric_kind, metric = _metric_kind(j)
-            diff, n = float(res.diff[p, j]), int(res.n_stories[p, j])
-            mdd = min_detectable(nan_to_none(res.se[p, j]), confidence)
             out.append(
-                Comparison(
-                    evaluator=evaluator,
-                    kind=kind,
-                    a_model=table.models[a[0]],
-                    a_condition=table.conditions[a[1]],
-                    b_model=table.models[b[0]],
-                    b_condition=table.conditions[b[1]],
-                    metric_kind=metric_kind,
-                    metric=metric,
-                    a_score=float(res.a_score[p, j]),
-                    b_score=float(res.b_score[p, j]),
-                    diff=float(res.diff[p, j]),
-                    ci_low=nan_to_none(res.low[p, j]),
-                    ci_high=nan_to_none(res.high[p, j]),
-                    p_greater=nan_to_none(res.p_greater[p, j]),
-                    p_equal=nan_to_none(res.p_equal[p, j]),
-                    p_less=nan_to_none(res.p_less[p, j]),
-                    win_rate=float(res.win_rate[p, j]),
-                    n_stories=n,
-                    se=nan_to_none(res.se[p, j]),
-                    mdd=mdd,
-                    stories_needed=stories_needed(diff, mdd, n),
+                comparison_row(
+                    evaluator, kind, table, a, b, (metric_kind, metric),
+                    (float(res.a_score[p, j]), float(res.b_score[p, j]), float(res.diff[p, j])),
+                    (res.low[p, j], res.high[p, j]),
+                    (res.p_greater[p, j], res.p_equal[p, j], res.p_less[p, j]),
+                    float(res.win_rate[p, j]), int(res.n_stories[p, j]),
+                    nan_to_none(res.se[p, j]), confidence,
                 )
-            )
+            )  # fmt: skip
     return out
 
 

@@ -106,6 +106,23 @@ def choose_evaluator(inp: ScoringInput, spec: str | None) -> str:
     return chosen[0]
 
 
+def compare_sides(table: StoryTable, a: str, b: str) -> tuple[str, Cell, Cell]:
+    """The cells of ``a`` and ``b`` (each ``MODEL[@CONDITION]``) and the comparison's kind
+    (``model``: one condition; ``condition``: one model). A side without a condition takes the
+    other side's; with neither, the primary condition (or the run's first condition if the
+    primary was not run)."""
+    _, cond_a = split_side(a, table.models, table.conditions)
+    _, cond_b = split_side(b, table.models, table.conditions)
+    default = cond_a or cond_b
+    if not default:
+        default = PRIMARY_CONDITION if PRIMARY_CONDITION in table.conditions else ""
+        default = default or table.conditions[0]
+    ca, cb = parse_cell(table, a, default), parse_cell(table, b, default)
+    if ca == cb:
+        raise InputError(f"--a and --b are the same: {a!r}")
+    return ("model" if ca[1] == cb[1] else "condition"), ca, cb
+
+
 def compare_run(
     run_dir: str | Path,
     a: str,
@@ -133,16 +150,6 @@ def compare_run(
         model = next((m for m in nas if side == m or side.startswith((m + ":", m + "@"))), None)
         if model is not None:
             raise InputError(advice(nas[model], str(inp.root)))
-    _, cond_a = split_side(a, table.models, table.conditions)
-    _, cond_b = split_side(b, table.models, table.conditions)
-    default = cond_a or cond_b
-    if not default:
-        default = PRIMARY_CONDITION if PRIMARY_CONDITION in table.conditions else ""
-        default = default or table.conditions[0]
-    ca = parse_cell(table, a, default)
-    cb = parse_cell(table, b, default)
-    if ca == cb:
-        raise InputError(f"--a and --b are the same: {a!r}")
-    kind = "model" if ca[1] == cb[1] else "condition"
+    kind, ca, cb = compare_sides(table, a, b)
     weights = settings.weights(len(table.stories))
     return compare_cells(table, [(kind, ca, cb)], weights, settings.confidence, label)

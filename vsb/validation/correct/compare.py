@@ -21,17 +21,16 @@ from pathlib import Path
 import numpy as np
 
 from vsb.errors import InputError
-from vsb.scores.compare import choose_evaluator, parse_cell, split_side
+from vsb.scores.cells import comparison_row
+from vsb.scores.compare import choose_evaluator, compare_sides
 from vsb.scores.compute import load_scoring_input
-from vsb.scores.models import PRIMARY_CONDITION, Comparison
+from vsb.scores.models import Comparison
 from vsb.scores.stats.aggregate import ALL_METRICS
 from vsb.scores.stats.bootstrap import (
     Resampling,
-    nan_to_none,
     percentile_interval,
     signed_shares,
 )
-from vsb.scores.stats.power import min_detectable, stories_needed
 from vsb.scores.table import N_DIMS
 from vsb.validation.correct.apply import (
     ASSUMED,
@@ -68,16 +67,7 @@ def compare_corrected(
     oracle = Oracle.read(inp.root, set(inp.rows.model), needs_pairs(inp.evaluator_rows(label)))
     cor = corrector_for(inp, label, oracle, settings)
     table = inp.table(label)
-    _, cond_a = split_side(a, table.models, table.conditions)
-    _, cond_b = split_side(b, table.models, table.conditions)
-    default = cond_a or cond_b
-    if not default:
-        default = PRIMARY_CONDITION if PRIMARY_CONDITION in table.conditions else ""
-        default = default or table.conditions[0]
-    ca, cb = parse_cell(table, a, default), parse_cell(table, b, default)
-    if ca == cb:
-        raise InputError(f"--a and --b are the same: {a!r}")
-    kind = "model" if ca[1] == cb[1] else "condition"
+    kind, ca, cb = compare_sides(table, a, b)
     n = cor.corrector.counts.total
     both = (n[ca].sum(axis=-1) > 0) & (n[cb].sum(axis=-1) > 0)  # (stories, base metrics)
     ea = cor.estimate(*ca, keep=both)
@@ -106,31 +96,13 @@ def compare_corrected(
         shared = ~(np.isnan(sa) | np.isnan(sb))
         win = float(((sa > sb) + 0.5 * (sa == sb))[shared].mean()) if shared.any() else 0.0
         d = float(ea.score[j] - eb.score[j])
-        se = _se(diff[:, j])
-        mdd = min_detectable(se, settings.confidence)
+        metric_kind = "dimension" if j < N_DIMS else "summary"
         rows.append(
-            Comparison(
-                evaluator=label,
-                kind=kind,
-                a_model=table.models[ca[0]],
-                a_condition=table.conditions[ca[1]],
-                b_model=table.models[cb[0]],
-                b_condition=table.conditions[cb[1]],
-                metric_kind="dimension" if j < N_DIMS else "summary",
-                metric="global" if j == N_BASE else metric,
-                a_score=float(ea.score[j]),
-                b_score=float(eb.score[j]),
-                diff=d,
-                ci_low=nan_to_none(low[j]),
-                ci_high=nan_to_none(high[j]),
-                p_greater=None if doubt else nan_to_none(p_gt[j]),
-                p_equal=None if doubt else nan_to_none(p_eq[j]),
-                p_less=None if doubt else nan_to_none(p_lt[j]),
-                win_rate=win,
-                n_stories=int(shared.sum()),
-                se=se,
-                mdd=mdd,
-                stories_needed=stories_needed(d, mdd, int(shared.sum())),
+            comparison_row(
+                label, kind, table, ca, cb, (metric_kind, "global" if j == N_BASE else metric),
+                (float(ea.score[j]), float(eb.score[j]), d), (low[j], high[j]),
+                (None, None, None) if doubt else (p_gt[j], p_eq[j], p_lt[j]),
+                win, int(shared.sum()), _se(diff[:, j]), settings.confidence,
             )
-        )
+        )  # fmt: skip
     return rows, left_out

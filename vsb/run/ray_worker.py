@@ -12,7 +12,7 @@ import os
 import pickle
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from multiprocessing.pool import ThreadPool
 from pathlib import Path
@@ -22,7 +22,7 @@ from vsb.adapters.base import GenerationResult, ImageModelAdapter
 from vsb.errors import InputError
 from vsb.run.executors import TaskOutput
 from vsb.run.runner import _run_scenes, _Shared
-from vsb.store.cache import GenerationCache
+from vsb.store.cache import Compute, GenerationCache, Origin
 from vsb.store.ledger import Ledger, LedgerEntry
 
 
@@ -51,10 +51,7 @@ class WalkCache:
         self.found: dict[str, GenerationResult] = {}
 
     def get(
-        self,
-        key: str,
-        compute: Callable[[], GenerationResult],
-        origin: Callable[[], str | None] | None = None,
+        self, key: str, compute: Compute, origin: Origin = None
     ) -> tuple[GenerationResult, bool]:
         if key in self.found:
             return self.found[key], True
@@ -84,10 +81,7 @@ class _TaskCache:
         self._lock = threading.Lock()
 
     def get(
-        self,
-        key: str,
-        compute: Callable[[], GenerationResult],
-        origin: Callable[[], str | None] | None = None,
+        self, key: str, compute: Compute, origin: Origin = None
     ) -> tuple[GenerationResult, bool]:
         with self._lock:
             hit = self.known.get(key) or self.new.get(key)

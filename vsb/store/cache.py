@@ -43,7 +43,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from vsb.adapters.base import GenerationResult
 from vsb.errors import CacheError
@@ -137,6 +137,20 @@ CORRUPT_INDEX = (
     "it is damaged: move it aside (mv {name} {name}.broken) and rerun, which starts a new "
     "index (the images it listed are made, and paid for, again), or give another --cache"
 )
+
+
+#: What makes a result on a miss; what names its origin (the ledger's attempt id).
+Compute = Callable[[], GenerationResult]
+Origin = Callable[[], str | None] | None
+
+
+class ResultCache(Protocol):
+    """What a run asks of a generation cache: the run's own (``GenerationCache``) and the
+    stand-ins a Ray worker uses (``vsb.run.ray_worker``)."""
+
+    def get(
+        self, key: str, compute: Compute, origin: Origin = None
+    ) -> tuple[GenerationResult, bool]: ...
 
 
 class GenerationCache:
@@ -320,10 +334,7 @@ class GenerationCache:
     # --- API ---------------------------------------------------------------------------
 
     def get(
-        self,
-        key: str,
-        compute: Callable[[], GenerationResult],
-        origin: Callable[[], str | None] | None = None,
+        self, key: str, compute: Compute, origin: Origin = None
     ) -> tuple[GenerationResult, bool]:
         """The cached result for ``key``, or ``compute()``'s, stored; plus whether it was a hit.
 

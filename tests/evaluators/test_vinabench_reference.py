@@ -14,6 +14,7 @@ the gold row, compared with itself, CLIP-I 1 and FID 0.
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -126,7 +127,6 @@ def test_missing_extra_or_weights_is_one_line_before_any_work(
 ) -> None:
     """No Inception weights given and none in torch's hub cache (TORCH_HOME an empty folder),
     or no torch-fidelity: one line, exit status 1, nothing evaluated."""
-    from vsb.evaluators.embed import inception
 
     args = ["evaluate", str(built["run"]), "--evaluator", "vinabench_ref", *_files(),
             "--clip-i-model", str(built["clip"]), "--cache", str(tmp_path / "c")]  # fmt: skip
@@ -137,7 +137,11 @@ def test_missing_extra_or_weights_is_one_line_before_any_work(
         assert main(args) == 1
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and "FID Inception weights" in err, err
-        mp.setattr(inception, "missing_extra", lambda: "torch_fidelity")
+        real = importlib.util.find_spec  # torch-fidelity not installed, as the extra would be
+        mp.setattr(
+            importlib.util, "find_spec",
+            lambda name, *a: None if name == "torch_fidelity" else real(name, *a),
+        )  # fmt: skip
         assert main([*args, "--fid-weights", str(built["weights"])]) == 1
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and "pip install 'vsb[fid]'" in err, err

@@ -28,8 +28,12 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for png in (made / "images" / "procedural-oracle" / "independent").rglob("*.png"):
         if png.name == "scene_01.png":  # the first scene's request is the same under both
             continue
-        dest = root / "samples" / "mine" / "independent" / png.relative_to(
-            made / "images" / "procedural-oracle" / "independent"
+        dest = (
+            root
+            / "samples"
+            / "mine"
+            / "independent"
+            / png.relative_to(made / "images" / "procedural-oracle" / "independent")
         )
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(png, dest)

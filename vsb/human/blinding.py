@@ -38,7 +38,7 @@ import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -202,11 +202,43 @@ _PNG = b"\x89PNG\r\n\x1a\n"
 PERTURBED_SHARE = 0.02
 
 
+def _perturbed_palette(im: Any, rng: np.random.Generator) -> bytes | None:
+    """A palette picture (every render) kept as one: ``PERTURBED_SHARE`` of its pixels
+    (at least one) point to a twin of their palette colour with one value moved by ±1,
+    drawn from ``rng``; None when the palette has no room for the twins. One byte a pixel
+    to encode, not three: 6 ms a render, not 20 (the site builds one per rated frame)."""
+    import io
+
+    indices = np.array(im)
+    palette = np.array(im.getpalette(), dtype=np.int16).reshape(-1, 3)
+    used = np.unique(indices)
+    if len(palette) + len(used) > 256 or "transparency" in im.info:
+        return None
+    twins = palette[used].copy()
+    twins[np.arange(len(used)), rng.integers(0, 3, size=len(used))] += rng.choice(
+        np.array([-1, 1], dtype=np.int16), size=len(used)
+    )
+    twins = np.where(twins < 0, 1, np.where(twins > 255, 254, twins))
+    twin_of = np.zeros(256, dtype=np.uint8)
+    twin_of[used] = len(palette) + np.arange(len(used))
+    flat = indices.reshape(-1)
+    where = rng.choice(flat.size, size=max(1, round(flat.size * PERTURBED_SHARE)), replace=False)
+    flat[where] = twin_of[flat[where]]
+    from PIL import Image
+
+    out, image = io.BytesIO(), Image.fromarray(indices, "P")
+    image.putpalette(np.concatenate([palette, twins]).astype(np.uint8).reshape(-1).tolist())
+    image.save(out, "PNG", compress_level=1)
+    return out.getvalue()
+
+
 def perturbed(data: bytes, rng: np.random.Generator) -> bytes:
-    """The picture ``data`` with ``PERTURBED_SHARE`` of its colour values (at least one;
-    alpha untouched) moved by ±1, drawn from ``rng``, re-encoded in its own format (PNG
-    losslessly, so every value is within 1 of the original; JPEG at quality 95); bytes that
-    do not decode as a picture come back as they were."""
+    """The picture ``data`` changed imperceptibly by draws from ``rng``: a palette PNG (a
+    render) has ``PERTURBED_SHARE`` of its pixels moved by ±1 in one colour value
+    (``_perturbed_palette``), any other picture ``PERTURBED_SHARE`` of its colour values
+    (at least one; alpha untouched); re-encoded in its own format (PNG losslessly, so every
+    value is within 1 of the original; JPEG at quality 95); bytes that do not decode as a
+    picture come back as they were."""
     import io
 
     from PIL import Image, UnidentifiedImageError
@@ -216,6 +248,10 @@ def perturbed(data: bytes, rng: np.random.Generator) -> bytes:
             fmt = "JPEG" if opened.format == "JPEG" else "PNG"
             opened.load()
             im: Image.Image = opened
+            if fmt == "PNG" and im.mode == "P":
+                quick = _perturbed_palette(im, rng)
+                if quick is not None:
+                    return quick
             if im.mode not in ("RGB", "RGBA", "L", "LA"):
                 im = im.convert("RGBA" if "transparency" in im.info or "A" in im.mode else "RGB")
             pixels = np.array(im)
@@ -238,7 +274,7 @@ def perturbed(data: bytes, rng: np.random.Generator) -> bytes:
     if fmt == "JPEG":
         image.convert("RGB").save(out, "JPEG", quality=95)
     else:
-        image.save(out, "PNG")
+        image.save(out, "PNG", compress_level=1)
     return out.getvalue()
 
 

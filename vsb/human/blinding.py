@@ -209,9 +209,11 @@ def _perturbed_palette(im: Any, rng: np.random.Generator) -> bytes | None:
     to encode, not three: 6 ms a render, not 20 (the site builds one per rated frame)."""
     import io
 
+    from PIL import Image
+
     indices = np.array(im)
     palette = np.array(im.getpalette(), dtype=np.int16).reshape(-1, 3)
-    used = np.flatnonzero(im.histogram()[:256])  # the indices it uses, sorted (one C pass)
+    used = np.flatnonzero(Image.fromarray(indices).histogram())  # its indices, sorted
     if len(palette) + len(used) > 256 or "transparency" in im.info:
         return None
     twins = palette[used].copy()
@@ -224,8 +226,6 @@ def _perturbed_palette(im: Any, rng: np.random.Generator) -> bytes | None:
     flat = indices.reshape(-1)
     where = rng.choice(flat.size, size=max(1, round(flat.size * PERTURBED_SHARE)), replace=False)
     flat[where] = twin_of[flat[where]]
-    from PIL import Image
-
     out, image = io.BytesIO(), Image.fromarray(indices, "P")
     image.putpalette(np.concatenate([palette, twins]).astype(np.uint8).reshape(-1).tolist())
     image.save(out, "PNG", compress_level=1)

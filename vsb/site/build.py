@@ -29,7 +29,7 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import partial
 from importlib import resources

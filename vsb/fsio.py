@@ -21,7 +21,7 @@ import itertools
 import json
 import os
 import re
-import tempfile
+import secrets
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate
 from pathlib import Path
@@ -67,16 +67,32 @@ def _umask() -> int:
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temp file in the same folder, then rename."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _temp_beside(path)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; use the usual mode
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _temp_beside(path: Path) -> tuple[int, str]:
+    """A new file ``.NAME.<random>.tmp`` beside ``path`` (its folder made when missing),
+    open for writing, created exclusively with the usual mode (0666 less the umask): what
+    ``tempfile.mkstemp`` and a ``chmod`` do, at a third of the cost (the main job writes
+    ~30,000 files through here)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    flags |= getattr(os, "O_BINARY", 0)
+    for _ in range(100):
+        tmp = os.path.join(path.parent, f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+    raise FileExistsError(f"no free temporary name beside {path}")
 
 
 def link_or_copy(src: str | Path, dest: str | Path) -> None:
@@ -340,18 +356,40 @@ def csv_columns_text(header: Sequence[str], columns: Sequence[Sequence[Any]]) ->
     """``csv_text`` of a table given column by column (one sequence per header name), with
     the same cells and bytes; each distinct text value goes through ``csv_cell`` once, so a
     large table with few distinct values is written at the csv module's speed."""
+    buf = io.StringIO()
+    _write_csv_columns(buf, header, columns)
+    return buf.getvalue()
+
+
+def atomic_write_csv_columns(
+    path: str | Path, header: Sequence[str], columns: Sequence[Sequence[Any]]
+) -> None:
+    """``csv_columns_text(header, columns)`` written atomically to ``path`` as UTF-8, row by
+    row into the temp file: never the whole text in memory (the site's requirements CSV is
+    ~36 MB, and its text, buffer and bytes once held ~100 MB beside the pages)."""
+    path = Path(path)
+    fd, tmp = _temp_beside(path)
+    try:
+        with open(fd, "w", encoding="utf-8", newline="") as fh:
+            _write_csv_columns(fh, header, columns)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _write_csv_columns(out: Any, header: Sequence[str], columns: Sequence[Sequence[Any]]) -> None:
     safe: list[Sequence[Any]] = []
     for col in columns:
         distinct = set(col)
         if any(isinstance(v, str) and "\r" in v for v in distinct):
-            return csv_text(header, zip(*columns, strict=True))  # the careful way
+            out.write(csv_text(header, zip(*columns, strict=True)))  # the careful way
+            return
         changed = {v: c for v in distinct if isinstance(v, str) and (c := csv_cell(v)) is not v}
         safe.append([changed.get(v, v) for v in col] if changed else col)
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    w = csv.writer(out, lineterminator="\n")
     w.writerow([csv_cell(h) for h in header])
     w.writerows(zip(*safe, strict=True))
-    return buf.getvalue()
 
 
 def _write(header: Sequence[str], rows: list[Any], *, escape: bool) -> str:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import os
+import pickle
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -215,6 +216,13 @@ def _run_job(job: Job) -> tuple[list[Outputs], Counter[str]]:
     return evaluate_group(_SHARED[tasks[0].story_id], names, tasks, None, cache_dir)
 
 
+def _run_job_packed(job: Job) -> tuple[bytes, Counter[str]]:
+    """``_run_job`` in a pool worker, its outputs pickled here: the evaluating process keeps
+    them as bytes until the pool is gone (``_frames_stage``)."""
+    outs, stats = _run_job(job)
+    return pickle.dumps(outs, protocol=pickle.HIGHEST_PROTOCOL), stats
+
+
 def _jobs(
     evaluators: list[Evaluator], items: list[WorkItem], cache_dir: str | None
 ) -> tuple[list[FrameSequence], list[Job]]:
@@ -246,7 +254,7 @@ def _frames_stage(
     pending: dict[FrameSequence, Outputs] = {}
     nxt = 0
 
-    def add(job: Job, result: tuple[list[Outputs], Counter[str]]) -> None:
+    def add(job: Job, result: tuple[list[Outputs], Counter[str]], quiet: bool = False) -> None:
         """Rows are added in plan order (whatever order the jobs finish in)."""
         nonlocal done, nxt
         outs, stats = result
@@ -260,7 +268,7 @@ def _frames_stage(
             acc.not_renders += res.not_renders
             acc.unreadable.update(res.unreadable)
         done += sum(len(t.images) for t in job[0])
-        if progress:
+        if progress and not quiet:
             progress(done, total)
 
     _SHARED = run.stories
@@ -272,9 +280,21 @@ def _frames_stage(
         elif options.workers > 1 and len(jobs) > 1:
             ctx = multiprocessing.get_context("fork")
             pid = os.getpid()
+            # Each job's rows stay pickled (~10x smaller than the dicts) while the workers
+            # live, and become rows once they are gone: the main job's memory bound counts
+            # every process, and ~218,000 row dicts beside two workers passed it.
+            packed: list[tuple[Job, bytes, Counter[str]]] = []
             with ctx.Pool(options.workers, initializer=die_with_parent, initargs=(pid,)) as pool:
-                for job, res in zip(jobs, pool.imap(_run_job, jobs), strict=True):
-                    add(job, res)
+                for job, (blob, stats) in zip(jobs, pool.imap(_run_job_packed, jobs), strict=True):
+                    packed.append((job, blob, stats))
+                    done += sum(len(t.images) for t in job[0])
+                    if progress:
+                        progress(done, total)
+            done = 0  # counted again as the rows are added, quietly
+            packed.reverse()
+            while packed:  # each job's bytes let go as its rows are made
+                job, blob, stats = packed.pop()
+                add(job, (pickle.loads(blob), stats), quiet=True)
         else:
             for job in jobs:
                 add(job, _run_job(job))

@@ -27,8 +27,9 @@ Each stage but freeze and site runs in a process of its own, forked from this on
 (``vsb.release.isolate``; score and validate share one, so the evaluation tables are read
 once for both): the build process stays small (~60 MiB), the pool workers of run, evaluate
 and the suite variants are forked from a child that holds only its own stage, and what a
-stage leaves in memory goes back to the system when it ends. The variants run before score,
-while nothing else is held.
+stage leaves in memory goes back to the system when it ends. The reference judges (part of
+validate) start once evaluate is done, in a process of their own, and answer beside the
+suite variants (one after another, a worker each): two processes at a time from there on.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import contextlib
 import shutil
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -327,34 +328,6 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
         ledger.record(variant, todo[variant], rel_dir, files)
         result.seconds[variant] = seconds
 
-    if len(todo) > 1 and CAN_FORK:  # side by side, a worker each (issue #25: ~1.5 s)
-        vr.side_by_side(
-            list(todo),
-            root,
-            plain,
-            anchors,
-            conditions,
-            config,
-            prog,
-            variant_done,
-        )
-    for variant, vfp in todo.items():
-        if variant in result.seconds:
-            continue
-        vfn = variant_fns[variant]
-
-        def vstep(variant: str = variant, fp: str = vfp, fn: _VariantFn = vfn) -> bool:
-            files = run_isolated(lambda p: fn(root, plain, anchors, conditions, config, p), prog)
-            ledger.record(variant, fp, rel_dir, files)
-            return True
-
-        _timed(prog, result, variant, vstep, None)
-    for variant in variant_fns:
-        records = root / f"run-{variant}" / "records.jsonl"
-        if variant in result.seconds and records.is_file():
-            with records.open("rb") as f:
-                result.variant_images += sum(1 for _ in f)
-
     scratch = root / "scratch"
     analysis: dict[str, Callable[..., Any]] = {
         "score": lambda p: st.score(rel_dir, p, config.name, tables()),
@@ -365,15 +338,54 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
         [*st.EVALUATION_INPUTS, "oracle/faults.jsonl"],
         ("validation", "evaluators", "tables", "story/vinabench"),
     )
-    # Score and validate share one process: the tables are read once for both. The reference
-    # judges (part of validate) answer beside them in a process of their own, forked from this
-    # small one: ~2.5 s off the build within issue #25's memory bound (that process holds no
-    # tables and no statistics library; their answers are validated in the analysis process).
     with contextlib.ExitStack() as stack:
-        host = stack.enter_context(StageHost(analysis))
         refs: StageHost | None = None
         judged: list[Any] = []
-        if not fresh("validate", *checked):
+        if CAN_FORK and not fresh("validate", *checked):
+            # The reference judges (part of validate; ~16 s on one core, the longest piece
+            # of the build) answer from here on in a process of their own, forked from this
+            # small one (no tables, no statistics library: their answers are validated in
+            # the analysis process), beside the suite variants, run one after another with a
+            # worker each. Two processes at a time, as the memory bound allows (score's
+            # bootstrap beside the judges' process did not): the variants side by side and
+            # then the judges beside score and validate left a core idle for ~10 s.
+            served = config.served_judges
+            refs = stack.enter_context(StageHost({"judge": lambda p: st.judge_references(
+                rel_dir, p, scratch, served, plain=True)}))  # fmt: skip
+            refs.send("judge")
+        if len(todo) > 1 and CAN_FORK and refs is None:  # side by side, a worker each
+            vr.side_by_side(list(todo), root, plain, anchors, conditions, config, prog,
+                            variant_done)  # fmt: skip
+        elif refs is not None:  # one after another, a worker each, beside the judges
+            one = replace(config, workers=1)
+            for variant in todo:
+                vr.side_by_side([variant], root, plain, anchors, conditions, one, prog,
+                                variant_done)  # fmt: skip
+        for variant, vfp in todo.items():
+            if variant in result.seconds:
+                continue
+            vfn = variant_fns[variant]
+
+            def vstep(variant: str = variant, fp: str = vfp, fn: _VariantFn = vfn) -> bool:
+                files = run_isolated(
+                    lambda p: fn(root, plain, anchors, conditions, config, p), prog
+                )
+                ledger.record(variant, fp, rel_dir, files)
+                return True
+
+            _timed(prog, result, variant, vstep, None)
+        for variant in variant_fns:
+            records = root / f"run-{variant}" / "records.jsonl"
+            if variant in result.seconds and records.is_file():
+                with records.open("rb") as f:
+                    result.variant_images += sum(1 for _ in f)
+
+        if refs is not None:  # its answers first: score's peak beside it passes the bound
+            judged.append(refs.receive("judge", prog))
+            refs.close()  # its memory goes back now
+        # Score and validate share one process: the tables are read once for both.
+        host = stack.enter_context(StageHost(analysis))
+        if refs is None and not fresh("validate", *checked):  # no fork: judged here, later
             served = config.served_judges
             refs = stack.enter_context(StageHost({"judge": lambda p: st.judge_references(
                 rel_dir, p, scratch, served, plain=True)}))  # fmt: skip

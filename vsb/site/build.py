@@ -29,7 +29,7 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import partial
 from importlib import resources
@@ -281,7 +281,10 @@ def build_site(release_dir: str | Path, out_dir: str | Path) -> SiteResult:
     if out.resolve().is_relative_to(root.resolve()):
         raise ReleaseError("the site must live outside the hashed release directory", file=out)
     _prepare_out(out)
-    fns = {"files": partial(_release_files, root=root, out=out), "rate": write_rater_pictures}
+    fns: dict[str, Callable[..., Any]] = {
+        "files": partial(_release_files, root=root, out=out),
+        "rate": write_rater_pictures,
+    }
     with StageHost(fns) as helper:
         helper.send("files")
         return _pages(root, out, _Helper(helper))

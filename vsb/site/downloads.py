@@ -132,8 +132,7 @@ def write_requirements(table: Path, out: Path) -> tuple[str, ...]:
         fsio.link_or_copy(table, parquet)
     order = _column_names(parquet)
     cols = read_columns(parquet, order)
-    text = fsio.csv_columns_text(order, [cols.pop(c) for c in order])
-    fsio.atomic_write_text(out / REQUIREMENT_FILES[0], text)
+    fsio.atomic_write_csv_columns(out / REQUIREMENT_FILES[0], order, [cols.pop(c) for c in order])
     return REQUIREMENT_FILES
 
 

@@ -80,12 +80,20 @@ def weighted_means(weights: FloatArray, values: FloatArray) -> FloatArray:
     """
     flat = values.reshape(values.shape[0], -1)
     mask = ~np.isnan(flat)
-    num = weights @ np.where(mask, flat, 0.0)
-    den = weights @ mask.astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = np.divide(num, den, out=num)  # in place: one resamples-sized array less
-    out[den == 0] = np.nan
+    out = weights @ np.where(mask, flat, 0.0)
+    # The denominators, a block of columns at a time, each divided in place: never a second
+    # resamples-sized array (~70 MB for the main job's paired comparisons). The weights are
+    # whole counts, so every denominator is an exact sum whatever the blocks.
+    for i in range(0, flat.shape[1], _DEN_BLOCK):
+        den = weights @ mask[:, i : i + _DEN_BLOCK].astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            np.divide(out[:, i : i + _DEN_BLOCK], den, out=out[:, i : i + _DEN_BLOCK])
+        out[:, i : i + _DEN_BLOCK][den == 0] = np.nan
     return out.reshape((weights.shape[0], *values.shape[1:]))
+
+
+#: Columns of ``weighted_means``'s denominators computed at a time.
+_DEN_BLOCK = 256
 
 
 def nan_mean(values: FloatArray, axis: int) -> FloatArray:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from vsb.evaluators.vlm.questions import Cue, judge_view, question_locators
-from vsb.fsio import iter_jsonl
+from vsb.fsio import iter_jsonl, sha256_file
 from vsb.render.scene import people_drawn
 from vsb.story.io import load_suite
 from vsb.story.models import CharacterState, Requirement, Scene, Story
@@ -97,8 +97,30 @@ def hidden_checks(run_dir: str | Path, stories: Iterable[Story] | None = None) -
     """Every check of the ``vlm`` evaluator, on a frame of the run with faults, whose
     question cannot see its person in what was drawn, and the faults that hid it
     (``stories``: the run's suite, read from it when not given). A frame without a fault is
-    drawn as told, and every locator singles its person out there."""
+    drawn as told, and every locator singles its person out there.
+
+    Read from the run's own suite, the answer is remembered by the sha256 of the two files it
+    comes from: the reference judges' copies of one slice hold the same files, and six
+    judges asked it again (~0.4 s each)."""
     root = Path(run_dir)
+    if stories is None:
+        try:
+            key = tuple(sha256_file(root / rel) for rel in ("suite/suite.json", FAULTS_FILE))
+        except OSError:
+            return _hidden_checks(root, None)
+        got = _REMEMBERED.get(key)
+        if got is None:
+            _REMEMBERED.clear()  # one slice at a time
+            got = _REMEMBERED[key] = _hidden_checks(root, None)
+        return dict(got)
+    return _hidden_checks(root, stories)
+
+
+#: ``hidden_checks``' last answer, by the sha256 of the files it was read from.
+_REMEMBERED: dict[tuple[str, ...], Hidden] = {}
+
+
+def _hidden_checks(root: Path, stories: Iterable[Story] | None) -> Hidden:
     by_id = {s.id: s for s in (stories if stories is not None else load_suite(root / "suite"))}
     rows: dict[Frame, list[dict[str, Any]]] = defaultdict(list)
     for _, f in iter_jsonl(root / FAULTS_FILE):

@@ -28,9 +28,6 @@ share it.
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
-import os
-import pickle
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -50,10 +47,10 @@ from vsb.evaluators.interface import (
     WorkItem,
     by_stage,
 )
+from vsb.evaluators.pooled import pooled
 from vsb.evaluators.registry import get_evaluator
 from vsb.evaluators.render.decode import decode_render
 from vsb.evaluators.render.memo import ExtractionMemo
-from vsb.store.locks import die_with_parent
 from vsb.story.models import Story
 from vsb.tables.reasons import image_name
 
@@ -216,13 +213,6 @@ def _run_job(job: Job) -> tuple[list[Outputs], Counter[str]]:
     return evaluate_group(_SHARED[tasks[0].story_id], names, tasks, None, cache_dir)
 
 
-def _run_job_packed(job: Job) -> tuple[bytes, Counter[str]]:
-    """``_run_job`` in a pool worker, its outputs pickled here: the evaluating process keeps
-    them as bytes until the pool is gone (``_frames_stage``)."""
-    outs, stats = _run_job(job)
-    return pickle.dumps(outs, protocol=pickle.HIGHEST_PROTOCOL), stats
-
-
 def _jobs(
     evaluators: list[Evaluator], items: list[WorkItem], cache_dir: str | None
 ) -> tuple[list[FrameSequence], list[Job]]:
@@ -254,9 +244,9 @@ def _frames_stage(
     pending: dict[FrameSequence, Outputs] = {}
     nxt = 0
 
-    def add(job: Job, result: tuple[list[Outputs], Counter[str]], quiet: bool = False) -> None:
+    def add(job: Job, result: tuple[list[Outputs], Counter[str]]) -> None:
         """Rows are added in plan order (whatever order the jobs finish in)."""
-        nonlocal done, nxt
+        nonlocal nxt
         outs, stats = result
         acc.extraction.update(stats)
         pending.update(zip(job[0], outs, strict=True))
@@ -267,8 +257,11 @@ def _frames_stage(
             acc.out.signals += res.out.signals
             acc.not_renders += res.not_renders
             acc.unreadable.update(res.unreadable)
+
+    def tick(job: Job) -> None:
+        nonlocal done
         done += sum(len(t.images) for t in job[0])
-        if progress and not quiet:
+        if progress:
             progress(done, total)
 
     _SHARED = run.stories
@@ -276,28 +269,18 @@ def _frames_stage(
         if options.ray is not None:
             from vsb.evaluators.evaluate_ray import run_tasks
 
-            run_tasks(options.ray, run.stories, jobs, evaluate_group, add)
+            def both(job: Job, res: tuple[list[Outputs], Counter[str]]) -> None:
+                add(job, res)
+                tick(job)
+
+            run_tasks(options.ray, run.stories, jobs, evaluate_group, both)
         elif options.workers > 1 and len(jobs) > 1:
-            ctx = multiprocessing.get_context("fork")
-            pid = os.getpid()
-            # Each job's rows stay pickled (~10x smaller than the dicts) while the workers
-            # live, and become rows once they are gone: the main job's memory bound counts
-            # every process, and ~218,000 row dicts beside two workers passed it.
-            packed: list[tuple[Job, bytes, Counter[str]]] = []
-            with ctx.Pool(options.workers, initializer=die_with_parent, initargs=(pid,)) as pool:
-                for job, (blob, stats) in zip(jobs, pool.imap(_run_job_packed, jobs), strict=True):
-                    packed.append((job, blob, stats))
-                    done += sum(len(t.images) for t in job[0])
-                    if progress:
-                        progress(done, total)
-            done = 0  # counted again as the rows are added, quietly
-            packed.reverse()
-            while packed:  # each job's bytes let go as its rows are made
-                job, blob, stats = packed.pop()
-                add(job, (pickle.loads(blob), stats), quiet=True)
+            for job, res in pooled(_run_job, jobs, options.workers, tick):
+                add(job, res)
         else:
             for job in jobs:
                 add(job, _run_job(job))
+                tick(job)
     finally:
         _SHARED = None
 

@@ -293,6 +293,7 @@ class RulesEvaluator(StoryEvaluator):
                     f"rules:{story.id}:{f.scene}",
                     f.sha256,
                     partial(_checked_cells, f, voc, scene, story),
+                    hit="extract_hits",
                 )
                 run = {"model": f.model, "condition": f.condition, "story_id": f.story_id,
                        "scene": f.scene}  # fmt: skip

@@ -208,11 +208,17 @@ class ExtractionMemo:
         self._states[(sha256, vocab)] = got
         return got
 
-    def keep(self, name: str, sha256: str, compute: Callable[[], Any]) -> Any:
-        """``compute()``, once per (``name``, content) for the memo's life."""
+    def keep(
+        self, name: str, sha256: str, compute: Callable[[], Any], hit: str | None = None
+    ) -> Any:
+        """``compute()``, once per (``name``, content) for the memo's life; a repeat counts
+        in ``stats[hit]`` when given (the rule checks of a repeated picture, made from its
+        extraction: an ``extract_hits``)."""
         k = (name, sha256)
         if k not in self._kept:
             self._kept[k] = compute()
+        elif hit is not None:
+            self.stats[hit] += 1
         return self._kept[k]
 
     def close(self) -> None:

@@ -324,6 +324,11 @@ def _pages(root: Path, out: Path, helper: _Helper) -> SiteResult:
     for name in STATIC_FILES:
         (out / "static" / name).write_bytes(static.joinpath(name).read_bytes())
     sources = _Sources(data.root)
+    # the rater pictures first (~3 s in the helper, once it has written the release's files),
+    # while this process renders every page
+    session, rater_jobs = _evaluate_session(data, out, sources)
+    images = helper.files()
+    helper.rate(rater_jobs)
     m = data.manifest
     common = {
         "release": m.release,
@@ -365,11 +370,8 @@ def _pages(root: Path, out: Path, helper: _Helper) -> SiteResult:
         vina_metrics=VINA_METRICS,
         **pages.judge_tables(data),
     )
-    session, rater_jobs = _evaluate_session(data, out, sources)
     w.page("evaluate.html", "evaluate.html", session=session)
     w.page("stories/index.html", "stories.html", **pages.story_index(data))
-    images = helper.files()
-    helper.rate(rater_jobs)  # while the story pages render
     for story in data.stories:
         for cond in data.conditions:
             w.page(

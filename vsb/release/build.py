@@ -329,7 +329,13 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
         result.seconds[variant] = seconds
 
     scratch = root / "scratch"
+
+    def preload(_p: Progress) -> None:
+        st.preload_analysis()
+        tables()
+
     analysis: dict[str, Callable[..., Any]] = {
+        "preload": preload,
         "score": lambda p: st.score(rel_dir, p, config.name, tables()),
         "validate": lambda p: st.validate(rel_dir, p, config.name, None, tables()),
         "references": lambda p, judged: st.write_references(rel_dir, judged, tables()),
@@ -338,6 +344,13 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
         [*st.EVALUATION_INPUTS, "oracle/faults.jsonl"],
         ("validation", "evaluators", "tables", "story/vinabench"),
     )
+    # with a judge, score also corrects its pass rates against the oracle (issue 39);
+    # records.jsonl: the prompts cut per model (scores.json's prompts) come from it
+    scored = (
+        [*st.EVALUATION_INPUTS, "records.jsonl",
+         *(["oracle/faults.jsonl"] if config.judge else [])],
+        ("scores", "tables", *(("validation",) if config.judge else ())),
+    )  # fmt: skip
     with contextlib.ExitStack() as stack:
         refs: StageHost | None = None
         judged: list[Any] = []
@@ -380,11 +393,18 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
                 with records.open("rb") as f:
                     result.variant_images += sum(1 for _ in f)
 
-        if refs is not None:  # its answers first: score's peak beside it passes the bound
-            judged.append(refs.receive("judge", prog))
-            refs.close()  # its memory goes back now
         # Score and validate share one process: the tables are read once for both.
         host = stack.enter_context(StageHost(analysis))
+        if refs is not None:
+            # The judges' answers first: score's peak beside their process passes the memory
+            # bound. Meanwhile the analysis process imports what it runs and reads the
+            # tables (~1.5 s; ~180 MiB beside the judges' ~200).
+            if CAN_FORK and not (fresh("score", *scored) and fresh("validate", *checked)):
+                host.send("preload")
+            judged.append(refs.receive("judge", prog))
+            refs.close()  # its memory goes back now
+            if host.sent == "preload":
+                host.receive("preload", prog)
         if refs is None and not fresh("validate", *checked):  # no fork: judged here, later
             served = config.served_judges
             refs = stack.enter_context(StageHost({"judge": lambda p: st.judge_references(
@@ -413,12 +433,7 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
             shutil.rmtree(scratch / "reference", ignore_errors=True)
             return files
 
-        # with a judge, score also corrects its pass rates against the oracle (issue 39)
-        corrects = ["oracle/faults.jsonl"] if config.judge else []
-        code = ("scores", "tables", *(("validation",) if config.judge else ()))
-        # records.jsonl: the prompts cut per model (scores.json's prompts) come from it
-        inputs = [*st.EVALUATION_INPUTS, "records.jsonl", *corrects]
-        cached("score", inputs, code, lambda: step("score"))
+        cached("score", *scored, lambda: step("score"))
         cached("validate", *checked, validate)
     loaded.clear()  # without fork they were read here; no later stage reads them
 

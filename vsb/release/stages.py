@@ -141,6 +141,20 @@ def evaluate(
     return _files_under(release_dir, "evaluations")
 
 
+def preload_analysis() -> None:
+    """Import what score and validate run (statistics libraries included): the main job does
+    it in the analysis process while the reference judges finish beside it."""
+    import scipy.stats  # noqa: F401  (validate's rank correlations)
+
+    import vsb.scores.compute
+    import vsb.scores.peer.vinabench
+    import vsb.scores.write
+    import vsb.validation.correct.apply
+    import vsb.validation.judge
+    import vsb.validation.reference
+    import vsb.validation.vina.validity  # noqa: F401
+
+
 def load_tables(release_dir: Path) -> EvaluationTables:
     """The release's evaluation tables, read once for the stages that use them."""
     from vsb.scores.inputs import load_tables as load

@@ -262,7 +262,7 @@ def judge_folder(sub: Path, name: str, judge: Answerer, served: bool) -> None:
     shutil.rmtree(sub / "evaluations", ignore_errors=True)
     (sub / "ledger.sqlite").unlink(missing_ok=True)
     with (JudgeServer if served else JudgeEndpoint)(judge, keep_bodies=False) as endpoint:
-        client = default_client() if served else endpoint.client()
+        client = default_client() if served else endpoint.direct_client()
         with client:
             evaluate_run(
                 sub,

@@ -72,7 +72,7 @@ def ask_vinabench(
     ev = VinaBenchEvaluator(options=options)
     made = VINA_JUDGES[judge](Path(run_dir))
     with (JudgeServer if served else JudgeEndpoint)(made, keep_bodies=False) as endpoint:
-        client = default_client() if served else endpoint.client()
+        client = default_client() if served else endpoint.direct_client()
         with client:
             transport = build_transport(
                 f"openai-compatible:{judge}", base_url=endpoint.url, client=client

@@ -52,7 +52,7 @@ from vsb.fsio import (
     sha256_hex,
 )
 from vsb.release.assemble import assemble
-from vsb.release.config import BuildConfig, Progress
+from vsb.release.config import BuildConfig, OpenStages, Progress, Silent
 from vsb.release.isolate import CAN_FORK, StageHost, run_isolated, wait_any
 from vsb.release.manifest import Manifest, freeze
 
@@ -65,46 +65,6 @@ STAGES = (
 )  # fmt: skip
 _VariantFn = Callable[[Path, Any, list[str], list[str], BuildConfig, Progress], list[str]]
 _PKG = Path(__file__).resolve().parents[1]
-
-
-class _Silent:
-    def start(self, stage: str, total: int | None) -> None:
-        pass
-
-    def advance(self, stage: str, done: int, total: int | None) -> None:
-        pass
-
-    def note(self, stage: str, message: str) -> None:
-        pass
-
-    def finish(self, stage: str, seconds: float, skipped: bool) -> None:
-        pass
-
-
-class _Open:
-    """The build's progress, passed on only for a stage that has started and not finished:
-    work that begins early (the reference judges, part of validate, answer during score)
-    reports to its stage from the moment the stage starts."""
-
-    def __init__(self, inner: Progress) -> None:
-        self.inner = inner
-        self.open: set[str] = set()
-
-    def start(self, stage: str, total: int | None) -> None:
-        self.open.add(stage)
-        self.inner.start(stage, total)
-
-    def advance(self, stage: str, done: int, total: int | None) -> None:
-        if stage in self.open:
-            self.inner.advance(stage, done, total)
-
-    def note(self, stage: str, message: str) -> None:
-        if stage in self.open:
-            self.inner.note(stage, message)
-
-    def finish(self, stage: str, seconds: float, skipped: bool) -> None:
-        self.open.discard(stage)
-        self.inner.finish(stage, seconds, skipped)
 
 
 @dataclass
@@ -195,7 +155,7 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
     """Run the whole main job (see the module docstring); returns where everything is."""
     from vsb.release import stages as st
 
-    prog = _Open(progress or _Silent())
+    prog = OpenStages(progress or Silent())
     root = config.root
     root.mkdir(parents=True, exist_ok=True)
     rel_dir, site_dir = root / "release", root / "site"

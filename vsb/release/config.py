@@ -18,6 +18,49 @@ class Progress(Protocol):
     def finish(self, stage: str, seconds: float, skipped: bool) -> None: ...
 
 
+class Silent:
+    """A ``Progress`` that draws nothing."""
+
+    def start(self, stage: str, total: int | None) -> None:
+        pass
+
+    def advance(self, stage: str, done: int, total: int | None) -> None:
+        pass
+
+    def note(self, stage: str, message: str) -> None:
+        pass
+
+    def finish(self, stage: str, seconds: float, skipped: bool) -> None:
+        pass
+
+
+class OpenStages:
+    """The build's progress, passed on only for a stage that has started and not finished:
+    work that begins early (the reference judges, part of validate, answer during the suite
+    variants)
+    reports to its stage from the moment the stage starts."""
+
+    def __init__(self, inner: Progress) -> None:
+        self.inner = inner
+        self.open: set[str] = set()
+
+    def start(self, stage: str, total: int | None) -> None:
+        self.open.add(stage)
+        self.inner.start(stage, total)
+
+    def advance(self, stage: str, done: int, total: int | None) -> None:
+        if stage in self.open:
+            self.inner.advance(stage, done, total)
+
+    def note(self, stage: str, message: str) -> None:
+        if stage in self.open:
+            self.inner.note(stage, message)
+
+    def finish(self, stage: str, seconds: float, skipped: bool) -> None:
+        self.open.discard(stage)
+        self.inner.finish(stage, seconds, skipped)
+
+
 @dataclass(frozen=True)
 class BuildConfig:
     """What the main job builds."""

@@ -37,8 +37,7 @@ class Silent:
 class OpenStages:
     """The build's progress, passed on only for a stage that has started and not finished:
     work that begins early (the reference judges, part of validate, answer during the suite
-    variants)
-    reports to its stage from the moment the stage starts."""
+    variants) reports to its stage from the moment the stage starts."""
 
     def __init__(self, inner: Progress) -> None:
         self.inner = inner

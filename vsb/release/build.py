@@ -311,6 +311,15 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
          *(["oracle/faults.jsonl"] if config.judge else [])],
         ("scores", "tables", *(("validation",) if config.judge else ())),
     )  # fmt: skip
+
+    def judges(stack: contextlib.ExitStack) -> StageHost:
+        """The reference judges' process, sent its work (without fork: run when received)."""
+        served = config.served_judges
+        host = stack.enter_context(StageHost({"judge": lambda p: st.judge_references(
+            rel_dir, p, scratch, served, plain=True)}))  # fmt: skip
+        host.send("judge")
+        return host
+
     with contextlib.ExitStack() as stack:
         refs: StageHost | None = None
         judged: list[Any] = []
@@ -322,10 +331,7 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
             # worker each. Two processes at a time, as the memory bound allows (score's
             # bootstrap beside the judges' process did not): the variants side by side and
             # then the judges beside score and validate left a core idle for ~10 s.
-            served = config.served_judges
-            refs = stack.enter_context(StageHost({"judge": lambda p: st.judge_references(
-                rel_dir, p, scratch, served, plain=True)}))  # fmt: skip
-            refs.send("judge")
+            refs = judges(stack)
         if len(todo) > 1 and CAN_FORK and refs is None:  # side by side, a worker each
             vr.side_by_side(list(todo), root, plain, anchors, conditions, config, prog,
                             variant_done)  # fmt: skip
@@ -366,10 +372,7 @@ def build_release(config: BuildConfig, progress: Progress | None = None) -> Buil
             if host.sent == "preload":
                 host.receive("preload", prog)
         if refs is None and not fresh("validate", *checked):  # no fork: judged here, later
-            served = config.served_judges
-            refs = stack.enter_context(StageHost({"judge": lambda p: st.judge_references(
-                rel_dir, p, scratch, served, plain=True)}))  # fmt: skip
-            refs.send("judge")
+            refs = judges(stack)
 
         def step(name: str, *args: Any) -> Any:
             """Analysis stage ``name``, drawing the reference judges' progress meanwhile."""

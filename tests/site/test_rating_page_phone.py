@@ -73,3 +73,40 @@ def test_tap_targets_are_44_px_tall_on_a_phone(
         assert not short, f"tap targets under {TAP_PX} px tall at 390 px: {short}"
     finally:
         page.close()
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not CHROMIUM.is_file(), reason=f"{CHROMIUM} is absent")
+def test_picture_buttons_are_tap_sized_before_their_pictures_arrive(
+    browser: Any,  # noqa: F811
+    synth_site: Path,
+) -> None:
+    """CI found the comparison's picture buttons 2 px tall: measured before their PNGs had
+    arrived, a button holding an image with no size yet is only its border. A phone on a slow
+    line sees that page; the buttons must be tap-sized whether or not the picture has come."""
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    held: list[Any] = []
+    try:
+        page.route("**/*.png", lambda route: held.append(route))  # the pictures never arrive
+        page.goto((synth_site / "evaluate.html").as_uri())
+        page.fill("#ev-rater", "tester-1")
+        page.keyboard.press("Enter")
+        short: list[str] = []
+        kinds: set[str] = set()
+        for _ in range(40):
+            kind = page.locator("#ev-body").get_attribute("data-kind") or ""
+            if kind not in kinds:
+                kinds.add(kind)
+                short += [f"{kind}: {s}" for s in _short_targets(page)]
+            page.keyboard.press("4" if kind == "likert" else "2")
+            if kind == "likert":
+                for _ in range(5):
+                    page.keyboard.press("4")
+            page.keyboard.press("Enter")
+            if "pair" in kinds and "likert" in kinds:
+                break
+        assert held, "the test held no picture: the route did not apply"
+        assert {"likert", "pair"} <= kinds, kinds
+        assert not short, f"tap targets under {TAP_PX} px before the pictures came: {short}"
+    finally:
+        page.close()

@@ -105,6 +105,8 @@ class Frame:
     reason: str = ""
     counts: NDArray[np.intp] | None = None
     """Pixels per palette index of ``image`` when the decoder counted them (else None)."""
+    band_counts: NDArray[np.intp] | None = None
+    """The same, of the figure band's rows (``style.BAND``) only."""
     unreadable: str = ""
     """Why the image file could not be read ('' when it could); such a frame has no
     ``path`` (evaluators skip it, as a failed generation) and ``vsb evaluate`` gives it

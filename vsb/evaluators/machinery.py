@@ -131,6 +131,7 @@ def _frame(
     return Frame(
         task.model, task.condition, task.story_id, scene, d.indices if d.is_render else None,
         path=path, is_render=d.is_render, reason=d.reason, counts=d.counts, sha256=sha,
+        band_counts=d.band_counts,
         memo=memo,
     )  # fmt: skip
 

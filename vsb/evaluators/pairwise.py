@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -45,14 +46,21 @@ class FrameHistograms:
     band: NDArray[np.float64]
 
     @classmethod
-    def of(cls, image: Any, counts: NDArray[np.intp] | None = None) -> FrameHistograms:
+    def of(
+        cls,
+        image: Any,
+        counts: NDArray[np.intp] | None = None,
+        band: NDArray[np.intp] | None = None,
+    ) -> FrameHistograms:
         """One pass over the pixels: the band's counts plus the other rows' are the whole's
-        (``counts``, the whole image's, when the decoder has them already)."""
-        plane = load_indices(image)
-        r0, r1 = style.BAND
-        band = _counts(plane[r0:r1])
-        whole = band + _counts(plane[:r0]) + _counts(plane[r1:]) if counts is None else counts
-        return cls(whole=_norm(whole), band=_norm(band))
+        (``counts`` and ``band``, the whole image's and the band's, when the decoder has
+        them already: then no pass at all)."""
+        if counts is None or band is None:
+            plane = load_indices(image)
+            r0, r1 = style.BAND
+            band = _counts(plane[r0:r1])
+            counts = band + _counts(plane[:r0]) + _counts(plane[r1:])
+        return cls(whole=_norm(counts), band=_norm(band))
 
 
 def histogram_scores(prev: FrameHistograms, cur: FrameHistograms) -> dict[str, float]:
@@ -85,10 +93,11 @@ class PairwiseEvaluator(StoryEvaluator):
         def hist(i: int) -> FrameHistograms:
             if i not in hists:
                 f = frames[i]
+                made = partial(FrameHistograms.of, f.image, f.counts, f.band_counts)
                 hists[i] = (
-                    f.memo.keep("pairwise", f.sha256, lambda: FrameHistograms.of(f.image, f.counts))
+                    f.memo.keep("pairwise", f.sha256, made)
                     if f.memo is not None and f.sha256
-                    else FrameHistograms.of(f.image, f.counts)
+                    else made()
                 )
             return hists[i]
 

@@ -78,7 +78,10 @@ def assemble(run_dir: Path, release_dir: Path) -> dict[str, str]:
         if d.is_file() and (have := sha256_file(d)) == sha:
             hashes[rel] = have
             continue
-        d.parent.mkdir(parents=True, exist_ok=True)
-        link_or_copy(run_dir / rel, d)
+        try:
+            link_or_copy(run_dir / rel, d)
+        except FileNotFoundError:  # its folder is new (a link first: no check per image)
+            d.parent.mkdir(parents=True, exist_ok=True)
+            link_or_copy(run_dir / rel, d)
         hashes[rel] = sha256_file(d)
     return hashes

@@ -141,6 +141,20 @@ def evaluate(
     return _files_under(release_dir, "evaluations")
 
 
+def preload_evaluate() -> None:
+    """Import what evaluate imports before it forks its workers (no more: a worker's resident
+    set counts every page it shares): the main job does it in evaluate's process while the
+    run stage generates."""
+    import vsb.evaluators.evaluate
+    import vsb.evaluators.vlm.store
+    import vsb.evaluators.vlm.transports
+    import vsb.evaluators.vlm_judge  # noqa: F401
+    from vsb.evaluators.registry import DEFAULT_EVALUATORS, get_evaluator
+
+    for name in DEFAULT_EVALUATORS:
+        get_evaluator(name)
+
+
 def preload_analysis() -> None:
     """Import what score and validate run (statistics libraries included): the main job does
     it in the analysis process while the reference judges finish beside it."""

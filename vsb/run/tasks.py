@@ -355,10 +355,12 @@ def _write_image(path: Path, data: bytes) -> None:
 
 
 def _place_image(path: Path, data: bytes, cached: Path | None) -> None:
-    """Put an image at ``path`` unless the same bytes are already there (a resumed run:
-    reading is ~20× cheaper than creating a file): a hard link to ``cached``, the cache's
-    copy of the same bytes (written once, never modified in place), where the filesystem
-    allows; else an atomic write."""
+    """Put an image at ``path`` unless the same bytes are already there (a resumed run): a
+    hard link to ``cached``, the cache's copy of the same bytes (written once, never
+    modified in place), where the filesystem allows; else an atomic write. A new image is
+    linked at once (its folder made when missing): no read, no folder check before it."""
+    if cached is not None and _link_new(cached, path):
+        return
     try:
         if path.read_bytes() == data:
             return
@@ -366,10 +368,25 @@ def _place_image(path: Path, data: bytes, cached: Path | None) -> None:
         pass
     if cached is not None:
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
             path.unlink(missing_ok=True)
             os.link(cached, path)
             return
         except OSError:  # no cached copy, another device, no link support
             pass
     atomic_write_bytes(path, data)
+
+
+def _link_new(src: Path, dest: Path) -> bool:
+    """Hard-link ``dest`` to ``src`` where nothing is at ``dest`` yet, making its folder when
+    missing; False when something is there, ``src`` is missing or links cannot be made."""
+    for _ in range(2):
+        try:
+            os.link(src, dest)
+            return True
+        except FileNotFoundError:
+            if dest.parent.is_dir():
+                return False  # no cached copy
+            dest.parent.mkdir(parents=True, exist_ok=True)
+        except OSError:  # something there already, another device, no link support
+            return False
+    return False

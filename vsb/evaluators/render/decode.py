@@ -93,6 +93,8 @@ class DecodedImage:
     """Empty when a render, else why not ("42% of pixels are off the palette")."""
     counts: NDArray[np.intp] | None = None
     """Pixels per index (length 256) when a render: the extractor and pairwise reuse it."""
+    band_counts: NDArray[np.intp] | None = None
+    """The same, of the figure band's rows only (``style.BAND``): pairwise reuses it."""
 
 
 def _canonical(im: Image.Image) -> Plane | None:
@@ -269,16 +271,19 @@ def decode_render(image: bytes | str | Path | Image.Image | NDArray[Any]) -> Dec
     """Read an image as a render, or say why it is not one (see the module docstring)."""
     plane, share, small = _read(image)
     reason = small
-    counts = None
+    counts = band = None
     if not reason and share < RENDER_SHARE:
         reason = off_palette(share)
-    if not reason:
-        counts = index_counts(plane)
+    if not reason:  # counted a band at a time: the figure band's counts come with the whole's
+        r0, r1 = style.BAND
+        band = index_counts(plane[r0:r1])
+        counts = band + index_counts(plane[:r0]) + index_counts(plane[r1:])
         colours = int((counts[: len(style.PALETTE)] >= MIN_COLOUR_SHARE * plane.size).sum())
         if colours < MIN_COLOURS:
             reason = f"only {colours} palette colour(s) (a render shows at least {MIN_COLOURS})"
     if reason:
         return DecodedImage(indices=None, is_render=False, palette_share=share, reason=reason)
     return DecodedImage(
-        indices=plane, is_render=True, palette_share=share, reason="", counts=counts
-    )
+        indices=plane, is_render=True, palette_share=share, reason="", counts=counts,
+        band_counts=band,
+    )  # fmt: skip

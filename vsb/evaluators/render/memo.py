@@ -172,7 +172,8 @@ class ExtractionMemo:
             self.stats["decode_hits"] += 1
             return got
         got = decode_render(data)
-        for arr in (got.indices, got.counts):  # shared by every frame of these bytes
+        # shared by every frame of these bytes
+        for arr in (got.indices, got.counts, got.band_counts):
             if arr is not None:
                 arr.setflags(write=False)
         self.stats["decoded"] += 1

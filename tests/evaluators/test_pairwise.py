@@ -28,3 +28,28 @@ def test_accepts_index_arrays() -> None:
     s = first_state(world([character("Ama")]))
     a = render_indices(s, seed=0)
     assert pairwise_scores(a, a)["pairwise_global"] == 1.0
+
+
+def test_the_decoders_band_counts_are_the_bands_own() -> None:
+    """The decoder counts the figure band's pixels as it counts the whole picture's (pairwise
+    then reads no pixel again): both equal counts made from the plane itself, and the
+    histograms built from them equal the ones pairwise builds from the picture alone."""
+    import numpy as np
+
+    from vsb.evaluators.pairwise import FrameHistograms
+    from vsb.evaluators.render import style
+    from vsb.evaluators.render.decode import decode_render
+
+    w = world([character("Ama"), character("Bo", skin="tone-5", top="green")])
+    png = render_png(first_state(w), seed=3)
+    d = decode_render(png)
+    assert d.is_render and d.indices is not None
+    assert d.counts is not None and d.band_counts is not None
+    r0, r1 = style.BAND
+    plane = d.indices.astype(np.intp)
+    assert np.array_equal(d.band_counts, np.bincount(plane[r0:r1].ravel(), minlength=256))
+    assert np.array_equal(d.counts, np.bincount(plane.ravel(), minlength=256))
+    assert 0 < d.band_counts.sum() < d.counts.sum()
+    given = FrameHistograms.of(d.indices, d.counts, d.band_counts)
+    alone = FrameHistograms.of(png)
+    assert np.array_equal(given.whole, alone.whole) and np.array_equal(given.band, alone.band)

@@ -34,6 +34,36 @@ def _short_targets(page: Any) -> list[str]:
     return [f"{name}: {h:.1f}" for name, h in found if h < TAP_PX]
 
 
+def _walk_items(page: Any, *, until: str, check_digit: bool = False) -> tuple[set[str], list[str]]:
+    """Sign in and answer item after item until ``until`` ("done": the end page; "both": a
+    rating and a comparison seen); the kinds of item seen and the short tap targets of the
+    first item of each kind. ``check_digit``: a digit must move the highlighted aspect on."""
+    page.fill("#ev-rater", "tester-1")
+    page.keyboard.press("Enter")
+    kinds: set[str] = set()
+    short: list[str] = []
+    for _ in range(40):  # every kind of item: ratings and comparisons
+        kind = page.locator("#ev-body").get_attribute("data-kind") or ""
+        if kind not in kinds:
+            kinds.add(kind)
+            short += [f"{kind}: {s}" for s in _short_targets(page)]
+        if kind == "likert":
+            active = page.locator(".ev-dim.active").get_attribute("data-dim")
+            page.keyboard.press("4")  # a digit rates the highlighted aspect, and moves on
+            if check_digit:
+                assert page.locator(".ev-dim.active").get_attribute("data-dim") != active
+            for _ in range(5):
+                page.keyboard.press("4")
+        else:
+            page.keyboard.press("2")
+        page.keyboard.press("Enter")
+        if until == "done" and page.locator("#ev-done").is_visible():
+            break
+        if until == "both" and {"likert", "pair"} <= kinds:
+            break
+    return kinds, short
+
+
 @pytest.mark.browser
 @pytest.mark.skipif(not CHROMIUM.is_file(), reason=f"{CHROMIUM} is absent")
 def test_tap_targets_are_44_px_tall_on_a_phone(
@@ -45,25 +75,8 @@ def test_tap_targets_are_44_px_tall_on_a_phone(
         page.goto((synth_site / "evaluate.html").as_uri())
         assert page.locator("#ev-start").is_visible()
         short = _short_targets(page)
-        page.fill("#ev-rater", "tester-1")
-        page.keyboard.press("Enter")
-        kinds: set[str] = set()
-        for _ in range(40):  # every kind of item: ratings and comparisons
-            kind = page.locator("#ev-body").get_attribute("data-kind") or ""
-            if kind not in kinds:
-                kinds.add(kind)
-                short += [f"{kind}: {s}" for s in _short_targets(page)]
-            if kind == "likert":
-                active = page.locator(".ev-dim.active").get_attribute("data-dim")
-                page.keyboard.press("4")  # a digit rates the highlighted aspect, and moves on
-                assert page.locator(".ev-dim.active").get_attribute("data-dim") != active
-                for _ in range(5):
-                    page.keyboard.press("4")
-            else:
-                page.keyboard.press("2")
-            page.keyboard.press("Enter")
-            if page.locator("#ev-done").is_visible():
-                break
+        kinds, found = _walk_items(page, until="done", check_digit=True)
+        short += found
         assert {"likert", "pair"} <= kinds, kinds
         assert page.locator("#ev-done").is_visible()
         short += [f"done: {s}" for s in _short_targets(page)]
@@ -89,22 +102,7 @@ def test_picture_buttons_are_tap_sized_before_their_pictures_arrive(
     try:
         page.route("**/*.png", lambda route: held.append(route))  # the pictures never arrive
         page.goto((synth_site / "evaluate.html").as_uri())
-        page.fill("#ev-rater", "tester-1")
-        page.keyboard.press("Enter")
-        short: list[str] = []
-        kinds: set[str] = set()
-        for _ in range(40):
-            kind = page.locator("#ev-body").get_attribute("data-kind") or ""
-            if kind not in kinds:
-                kinds.add(kind)
-                short += [f"{kind}: {s}" for s in _short_targets(page)]
-            page.keyboard.press("4" if kind == "likert" else "2")
-            if kind == "likert":
-                for _ in range(5):
-                    page.keyboard.press("4")
-            page.keyboard.press("Enter")
-            if "pair" in kinds and "likert" in kinds:
-                break
+        kinds, short = _walk_items(page, until="both")
         assert held, "the test held no picture: the route did not apply"
         assert {"likert", "pair"} <= kinds, kinds
         assert not short, f"tap targets under {TAP_PX} px before the pictures came: {short}"
